@@ -1,0 +1,125 @@
+"""Integer functions with exact semantics for index math.
+
+SymPy's ``floor(a / b)`` hides an integer division inside a rational, which makes
+printing and range reasoning awkward.  These three functions say what index math
+means: integer division rounding down or up and the non-negative remainder, all
+for a positive divisor.  The printer emits the fast C-like operators only when it
+can prove the dividend non-negative, and an exact form otherwise.
+"""
+
+import sympy
+
+
+def _is_int(x):
+    return isinstance(x, sympy.Integer)
+
+
+class FloorDiv(sympy.Function):
+    """``floor(a / b)`` for integers ``a`` and ``b > 0``."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if b == 1:
+            return a
+        if _is_int(a) and _is_int(b):
+            return sympy.Integer(int(a) // int(b))
+        if a == 0:
+            return sympy.S.Zero
+        if a == b:
+            return sympy.S.One
+        # (b * q + r) // b == q + r // b when b divides the first term exactly.
+        if isinstance(a, sympy.Add):
+            whole, rest = [], []
+            for term in a.args:
+                (whole if _divides(b, term) else rest).append(term)
+            if whole:
+                quotient = sympy.Add(*[sympy.cancel(t / b) for t in whole])
+                return quotient + cls(sympy.Add(*rest), b)
+        elif _divides(b, a):
+            return sympy.cancel(a / b)
+        if isinstance(a, FloorDiv):
+            return cls(a.args[0], a.args[1] * b)
+
+    def _eval_is_nonnegative(self):
+        a, b = self.args
+        if a.is_nonnegative and b.is_positive:
+            return True
+
+    def _sympystr(self, printer):
+        return f"({printer.parenthesize(self.args[0], 50)} // {printer.parenthesize(self.args[1], 100)})"
+
+
+class CeilDiv(sympy.Function):
+    """``ceil(a / b)`` for integers ``a`` and ``b > 0``; printed ``cdiv(a, b)``."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if b == 1:
+            return a
+        if _is_int(a) and _is_int(b):
+            return sympy.Integer(-(-int(a) // int(b)))
+        if a == 0:
+            return sympy.S.Zero
+        if a == b:
+            return sympy.S.One
+        if _divides(b, a):
+            return sympy.cancel(a / b)
+
+    def _eval_is_nonnegative(self):
+        a, b = self.args
+        if a.is_nonnegative and b.is_positive:
+            return True
+
+    def _eval_is_positive(self):
+        a, b = self.args
+        if a.is_positive and b.is_positive:
+            return True
+
+    def _sympystr(self, printer):
+        return f"cdiv({printer._print(self.args[0])}, {printer._print(self.args[1])})"
+
+
+class Mod(sympy.Function):
+    """The remainder ``a - b * floor(a / b)`` (in ``[0, b)``) for ``b > 0``."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if b == 1:
+            return sympy.S.Zero
+        if _is_int(a) and _is_int(b):
+            return sympy.Integer(int(a) % int(b))
+        if a == 0 or a == b:
+            return sympy.S.Zero
+        if _divides(b, a):
+            return sympy.S.Zero
+        if isinstance(a, sympy.Add):
+            rest = [t for t in a.args if not _divides(b, t)]
+            if len(rest) < len(a.args):
+                return cls(sympy.Add(*rest), b)
+
+    def _eval_is_nonnegative(self):
+        if self.args[1].is_positive:
+            return True
+
+    def _sympystr(self, printer):
+        return f"({printer.parenthesize(self.args[0], 50)} % {printer.parenthesize(self.args[1], 100)})"
+
+
+def _divides(b, a):
+    """Whether ``b`` provably divides ``a`` (both integer expressions)."""
+    if a == 0:
+        return True
+    if _is_int(b):
+        if _is_int(a):
+            return int(a) % int(b) == 0
+        coeff, _ = a.as_coeff_Mul()
+        return _is_int(coeff) and int(coeff) % int(b) == 0
+    q = sympy.cancel(a / b)
+    num, den = q.as_numer_denom()
+    return den == 1 and q.is_integer is True

@@ -1,0 +1,123 @@
+"""Symbols: SymPy integer symbols that also carry what the compiler must know
+about them (compile-time or not, auto-tuned or not, bounds)."""
+
+import itertools
+
+import sympy
+
+
+class Symbol(sympy.Symbol):
+    """A positive integer symbol, e.g. a block size or a tensor size.
+
+    ``constexpr=True``: the value is known when the kernel is compiled (given at
+    call time if not bound).  ``meta=True``: the auto-tuner chooses the value
+    (implies ``constexpr``).  ``lower_bound``/``upper_bound`` bound the value;
+    ``power_of_two`` restricts it to powers of two.
+    """
+
+    def __new__(
+        cls,
+        name,
+        constexpr=None,
+        meta=None,
+        lower_bound=None,
+        upper_bound=None,
+        power_of_two=None,
+        nonnegative=False,
+    ):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"Symbol name must be a Python identifier, got {name!r}")
+        assumptions = {"integer": True}
+        assumptions["nonnegative" if nonnegative else "positive"] = True
+        obj = sympy.Symbol.__xnew__(cls, name, **assumptions)
+        obj.meta = bool(meta)
+        obj.constexpr = bool(constexpr) or obj.meta
+        obj.lower_bound = None if lower_bound is None else int(lower_bound)
+        obj.upper_bound = None if upper_bound is None else int(upper_bound)
+        obj.power_of_two = bool(power_of_two)
+        obj.auto_named = False
+        if (
+            obj.lower_bound is not None
+            and obj.upper_bound is not None
+            and obj.lower_bound > obj.upper_bound
+        ):
+            raise ValueError(
+                f"Symbol {name}: lower_bound {lower_bound} > upper_bound {upper_bound}"
+            )
+        return obj
+
+    def __getnewargs_ex__(self):
+        return (
+            (self.name,),
+            {
+                "constexpr": self.constexpr,
+                "meta": self.meta,
+                "lower_bound": self.lower_bound,
+                "upper_bound": self.upper_bound,
+                "power_of_two": self.power_of_two,
+            },
+        )
+
+    def _hashable_content(self):
+        return super()._hashable_content() + (
+            self.meta,
+            self.constexpr,
+            self.lower_bound,
+            self.upper_bound,
+            self.power_of_two,
+        )
+
+    def __repr__(self):
+        return self.name
+
+    def candidates(self):
+        """The values the auto-tuner may pick for a meta symbol, in order."""
+        lo = self.lower_bound if self.lower_bound is not None else 1
+        hi = self.upper_bound if self.upper_bound is not None else 1024
+        if self.power_of_two:
+            values, v = [], 1
+            while v <= hi:
+                if v >= lo:
+                    values.append(v)
+                v *= 2
+            return values
+        return list(range(lo, hi + 1))
+
+
+_block_size_ids = itertools.count()
+
+
+def block_size(lower_bound=None, upper_bound=None):
+    """A fresh auto-tuned block size: a power of two in [32, 1024] unless bounded.
+
+    The name ``BLOCK_SIZE_<n>`` is only a placeholder; ``make`` renames it after
+    the arrangement parameter or variable it is bound to, so generated code and
+    caches do not depend on how many block sizes were created before.
+    """
+    symbol = Symbol(
+        f"BLOCK_SIZE_{next(_block_size_ids)}",
+        meta=True,
+        lower_bound=32 if lower_bound is None else lower_bound,
+        upper_bound=1024 if upper_bound is None else upper_bound,
+        power_of_two=True,
+    )
+    symbol.auto_named = True
+    return symbol
+
+
+def is_constexpr(expr):
+    """Whether every free symbol of ``expr`` is known at compile time."""
+    return all(getattr(s, "constexpr", False) for s in sympy.sympify(expr).free_symbols)
+
+
+def as_expr(value):
+    """SymPy form of a size, index or symbol given by the user."""
+    if isinstance(value, sympy.Basic):
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"expected an integer or a symbolic expression, got {value!r}")
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    if hasattr(value, "__index__"):
+        return sympy.Integer(value.__index__())
+    raise TypeError(f"expected an integer or a symbolic expression, got {value!r}")

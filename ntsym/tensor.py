@@ -1,0 +1,659 @@
+"""Symbolic tensors and meta-operations.
+
+A *source* tensor (``Tensor(2)``) stands for a kernel argument: its sizes and
+strides are symbols.  Meta-operations build *arranged* tensors: a stack of
+levels, outermost first.  Everything about an arrangement lives in one immutable
+:class:`Hierarchy`:
+
+- ``levels``: each level's shape and one index variable per dimension;
+- ``index``: for every dimension of the source, a SymPy expression in the index
+  variables giving the source index an element comes from;
+- ``conditions``: relations in the index variables that must hold for the
+  element to exist (the source bounds, and bounds that tiling past an edge or
+  padding introduce).
+
+A :class:`Tensor` object is a *view* of one level of a hierarchy.  ``t.dtype`` is
+the view of the next level, and an operation on a view only rewrites the index
+variables of its own level (it substitutes them by expressions in new
+variables), so ``t.dtype = t.dtype.squeeze(0)`` simply adopts the new hierarchy.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import sympy
+
+from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from ntsym.errors import MetaOperationError
+from ntsym.symbol import Symbol, as_expr
+
+
+class Level:
+    """One level of a hierarchy: a shape and one index variable per dimension."""
+
+    __slots__ = ("shape", "vars")
+
+    def __init__(self, shape, vars):
+        self.shape = tuple(shape)
+        self.vars = tuple(vars)
+
+    def __repr__(self):
+        return f"Level{self.shape}"
+
+
+class Hierarchy:
+    """The immutable description of an arranged tensor (see module docstring)."""
+
+    __slots__ = ("source", "levels", "index", "conditions", "requirements")
+
+    def __init__(self, source, levels, index, conditions, requirements=()):
+        self.source = source
+        self.levels = tuple(levels)
+        self.index = tuple(index)
+        self.conditions = tuple(dict.fromkeys(c for c in conditions if c is not sympy.true))
+        # Facts about sizes that the meta-operations assumed but SymPy could not
+        # decide (e.g. a squeezed symbolic size is 1); checked at launch.
+        self.requirements = tuple(dict.fromkeys(requirements))
+
+    def substitute(self, mapping, level_pos, new_levels, extra_conditions=(), requirements=()):
+        """Replace level ``level_pos`` by ``new_levels`` and its variables by
+        the expressions in ``mapping``."""
+        for cond in extra_conditions:
+            if cond is sympy.false:
+                raise MetaOperationError("an element would never be in bounds")
+        mapping = {k: v for k, v in mapping.items()}
+        return Hierarchy(
+            self.source,
+            self.levels[:level_pos] + tuple(new_levels) + self.levels[level_pos + 1 :],
+            [e.xreplace(mapping) for e in self.index],
+            [c.xreplace(mapping) for c in self.conditions] + list(extra_conditions),
+            self.requirements + tuple(requirements),
+        )
+
+    @property
+    def all_vars(self):
+        return tuple(v for level in self.levels for v in level.vars)
+
+
+_var_ids = itertools.count()
+
+
+def _new_var(hint="i"):
+    return sympy.Dummy(f"{hint}{next(_var_ids)}", integer=True, nonnegative=True)
+
+
+def _range_conditions(expr, size):
+    """Conditions for ``expr`` to be a valid index below ``size``, minus the
+    ones that hold by construction."""
+    conds = []
+    if expr.is_nonnegative is not True:
+        conds.append(sympy.Ge(expr, 0))
+    conds.append(sympy.Lt(expr, size))
+    return conds
+
+
+_instance_ids = itertools.count()
+
+
+class Tensor:
+    """A symbolic tensor, or one level of an arranged (hierarchical) tensor.
+
+    ``Tensor(ndim)`` has symbolic sizes and strides; ``Tensor(shape=(4, 8))`` is
+    concrete (entries may mix ints, symbols and ``None`` for a fresh symbol).
+    ``Tensor(0)`` is a scalar argument; ``Tensor(0, constexpr=True, value=v)`` a
+    compile-time one.  ``dtype`` is the element type (a torch or ``ntl`` dtype,
+    or ``None`` for any) and ``other`` the value read outside the bounds.
+    """
+
+    def __init__(
+        self,
+        ndim=None,
+        shape=None,
+        dtype=None,
+        other=None,
+        shape_options=None,
+        name=None,
+        constexpr=None,
+        value=None,
+        jagged_dim=None,
+        strides=None,
+    ):
+        if jagged_dim is not None:
+            raise NotImplementedError("jagged tensors (jagged_dim) are not supported by ntsym yet")
+        if isinstance(dtype, Tensor):
+            raise MetaOperationError(
+                "a source tensor's dtype must be an element type; hierarchical tensors "
+                "come from meta-operations such as tile"
+            )
+        if ndim is None and shape is None:
+            raise MetaOperationError("Tensor needs ndim or shape")
+        if ndim is not None and shape is not None and len(shape) != ndim:
+            raise MetaOperationError(f"Tensor: ndim={ndim} but shape has {len(shape)} entries")
+        if ndim is not None and (not isinstance(ndim, int) or ndim < 0):
+            raise MetaOperationError(f"Tensor: ndim must be a non-negative int, got {ndim!r}")
+        if constexpr and (ndim or (shape and len(shape))):
+            raise MetaOperationError("only 0-dimensional tensors can be constexpr")
+        self._instance = next(_instance_ids)
+        self.name = name if name is not None else f"ntsym_tensor_{self._instance}"
+        self._auto_named = name is None
+        self.element_dtype = dtype
+        self.other = other
+        self.constexpr = bool(constexpr)
+        self.value = value
+        if value is not None and not self.constexpr:
+            raise MetaOperationError("Tensor(value=...) requires constexpr=True")
+        ndim = len(shape) if shape is not None else ndim
+        options = _shape_options(shape_options, ndim)
+        sizes = []
+        for d in range(ndim):
+            entry = None if shape is None else shape[d]
+            if entry is None:
+                sizes.append(Symbol(f"{self.name}_size_{d}", **options[d]))
+            else:
+                size = as_expr(entry)
+                if size.is_positive is False:
+                    raise MetaOperationError(
+                        f"Tensor {self.name}: shape[{d}] = {size} must be positive"
+                    )
+                sizes.append(size)
+        self.source_shape = tuple(sizes)
+        if strides is None:
+            self.source_strides = tuple(
+                Symbol(f"{self.name}_stride_{d}", nonnegative=True) for d in range(ndim)
+            )
+        else:
+            self.source_strides = tuple(as_expr(s) for s in strides)
+        vars = tuple(_new_var("s") for _ in range(ndim))
+        conditions = [sympy.Lt(v, n) for v, n in zip(vars, sizes)]
+        self._hier = Hierarchy(self, [Level(sizes, vars)], vars, conditions)
+        self._level = 0
+
+    # -- views --------------------------------------------------------------
+
+    @classmethod
+    def _view(cls, hier, level):
+        view = cls.__new__(cls)
+        view._hier = hier
+        view._level = level
+        return view
+
+    @property
+    def source(self):
+        """The source tensor this arrangement reads and writes."""
+        return self._hier.source
+
+    @property
+    def hierarchy(self):
+        return self._hier
+
+    @property
+    def level(self):
+        """Which level of the hierarchy this view stands for (0 = outermost)."""
+        return self._level
+
+    @property
+    def _lvl(self):
+        return self._hier.levels[self._level]
+
+    @property
+    def shape(self):
+        return self._lvl.shape
+
+    @property
+    def ndim(self):
+        return len(self._lvl.shape)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    @property
+    def strides(self):
+        """Strides of a source tensor (symbols unless given)."""
+        if self._is_source():
+            return self.source.source_strides
+        raise AttributeError(
+            "an arranged tensor has index maps, not strides: see `index_map` or "
+            "use `t.source.strides`"
+        )
+
+    def stride(self, dim=None):
+        return self.strides if dim is None else self.strides[dim]
+
+    def _is_source(self):
+        hier = self._hier
+        return hier is self.source._hier and self._level == 0
+
+    @property
+    def dtype(self):
+        """The next level (a Tensor), or the element type at the innermost level."""
+        if self._level + 1 < len(self._hier.levels):
+            return Tensor._view(self._hier, self._level + 1)
+        return self.source.element_dtype
+
+    @dtype.setter
+    def dtype(self, value):
+        if not isinstance(value, Tensor):
+            if self._level + 1 < len(self._hier.levels):
+                raise MetaOperationError(
+                    "cannot replace an inner level by an element type; assign a tensor "
+                    "derived from `t.dtype`"
+                )
+            if not self._is_source():
+                raise MetaOperationError("set the element dtype on the source tensor")
+            self.source.element_dtype = value
+            return
+        if value._level != self._level + 1 or value._hier.source is not self._hier.source:
+            raise MetaOperationError(
+                "`t.dtype = x` needs x derived from `t.dtype` (the next level of the same "
+                "arrangement)"
+            )
+        ours, theirs = self._hier.levels[: self._level + 1], value._hier.levels[: self._level + 1]
+        if any(a is not b for a, b in zip(ours, theirs)):
+            raise MetaOperationError(
+                "`t.dtype = x`: x was derived from a different version of this arrangement"
+            )
+        self._hier = value._hier
+
+    @property
+    def index_map(self):
+        """Per source dimension, the source index as an expression in index variables."""
+        return self._hier.index
+
+    @property
+    def conditions(self):
+        return self._hier.conditions
+
+    def __repr__(self):
+        shapes = " / ".join(
+            "(" + ", ".join(str(s) for s in level.shape) + ("," if len(level.shape) == 1 else "") + ")"
+            for level in self._hier.levels[self._level :]
+        )
+        return f"Tensor[{self.source.name}]{shapes}"
+
+    # -- meta-operations ----------------------------------------------------
+
+    def _derive(self, mapping, new_levels, extra_conditions=(), requirements=()):
+        hier = self._hier.substitute(mapping, self._level, new_levels, extra_conditions, requirements)
+        return Tensor._view(hier, self._level)
+
+    def _check_dims(self, op, arg_name, values):
+        if len(values) != self.ndim:
+            raise MetaOperationError(
+                f"{op}: {arg_name} has {len(values)} entries but the tensor level has "
+                f"{self.ndim} dimensions (shape {_fmt(self.shape)})"
+            )
+
+    def _dim(self, op, dim, extra=0):
+        ndim = self.ndim + extra
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise MetaOperationError(f"{op}: dim must be an int, got {dim!r}")
+        if not -ndim <= dim < max(ndim, 1):
+            raise MetaOperationError(
+                f"{op}: dim {dim} out of range for shape {_fmt(self.shape)}"
+            )
+        return dim % ndim if ndim else 0
+
+    def tile(self, tile_shape, strides=None, dilation=None, floor_mode=False):
+        """Split this level into an outer level of tiles and an inner level.
+
+        Along each dimension, tile ``o`` element ``u`` is element
+        ``o * stride + u * dilation``; ``-1`` as a tile size means the whole
+        dimension, ``-1`` (or ``None``) as a stride means the tile size.
+        """
+        tile_shape = tuple(tile_shape)
+        self._check_dims("tile", "tile_shape", tile_shape)
+        strides = (-1,) * self.ndim if strides is None else tuple(strides)
+        dilation = (1,) * self.ndim if dilation is None else tuple(dilation)
+        self._check_dims("tile", "strides", strides)
+        self._check_dims("tile", "dilation", dilation)
+        outer_shape, inner_shape, outer_vars, inner_vars = [], [], [], []
+        mapping, conditions = {}, []
+        for j, (n, var, t, s, d) in enumerate(
+            zip(self.shape, self._lvl.vars, tile_shape, strides, dilation)
+        ):
+            t = n if _is_minus_one(t) else as_expr(t)
+            s = t if s is None or _is_minus_one(s) else as_expr(s)
+            d = as_expr(d)
+            for label, value in (("tile_shape", t), ("strides", s), ("dilation", d)):
+                if value.is_positive is False:
+                    raise MetaOperationError(
+                        f"tile: {label}[{j}] = {value} must be positive (or -1) "
+                        f"for shape {_fmt(self.shape)}"
+                    )
+            span = d * (t - 1) + 1
+            if floor_mode:
+                outer = FloorDiv(n - span, s) + 1
+                if (n - span).is_negative:
+                    raise MetaOperationError(
+                        f"tile: with floor_mode, dimension {j} of size {n} holds no tile of "
+                        f"extent {span}"
+                    )
+            elif s == t and d == 1:
+                outer = CeilDiv(n, t)
+            else:
+                outer = CeilDiv(n - span, s) + 1
+                outer = sympy.Max(outer, 1) if (n - span).is_nonnegative is not True else outer
+            outer = sympy.sympify(outer)
+            o, u = _new_var("o"), _new_var("t")
+            outer_vars.append(o)
+            inner_vars.append(u)
+            outer_shape.append(outer)
+            inner_shape.append(t)
+            o_term = sympy.S.Zero if outer == 1 else o
+            u_term = sympy.S.Zero if t == 1 else u
+            expr = o_term * s + u_term * d
+            mapping[var] = expr
+            if not _provably_below(expr, n, {o: outer, u: t}):
+                conditions.append(sympy.Lt(expr, n))
+        return self._derive(
+            mapping,
+            [Level(outer_shape, outer_vars), Level(inner_shape, inner_vars)],
+            conditions,
+        )
+
+    def expand(self, shape):
+        """Broadcast singleton dimensions to ``shape`` (``-1`` keeps a size)."""
+        shape = tuple(shape)
+        self._check_dims("expand", "shape", shape)
+        new_shape, new_vars, mapping, requirements = [], [], {}, []
+        for j, (n, var, m) in enumerate(zip(self.shape, self._lvl.vars, shape)):
+            if _is_minus_one(m):
+                new_shape.append(n)
+                new_vars.append(var)
+                continue
+            m = as_expr(m)
+            if m == n:
+                new_shape.append(n)
+                new_vars.append(var)
+                continue
+            requirements += _require_one("expand", j, n, self.shape)
+            if m.is_positive is False:
+                raise MetaOperationError(f"expand: shape[{j}] = {m} must be positive")
+            mapping[var] = sympy.S.Zero
+            new_shape.append(m)
+            new_vars.append(_new_var("e"))
+        return self._derive(mapping, [Level(new_shape, new_vars)], requirements=requirements)
+
+    def squeeze(self, dim):
+        """Remove singleton dimension(s) ``dim`` (an int or a tuple of ints)."""
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        dims = {self._dim("squeeze", d) for d in dims}
+        mapping, requirements = {}, []
+        for j in dims:
+            requirements += _require_one("squeeze", j, self.shape[j], self.shape)
+            mapping[self._lvl.vars[j]] = sympy.S.Zero
+        keep = [j for j in range(self.ndim) if j not in dims]
+        level = Level([self.shape[j] for j in keep], [self._lvl.vars[j] for j in keep])
+        return self._derive(mapping, [level], requirements=requirements)
+
+    def unsqueeze(self, dim):
+        """Insert a singleton dimension at position ``dim``."""
+        dim = self._dim("unsqueeze", dim, extra=1)
+        shape, vars = list(self.shape), list(self._lvl.vars)
+        shape.insert(dim, sympy.S.One)
+        vars.insert(dim, _new_var("u"))
+        return self._derive({}, [Level(shape, vars)])
+
+    def permute(self, dims):
+        """Reorder dimensions: new dimension ``i`` is old dimension ``dims[i]``."""
+        dims = tuple(dims)
+        normalized = [self._dim("permute", d) for d in dims]
+        if sorted(normalized) != list(range(self.ndim)):
+            raise MetaOperationError(
+                f"permute: {dims} is not a permutation of the {self.ndim} dimensions of "
+                f"shape {_fmt(self.shape)}"
+            )
+        level = Level([self.shape[d] for d in normalized], [self._lvl.vars[d] for d in normalized])
+        return self._derive({}, [level])
+
+    def flatten(self, start_dim=None, end_dim=None):
+        """Merge dimensions ``[start_dim, end_dim)`` (end exclusive) into one,
+        the last fastest."""
+        start = 0 if start_dim is None else start_dim
+        end = self.ndim if end_dim is None else end_dim
+        if start < 0:
+            start += self.ndim
+        if end < 0:
+            end += self.ndim
+        if not 0 <= start < end <= self.ndim:
+            raise MetaOperationError(
+                f"flatten: start_dim={start_dim}, end_dim={end_dim} (end exclusive) select no "
+                f"dimensions of shape {_fmt(self.shape)}"
+            )
+        sizes = self.shape[start:end]
+        f = _new_var("f")
+        mapping, inner = {}, sympy.S.One
+        for k in reversed(range(start, end)):
+            n = self.shape[k]
+            expr = FloorDiv(f, inner)
+            if k != start:
+                expr = Mod(expr, n)
+            mapping[self._lvl.vars[k]] = expr
+            inner = inner * n
+        shape = self.shape[:start] + (sympy.Mul(*sizes),) + self.shape[end:]
+        vars = self._lvl.vars[:start] + (f,) + self._lvl.vars[end:]
+        return self._derive(mapping, [Level(shape, vars)])
+
+    def ravel(self):
+        """Merge this level and all levels inside it into one level."""
+        levels = self._hier.levels[self._level :]
+        shape = tuple(s for level in levels for s in level.shape)
+        vars = tuple(v for level in levels for v in level.vars)
+        hier = self._hier
+        merged = Hierarchy(
+            hier.source,
+            hier.levels[: self._level] + (Level(shape, vars),),
+            hier.index,
+            hier.conditions,
+            hier.requirements,
+        )
+        return Tensor._view(merged, self._level)
+
+    def pad(self, pad):
+        """Pad each dimension by ``(before, after)``; padding reads ``other``."""
+        pad = tuple(tuple(p) for p in pad)
+        self._check_dims("pad", "pad", pad)
+        shape, vars, mapping, conditions = [], [], {}, []
+        for j, (n, var, (before, after)) in enumerate(zip(self.shape, self._lvl.vars, pad)):
+            before, after = as_expr(before), as_expr(after)
+            if before.is_negative or after.is_negative:
+                raise MetaOperationError(f"pad: pad[{j}] = ({before}, {after}) must be non-negative")
+            if before == 0 and after == 0:
+                shape.append(n)
+                vars.append(var)
+                continue
+            p = _new_var("p")
+            expr = p - before
+            mapping[var] = expr
+            if before != 0:
+                conditions.append(sympy.Ge(expr, 0))
+            if after != 0:
+                conditions.append(sympy.Lt(expr, n))
+            shape.append(n + before + after)
+            vars.append(p)
+        return self._derive(mapping, [Level(shape, vars)], conditions)
+
+    def __getitem__(self, key):
+        """Select (int) or slice (``a:b:c``) dimensions of this level."""
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) > self.ndim:
+            raise MetaOperationError(
+                f"too many indices ({len(key)}) for shape {_fmt(self.shape)}"
+            )
+        shape, vars, mapping, conditions = [], [], {}, []
+        for j, (n, var) in enumerate(zip(self.shape, self._lvl.vars)):
+            k = key[j] if j < len(key) else slice(None)
+            if isinstance(k, slice):
+                size, start, step = _slice(k, n, j, self.shape)
+                if start == 0 and step == 1 and size == n:
+                    shape.append(n)
+                    vars.append(var)
+                    continue
+                v = _new_var("l")
+                mapping[var] = start + v * step
+                shape.append(size)
+                vars.append(v)
+            else:
+                i = as_expr(k)
+                if i.is_negative:
+                    i = i + n
+                if (i - n).is_nonnegative or i.is_negative:
+                    raise MetaOperationError(
+                        f"index {k} out of range for dimension {j} of shape {_fmt(self.shape)}"
+                    )
+                if not _provably_below(i, n, {}):
+                    conditions.append(sympy.Lt(i, n))
+                mapping[var] = i
+        return self._derive(mapping, [Level(shape, vars)], conditions)
+
+    # -- evaluation ---------------------------------------------------------
+
+    def eval(self, subs=None):
+        """This level's shape with ``subs`` (symbol or name -> value) substituted."""
+        return tuple(eval_expr(s, subs) for s in self.shape)
+
+    def subs(self, subs):
+        """Alias of :meth:`eval` (NineToothed's name)."""
+        return self.eval(subs)
+
+
+def eval_expr(expr, subs=None):
+    """Substitute ``subs`` (keys: symbols or their names) into ``expr``; an
+    integer when nothing symbolic is left."""
+    expr = sympy.sympify(expr)
+    if subs:
+        by_name = {str(k) if not isinstance(k, str) else k: v for k, v in subs.items()}
+        expr = expr.xreplace(
+            {s: sympy.Integer(by_name[s.name]) for s in expr.free_symbols if s.name in by_name}
+        )
+    return int(expr) if expr.is_Integer else expr
+
+
+def _shape_options(options, ndim):
+    if options is None:
+        return [{} for _ in range(ndim)]
+    if isinstance(options, dict):
+        return [dict(options) for _ in range(ndim)]
+    options = list(options)
+    if len(options) != ndim:
+        raise MetaOperationError(f"shape_options has {len(options)} entries for {ndim} dimensions")
+    return [dict(o or {}) for o in options]
+
+
+def _is_minus_one(value):
+    return not isinstance(value, sympy.Basic) and not isinstance(value, bool) and value == -1
+
+
+def _fmt(shape):
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _require_one(op, j, n, shape):
+    if n == 1:
+        return []
+    if sympy.Eq(n, 1) is sympy.false or (n - 1).is_positive:
+        raise MetaOperationError(
+            f"{op}: dimension {j} of shape {_fmt(shape)} has size {n}, not 1"
+        )
+    return [sympy.Eq(n, 1)]
+
+
+def _slice(k, n, j, shape):
+    step = 1 if k.step is None else k.step
+    if not isinstance(step, int) or step < 1:
+        raise MetaOperationError(f"slice step must be a positive int, got {k.step!r}")
+    if n.is_Integer:
+        start, stop, step = k.indices(int(n))
+        size = len(range(start, stop, step))
+        if size == 0:
+            raise MetaOperationError(f"slice {k} of dimension {j} of shape {_fmt(shape)} is empty")
+        return sympy.Integer(size), sympy.Integer(start), sympy.Integer(step)
+    start = as_expr(0 if k.start is None else k.start)
+    stop = n if k.stop is None else as_expr(k.stop)
+    if start.is_negative or stop.is_negative:
+        raise MetaOperationError(
+            f"negative slice bounds need a concrete size; dimension {j} has size {n}"
+        )
+    stop = stop if k.stop is None else sympy.Min(stop, n)
+    return CeilDiv(stop - start, step), start, sympy.Integer(step)
+
+
+def _provably_below(expr, bound, ranges):
+    """Whether ``expr < bound`` for every value of the variables in ``ranges``
+    (var -> exclusive upper bound).  Monotone in non-negative linear terms."""
+    expr = sympy.expand(expr)
+    high = expr
+    for var, size in ranges.items():
+        coeff = expr.coeff(var)
+        if coeff == 0:
+            continue
+        if coeff.is_nonnegative is not True:
+            return False
+        high = high.subs(var, size - 1)
+    return (bound - high).is_positive is True
+
+
+def index_table(tensor, subs=None):
+    """Evaluate an arranged tensor's index map for every element.
+
+    Returns an object with ``shapes`` (each level's shape), ``source`` (the
+    source index of every element: shape ``(*all level dims, source ndim)``) and
+    ``valid`` (whether the element is in bounds).  Sizes must be concrete, or
+    given in ``subs``.  Meant for tests and debugging of arrangements.
+    """
+    hier = tensor._hier
+    levels = hier.levels[tensor._level :]
+    if tensor._level:
+        raise MetaOperationError("index_table needs the outermost level of an arrangement")
+
+    def concrete(e):
+        v = eval_expr(e, subs)
+        if not isinstance(v, int):
+            raise MetaOperationError(f"index_table: {e} is not concrete; pass subs")
+        return v
+
+    shapes = [tuple(concrete(s) for s in level.shape) for level in levels]
+    vars = [v for level in levels for v in level.vars]
+    dims = [d for shape in shapes for d in shape]
+    grids = np.indices(dims, dtype=np.int64) if dims else np.zeros((0,), dtype=np.int64)
+    env = {v: grids[k] for k, v in enumerate(vars)}
+    size_subs = {}
+    if subs:
+        for s in set().union(*(e.free_symbols for e in hier.index + hier.conditions)):
+            if s.name in {str(k) for k in subs}:
+                size_subs[s] = next(v for k, v in subs.items() if str(k) == s.name)
+
+    def evaluate(e):
+        e = e.xreplace({k: sympy.Integer(v) for k, v in size_subs.items()})
+        free = sorted(e.free_symbols & set(vars), key=vars.index)
+        missing = e.free_symbols - set(vars)
+        if missing:
+            raise MetaOperationError(f"index_table: {e} depends on unknown {missing}; pass subs")
+        fn = sympy.lambdify(free, e, modules=[_NUMPY_INT_FUNCS, "numpy"])
+        value = fn(*(env[v] for v in free))
+        return np.broadcast_to(np.asarray(value), dims)
+
+    source = np.stack([evaluate(e).astype(np.int64) for e in hier.index], axis=-1) if hier.index else np.zeros(dims + [0], np.int64)
+    valid = np.ones(dims, dtype=bool)
+    for c in hier.conditions:
+        valid &= evaluate(c).astype(bool)
+    for d, n in enumerate(tensor.source.source_shape):
+        n = concrete(n)
+        valid &= (source[..., d] >= 0) & (source[..., d] < n)
+
+    class Table:
+        pass
+
+    table = Table()
+    table.shapes, table.source, table.valid = shapes, source, valid
+    return table
+
+
+_NUMPY_INT_FUNCS = {
+    "FloorDiv": lambda a, b: np.floor_divide(a, b),
+    "CeilDiv": lambda a, b: -np.floor_divide(-np.asarray(a), b),
+    "Mod": lambda a, b: np.mod(a, b),
+    "Max": lambda *a: np.maximum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else a[0],
+    "Min": lambda *a: np.minimum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else a[0],
+}
