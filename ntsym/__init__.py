@@ -1,6 +1,33 @@
 """ntsym: GPU kernels as serial code, from arrangements of SymPy-backed symbolic
 tensors and an application, compiled to Triton."""
 
+import os as _os
+import sys as _sys
+
+
+def _select_interpreter():
+    """Without a CUDA device, kernels run through Triton's interpreter.  Triton
+    reads the switch when its language module is imported, so it is set here,
+    before anything imports triton."""
+    if _os.environ.get("TRITON_INTERPRET"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        _os.environ["TRITON_INTERPRET"] = "1"
+        if "triton.language" in _sys.modules:
+            import warnings
+
+            warnings.warn(
+                "ntsym: no CUDA device, but triton was imported before ntsym without "
+                "TRITON_INTERPRET=1; set TRITON_INTERPRET=1 or import ntsym first",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+
+_select_interpreter()
+
 from ntsym.errors import (
     ApplicationError,
     ArrangementError,
@@ -11,6 +38,8 @@ from ntsym.errors import (
 )
 from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor, eval_expr, index_table
+from ntsym.make import Kernel, jit, make
+from ntsym import language
 
 __all__ = [
     "ApplicationError",
@@ -24,4 +53,7 @@ __all__ = [
     "block_size",
     "eval_expr",
     "index_table",
+    "jit",
+    "language",
+    "make",
 ]

@@ -36,6 +36,7 @@ class Symbol(sympy.Symbol):
         obj.upper_bound = None if upper_bound is None else int(upper_bound)
         obj.power_of_two = bool(power_of_two)
         obj.auto_named = False
+        obj.is_size = False
         if (
             obj.lower_bound is not None
             and obj.upper_bound is not None

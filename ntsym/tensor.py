@@ -149,7 +149,9 @@ class Tensor:
         for d in range(ndim):
             entry = None if shape is None else shape[d]
             if entry is None:
-                sizes.append(Symbol(f"{self.name}_size_{d}", **options[d]))
+                symbol = Symbol(f"{self.name}_size_{d}", **options[d])
+                symbol.is_size = True
+                sizes.append(symbol)
             else:
                 size = as_expr(entry)
                 if size.is_positive is False:

@@ -1,0 +1,1 @@
+"""ntsym back end: IR, SymPy printer, kernel and launcher emitter, runtime."""

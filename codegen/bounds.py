@@ -1,0 +1,135 @@
+"""Range reasoning on index expressions: prove a mask condition always holds.
+
+Index variables range over ``[0, size)``.  ``upper``/``lower`` give bounds of an
+expression that hold for every value of the variables (sound, not always
+tight); a condition is dropped only when SymPy then proves it.  Anything that is
+not understood gives no bound, which keeps the condition: the safe direction.
+"""
+
+import sympy
+
+from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _bound(expr, ranges, want_upper):
+    if expr.is_Number:
+        return expr
+    if expr in ranges:
+        return ranges[expr] - 1 if want_upper else sympy.S.Zero
+    if expr.is_Symbol:
+        return expr
+    if isinstance(expr, sympy.Add):
+        return sympy.Add(*[_bound(a, ranges, want_upper) for a in expr.args])
+    if isinstance(expr, sympy.Mul):
+        coeff, rest = expr.as_coeff_Mul()
+        if coeff.is_negative:
+            return coeff * _bound(rest, ranges, not want_upper)
+        factors = sympy.Mul.make_args(rest)
+        for f in factors:
+            if _bound(f, ranges, False).is_nonnegative is not True:
+                raise _Unknown
+        return coeff * sympy.Mul(*[_bound(f, ranges, want_upper) for f in factors])
+    if isinstance(expr, FloorDiv):
+        a, b = expr.args
+        if b.free_symbols & set(ranges):
+            raise _Unknown
+        return FloorDiv(_bound(a, ranges, want_upper), b)
+    if isinstance(expr, CeilDiv):
+        a, b = expr.args
+        if b.free_symbols & set(ranges):
+            raise _Unknown
+        return CeilDiv(_bound(a, ranges, want_upper), b)
+    if isinstance(expr, Mod):
+        a, b = expr.args
+        if b.free_symbols & set(ranges):
+            raise _Unknown
+        if not want_upper:
+            return sympy.S.Zero
+        try:
+            high = _bound(a, ranges, True)
+            low = _bound(a, ranges, False)
+        except _Unknown:
+            return b - 1
+        if low.is_nonnegative and (b - 1 - high).is_nonnegative:
+            return high
+        return b - 1
+    if isinstance(expr, (sympy.Max, sympy.Min)):
+        return type(expr)(*[_bound(a, ranges, want_upper) for a in expr.args])
+    if not (expr.free_symbols & set(ranges)):
+        return expr
+    raise _Unknown
+
+
+def upper(expr, ranges):
+    """An upper bound of ``expr`` over the ranges, or None."""
+    try:
+        return _bound(sympy.sympify(expr), ranges, True)
+    except _Unknown:
+        return None
+
+
+def lower(expr, ranges):
+    """A lower bound of ``expr`` over the ranges, or None."""
+    try:
+        return _bound(sympy.sympify(expr), ranges, False)
+    except _Unknown:
+        return None
+
+
+def _positive(expr):
+    expr = sympy.expand(expr)
+    if expr.is_positive:
+        return True
+    # n - cdiv(n, b) * b + ... : use cdiv(n, b) * b <= n + b - 1 and
+    # floor(n / b) * b <= n when SymPy cannot see it.
+    rewritten = expr.replace(
+        lambda e: isinstance(e, sympy.Mul) and _floor_times(e) is not None,
+        lambda e: _floor_times(e),
+    )
+    return rewritten != expr and sympy.expand(rewritten).is_positive is True
+
+
+def _floor_times(e):
+    """For ``FloorDiv(a, b) * b`` (times a positive coefficient) a larger
+    expression without the division (valid as an upper bound of e), else None."""
+    coeff, rest = e.as_coeff_Mul()
+    if coeff.is_negative:
+        return None
+    factors = list(sympy.Mul.make_args(rest))
+    for f in factors:
+        if isinstance(f, FloorDiv):
+            others = sympy.Mul(*[g for g in factors if g is not f])
+            if sympy.simplify(others - f.args[1]) == 0:
+                return coeff * f.args[0]
+    return None
+
+
+def holds(cond, ranges):
+    """Whether the relation ``cond`` holds for every value of the variables."""
+    if cond is sympy.true:
+        return True
+    if cond is sympy.false:
+        return False
+    if isinstance(cond, sympy.And):
+        return all(holds(c, ranges) for c in cond.args)
+    if isinstance(cond, (sympy.StrictLessThan, sympy.LessThan)):
+        high = upper(cond.lhs - cond.rhs, ranges)
+        if high is None:
+            return False
+        return _positive(-high) if isinstance(cond, sympy.StrictLessThan) else _positive(1 - high)
+    if isinstance(cond, (sympy.StrictGreaterThan, sympy.GreaterThan)):
+        low = lower(cond.lhs - cond.rhs, ranges)
+        if low is None:
+            return False
+        return _positive(low) if isinstance(cond, sympy.StrictGreaterThan) else _positive(low + 1)
+    return False
+
+
+def nonnegative(expr, ranges):
+    """Whether ``expr >= 0`` for every value of the variables."""
+    low = lower(expr, ranges)
+    return low is not None and _positive(low + 1)

@@ -1,0 +1,238 @@
+"""Assemble the generated module: helpers, the ``@triton.jit`` kernel and its
+launcher, as formatted, deterministic source."""
+
+import ast
+
+import sympy
+
+from codegen import bounds
+from codegen.kernel import EmitError, KernelEmitter
+from codegen.printer import Printer, to_source
+
+HELPERS = {
+    "ntsym_floordiv": '''
+@triton.jit
+def ntsym_floordiv(a, b):
+    """Floor division, exact for negative dividends too."""
+    q = a // b
+    return tl.where((a % b != 0) & ((a < 0) != (b < 0)), q - 1, q)
+''',
+    "ntsym_mod": '''
+@triton.jit
+def ntsym_mod(a, b):
+    """The remainder with the divisor's sign, as in Python."""
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+''',
+}
+
+
+class Generated:
+    """What the emitter produces: module source and facts for the front end."""
+
+    def __init__(self, source, kernel_name, launcher_name, checks, pow2, written):
+        self.source = source
+        self.kernel_name = kernel_name
+        self.launcher_name = launcher_name
+        self.checks = checks
+        self.pow2 = pow2
+        self.written = written
+
+
+def emit(ir):
+    emitter = KernelEmitter(ir)
+    body = emitter.emit_body()
+    written = sorted(_written(ir, body))
+    kernel_name = f"{ir.name}_kernel"
+    params, prologue = _signature_and_prologue(ir, emitter)
+    func = ast.FunctionDef(
+        name=kernel_name,
+        args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=prologue + body,
+        decorator_list=[ast.Attribute(value=ast.Name(id="triton", ctx=ast.Load()), attr="jit", ctx=ast.Load())],
+        returns=None,
+        type_params=[],
+        lineno=1,
+    )
+    kernel_src = to_source(ast.fix_missing_locations(func))
+    checks = tuple(ir.checks) + tuple(emitter.checks)
+    launcher_src = _launcher(ir, emitter, kernel_name, checks, written)
+    helpers = [HELPERS[h].strip() for h in sorted(HELPERS) if h + "(" in kernel_src]
+    header = [
+        f'"""ntsym kernel `{ir.name}` (generated; do not edit)."""',
+        "",
+        "import torch",
+        "import triton",
+        "import triton.language as tl",
+    ]
+    if emitter.uses_libdevice:
+        header.append("from ntsym.language import libdevice")
+    header += ["", "from codegen import runtime", "from codegen.runtime import cdiv, next_power_of_2"]
+    parts = ["\n".join(header)] + helpers + [kernel_src, launcher_src]
+    source = "\n\n\n".join(parts) + "\n"
+    return Generated(source, kernel_name, "launch", checks, emitter.pow2, written)
+
+
+def _written(ir, body):
+    names = set()
+    tensors = {p.name for p in ir.params if p.kind == "tensor"}
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "store":
+            ptr = node.args[0]
+            while isinstance(ptr, ast.BinOp):
+                ptr = ptr.left
+            if isinstance(ptr, ast.Name) and ptr.id.endswith("_ptr") and ptr.id[:-4] in tensors:
+                names.add(ptr.id[:-4])
+    return names
+
+
+def _arg(name, constexpr=False):
+    annotation = None
+    if constexpr:
+        annotation = ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="constexpr", ctx=ast.Load())
+    return ast.arg(arg=name, annotation=annotation)
+
+
+def _kernel_args(ir, emitter):
+    """(name, constexpr) for every kernel parameter, in order."""
+    args = []
+    for p in ir.params:
+        if p.kind == "tensor":
+            args.append((f"{p.name}_ptr", False))
+        elif p.kind == "scalar":
+            args.append((p.name, False))
+        else:
+            args.append((p.name, True))
+    for a in ir.size_args:
+        args.append((a.symbol.name, a.constexpr))
+    for m in ir.meta_params:
+        args.append((m.symbol.name, True))
+    for n, s in emitter.pow2.items():
+        args.append((s.name, True))
+    args.append((emitter.int64_flag, True))
+    return args
+
+
+def _signature_and_prologue(ir, emitter):
+    params = [_arg(n, c) for n, c in _kernel_args(ir, emitter)]
+    printer = Printer()
+    stmts = []
+    stmts.append("pid = tl.program_id(0)")
+    cast = [f"pid = pid.to(tl.int64)"]
+    for a in ir.size_args:
+        if a.kind == "stride":
+            cast.append(f"{a.symbol.name} = tl.cast({a.symbol.name}, tl.int64)")
+    code = "\n".join(stmts) + f"\nif {emitter.int64_flag}:\n" + "\n".join("    " + c for c in cast)
+    grid = list(ir.grid)
+    pids = [v.name for v in ir.program_vars]
+    if len(grid) == 1:
+        code += f"\n{pids[0]} = pid"
+    elif grid:
+        rest = "pid"
+        for d in range(len(grid) - 1, 0, -1):
+            g = to_source(printer(grid[d]))
+            code += f"\n{pids[d]} = {rest} % {_paren(g)}"
+            if d > 1:
+                code += f"\nrest_{d} = {rest} // {_paren(g)}"
+                rest = f"rest_{d}"
+            else:
+                code += f"\n{pids[0]} = {rest} // {_paren(g)}"
+    prologue = ast.parse(code).body
+    for name, node in emitter.prologue_defs.values():
+        prologue.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0))
+    return params, prologue
+
+
+def _paren(text):
+    return text if text.isidentifier() or text.isdigit() else f"({text})"
+
+
+def _launcher(ir, emitter, kernel_name, checks, written):
+    host = Printer(mode="host")
+    lines = []
+    tensor_params = [p for p in ir.params if p.kind == "tensor"]
+    pnames = [p.name for p in ir.params]
+    metas = [m.symbol.name for m in ir.meta_params]
+    sig = ", ".join(pnames)
+    if metas:
+        sig += ", *, " + ", ".join(f"{m}=None" for m in metas)
+    lines.append(f"def launch({sig}, ntsym_options=None):")
+    body = []
+    body.append(f"runtime.check_arguments(SPEC, ({', '.join(pnames)}{',' if len(pnames) == 1 else ''}))")
+    for p in tensor_params:
+        sizes = ", ".join(f"{p.name}_size_{d}" for d in range(p.ndim))
+        strides = ", ".join(f"{p.name}_stride_{d}" for d in range(p.ndim))
+        if p.ndim:
+            body.append(f"{sizes}{',' if p.ndim == 1 else ''} = {p.name}.shape")
+            body.append(f"{strides}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
+    # Unified sizes: a size symbol may stand for several tensors' sizes.
+    defined = {f"{p.name}_size_{d}" for p in tensor_params for d in range(p.ndim)}
+    defined |= {f"{p.name}_stride_{d}" for p in tensor_params for d in range(p.ndim)}
+    for a in ir.size_args:
+        name = a.symbol.name
+        if name not in defined:
+            body.append(f"{name} = {a.param}.{'shape' if a.kind == 'size' else 'stride()'}[{a.dim}]")
+    for i, check in enumerate(checks):
+        rel = to_source(host(check.relation))
+        values = sorted({s.name for s in check.relation.free_symbols}, key=lambda s: s)
+        body.append(f"if not ({rel}):")
+        body.append(f"    runtime.fail_check(CHECKS[{i}], {{{', '.join(f'{v!r}: {v}' for v in values)}}})")
+    for m in ir.meta_params:
+        name = m.symbol.name
+        body.append(f"{name} = runtime.constexpr_value(SPEC, {name!r}, {name})")
+    # Sizes whose values must be known at compile time.
+    grid_expr = " * ".join(_paren(to_source(host(g))) for g in ir.grid) or "1"
+    metas_dict = "{" + ", ".join(f"{m!r}: {m}" for m in metas) + "}"
+    body.append(f"def grid(meta):")
+    for m in metas:
+        body.append(f"    {m} = meta[{m!r}]")
+    body.append(f"    return ({grid_expr},)")
+    args = []
+    for name, constexpr in _kernel_args(ir, emitter):
+        if name in metas or name == emitter.int64_flag:
+            continue
+        if name.startswith("NTSYM_BLOCK_"):
+            continue
+        if name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:
+            args.append(name[:-4])
+        elif any(p.name == name and p.kind == "constexpr" for p in ir.params):
+            args.append(name)
+        else:
+            args.append(name)
+    pow2 = ", ".join(f"{s.name!r}: lambda meta: next_power_of_2({to_source(host(n))})" for n, s in emitter.pow2.items())
+    body.append(f"derived = {{{pow2}}}")
+    body.append(f"tensors = ({', '.join(p.name for p in tensor_params)}{',' if len(tensor_params) == 1 else ''})")
+    body.append(
+        f"return runtime.launch(KERNEL, SPEC, grid, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
+        f"{metas_dict}, derived, tensors, ntsym_options)"
+    )
+    src = "\n".join(lines + ["    " + b for b in body])
+    return ast.unparse(ast.parse(src))
+
+
+def spec(ir, generated):
+    """Facts the runtime needs, as plain data (stored beside the module)."""
+    from codegen.runtime import Spec, TensorSpec
+
+    tensors = []
+    for p in ir.params:
+        tensors.append(
+            TensorSpec(
+                name=p.name,
+                kind=p.kind,
+                ndim=p.ndim,
+                dtype=p.dtype,
+                written=p.name in generated.written,
+                value=p.value,
+            )
+        )
+    return Spec(
+        name=ir.name,
+        params=tuple(tensors),
+        metas=tuple(ir.meta_params),
+        int64_flag="NTSYM_INT64",
+        num_warps=ir.num_warps,
+        num_stages=ir.num_stages,
+        max_num_configs=ir.max_num_configs,
+        index_maps={p.name: (p.index, p.level_vars) for p in ir.params if p.kind == "tensor"},
+    )

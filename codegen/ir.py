@@ -1,0 +1,86 @@
+"""The IR between ntsym's front end and the emitter: plain frozen dataclasses
+holding SymPy expressions and the application's AST.  ``codegen`` never imports
+``ntsym``; the front end fills these in."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+
+@dataclass(frozen=True)
+class SizeArg:
+    """A size or stride symbol and where the launcher reads its value."""
+
+    symbol: sympy.Symbol
+    param: str  # the application parameter (tensor) it is read from
+    kind: str  # "size" or "stride"
+    dim: int
+    constexpr: bool = False
+
+
+@dataclass(frozen=True)
+class TensorParam:
+    """One application parameter.
+
+    ``kind`` is ``"tensor"`` (a torch tensor, arranged), ``"scalar"`` (a
+    runtime Python number) or ``"constexpr"`` (a compile-time value).
+    """
+
+    name: str
+    kind: str
+    ndim: int = 0
+    dtype: Any = None  # the torch dtype the arrangement fixes, or None
+    value: Any = None  # the value of a constexpr scalar
+    other: Any = None  # value read outside the bounds
+    # The arranged tensor, level by level (outermost first): shapes and the
+    # index variable of each dimension.  Level 0 variables are program ids.
+    levels: tuple = ()
+    level_vars: tuple = ()
+    index: tuple = ()  # source index per source dim (expressions in level vars)
+    strides: tuple = ()  # stride symbol per source dim
+    sizes: tuple = ()  # size expression per source dim
+    conditions: tuple = ()  # validity conditions still needed (after proofs)
+    dropped: tuple = ()  # conditions proved always true
+    written: bool = False
+
+
+@dataclass(frozen=True)
+class Check:
+    """A launch-time check: ``relation`` must hold, or ``message`` is raised."""
+
+    relation: sympy.Basic
+    message: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class MetaParam:
+    """A compile-time symbol: auto-tuned (``meta``) or given at call time."""
+
+    symbol: sympy.Symbol
+    meta: bool
+    candidates: tuple = ()
+    default: Any = None
+    lower_bound: Any = None
+    upper_bound: Any = None
+    power_of_two: bool = False
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    name: str
+    params: tuple  # TensorParam, in the application's order
+    size_args: tuple  # SizeArg
+    meta_params: tuple  # MetaParam
+    grid: tuple  # outermost shape (expressions)
+    program_vars: tuple  # one symbol per grid dimension
+    checks: tuple  # Check
+    application: Any  # ast.FunctionDef of the application
+    inline_functions: dict = field(default_factory=dict)  # name -> ast.FunctionDef
+    module_aliases: dict = field(default_factory=dict)  # name in application -> "tl"/"libdevice"/...
+    facts: tuple = ()  # human-readable proof log for explain()
+    num_warps: Any = None
+    num_stages: Any = None
+    max_num_configs: Any = None
+    symbols: dict = field(default_factory=dict)  # name -> symbol (size, stride, meta)

@@ -1,0 +1,689 @@
+"""Emit the Triton kernel: rewrite the application's AST over the IR.
+
+Reading a parameter is a masked load of the program's tile; assigning to it is
+a masked store; ``x[k]`` selects a tile of a deeper level; ``x.shape`` is a
+compile-time expression; calls to plain Python functions are inlined.  Index
+math comes from the index maps (SymPy) through :mod:`codegen.printer`.
+"""
+
+import ast
+import copy
+import math
+
+import sympy
+
+from codegen import bounds
+from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from codegen.ir import Check
+from codegen.printer import Printer, PrintError, conjunction, to_source
+
+
+class EmitError(TypeError):
+    """The application uses something the emitter cannot compile.  Carries the
+    source location: ``filename``, ``lineno``, ``col``, ``line``."""
+
+    def __init__(self, message, node=None, filename=None, source_lines=None):
+        self.lineno = getattr(node, "lineno", None)
+        self.col = getattr(node, "col_offset", None)
+        self.end_col = getattr(node, "end_col_offset", None)
+        self.filename = filename
+        self.line = None
+        if self.lineno is not None and source_lines:
+            if 0 < self.lineno <= len(source_lines):
+                self.line = source_lines[self.lineno - 1].rstrip("\n")
+        self.plain = message
+        super().__init__(self._format())
+
+    def _format(self):
+        if self.lineno is None:
+            return self.plain
+        text = f'{self.plain}\n  File "{self.filename}", line {self.lineno}'
+        if self.line is not None:
+            col = self.col or 0
+            end = self.end_col if self.end_col and self.end_col > col else col + 1
+            if self.end_col is None or self.end_col <= col:
+                end = col + 1
+            text += f"\n    {self.line}\n    {' ' * col}{'^' * (end - col)}"
+        return text
+
+
+def block_extent_expr(n, pow2_names):
+    """The power-of-two block extent for a dimension of size ``n``."""
+    n = sympy.sympify(n)
+    if _is_pow2(n):
+        return n
+    if n.is_Integer:
+        return sympy.Integer(1 << (int(n) - 1).bit_length())
+    if n not in pow2_names:
+        pow2_names[n] = sympy.Symbol(f"NTSYM_BLOCK_{len(pow2_names)}", integer=True, positive=True)
+    return pow2_names[n]
+
+
+def _is_pow2(n):
+    if n.is_Integer:
+        v = int(n)
+        return v > 0 and v & (v - 1) == 0
+    if n.is_Symbol:
+        # Call-time constexpr block sizes are checked to be powers of two at launch.
+        return bool(getattr(n, "power_of_two", False)) or (
+            bool(getattr(n, "constexpr", False)) and not getattr(n, "is_size", True)
+        )
+    if isinstance(n, sympy.Mul):
+        return all(_is_pow2(f) for f in n.args)
+    return False
+
+
+class _Ref:
+    """A reference to (part of) a tensor parameter in the application."""
+
+    def __init__(self, param, depth=1, fixed=None, dims=None):
+        self.param = param
+        self.depth = depth
+        self.fixed = dict(fixed or {})
+        self.dims = list(range(len(param.levels[depth]))) if dims is None else list(dims)
+
+    @property
+    def innermost(self):
+        return self.depth == len(self.param.levels) - 1
+
+    def shape(self):
+        level = self.param.levels[self.depth]
+        return [level[j] for j in self.dims]
+
+    def index(self, keys, node, emitter):
+        keys = keys if isinstance(keys, list) else [keys]
+        ref = _Ref(self.param, self.depth, self.fixed, self.dims)
+        if len(keys) > len(ref.dims):
+            raise emitter.error(
+                f"too many indices for `{self.param.name}`: level {self.depth} has shape "
+                f"{tuple(ref.shape())}",
+                node,
+            )
+        vars = self.param.level_vars[self.depth]
+        for key_node, j in zip(keys, list(ref.dims)):
+            value = emitter.to_sympy(key_node)
+            ref.fixed[vars[j]] = (value, self.param.levels[self.depth][j], key_node)
+        ref.dims = ref.dims[len(keys):]
+        if not ref.dims and not ref.innermost:
+            ref = _Ref(ref.param, ref.depth + 1, ref.fixed)
+        return ref
+
+
+class KernelEmitter:
+    def __init__(self, ir):
+        self.ir = ir
+        self.params = {p.name: p for p in ir.params}
+        self.tensors = {p.name: p for p in ir.params if p.kind == "tensor"}
+        self.pow2 = {}
+        self.prologue_defs = {}  # key -> (name, ast expr)
+        self.checks = []
+        self.loop_ranges = {}
+        self.counter = 0
+        self.uses_libdevice = False
+        self.helpers = set()
+        self.cache_stack = [{}]
+        func = ir.application
+        self.filename = getattr(func, "ntsym_filename", "<application>")
+        try:
+            with open(self.filename) as f:
+                self.source_lines = f.readlines()
+        except OSError:
+            self.source_lines = None
+        self.locals = set()
+        self.int64_flag = "NTSYM_INT64"
+        self.size_subs = {}
+
+    # -- errors -------------------------------------------------------------
+
+    def error(self, message, node=None):
+        return EmitError(message, node, self.filename, self.source_lines)
+
+    # -- symbols and printing ----------------------------------------------
+
+    def printer(self, names=None, ranges=None):
+        ranges = {**self.base_ranges(), **(ranges or {})}
+        return Printer(names or {}, nonnegative=lambda e: bounds.nonnegative(e, ranges))
+
+    def base_ranges(self):
+        ranges = dict(zip(self.ir.program_vars, self.ir.grid))
+        ranges.update(self.loop_ranges)
+        return ranges
+
+    def fresh(self, hint):
+        self.counter += 1
+        return f"{hint}_{self.counter}"
+
+    def to_sympy(self, node):
+        """An integer index expression of the application as SymPy."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return sympy.Integer(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in self.tensors:
+                raise self.error(f"`{node.id}` is a tensor, not an index", node)
+            return sympy.Symbol(node.id, integer=True)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -self.to_sympy(node.operand)
+        if isinstance(node, ast.BinOp):
+            a, b = self.to_sympy(node.left), self.to_sympy(node.right)
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            if isinstance(node.op, ast.FloorDiv) and b.is_positive:
+                return FloorDiv(a, b)
+            if isinstance(node.op, ast.Mod) and b.is_positive:
+                return Mod(a, b)
+        shape = self.shape_value(node)
+        if shape is not None:
+            return shape
+        raise self.error(
+            "index expressions must be integer arithmetic on loop variables, constants and "
+            f"`x.shape[i]`; got `{ast.unparse(node)}`",
+            node,
+        )
+
+    def shape_value(self, node):
+        """SymPy value of ``x.shape[i]`` / ``x.dtype.shape[i]`` nodes, else None."""
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            base = node.value
+            if isinstance(base, ast.Attribute) and base.attr == "shape":
+                ref = self.resolve(base.value)
+                if isinstance(ref, _Ref):
+                    shape = self.ref_shape(ref)
+                    i = node.slice.value
+                    if not -len(shape) <= i < len(shape):
+                        raise self.error(
+                            f"`{ast.unparse(node)}`: `{ref.param.name}` has {len(shape)} dimensions here",
+                            node,
+                        )
+                    return shape[i]
+        return None
+
+    def ref_shape(self, ref):
+        shape = ref.shape()
+        if ref.innermost:
+            return [block_extent_expr(n, self.pow2) for n in shape]
+        return shape
+
+    # -- resolving tensor references -----------------------------------------
+
+    def resolve(self, node):
+        """A _Ref for expressions naming (part of) a tensor parameter, else None."""
+        if isinstance(node, ast.Name) and node.id in self.tensors and node.id not in self.locals:
+            return _Ref(self.tensors[node.id])
+        if isinstance(node, ast.Subscript):
+            ref = self.resolve(node.value)
+            if isinstance(ref, _Ref):
+                keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                for k in keys:
+                    if isinstance(k, ast.Slice):
+                        raise self.error("slices of tiles are not supported in applications; arrange them instead", k)
+                return ref.index(list(keys), node, self)
+        if isinstance(node, ast.Attribute) and node.attr == "dtype":
+            ref = self.resolve(node.value)
+            if isinstance(ref, _Ref) and not ref.innermost:
+                return _Ref(ref.param, ref.depth + 1, ref.fixed)
+        return None
+
+    # -- loads and stores ---------------------------------------------------
+
+    def address(self, ref, node):
+        """Pointer expression and mask (AST) for a reference to an innermost tile."""
+        p = ref.param
+        if not ref.innermost:
+            remaining = len(p.levels) - 1 - ref.depth
+            raise self.error(
+                f"`{p.name}` still has {remaining} level(s) of tiles here (shape "
+                f"{tuple(ref.shape())}); index it, e.g. `{p.name}[k]`, to get a tile",
+                node,
+            )
+        names, ranges, subs, extra = {}, {}, {}, []
+        for var, (value, size, key_node) in ref.fixed.items():
+            subs[var] = value
+            self._loop_check(value, size, p, key_node)
+            size = size.xreplace(self.size_subs)
+            known = self._known_range(value)
+            if not (known and bounds.holds(sympy.Lt(value, size), {**self.base_ranges(), **known})):
+                if not (value.is_nonnegative or bounds.nonnegative(value, {**self.base_ranges(), **known})):
+                    extra.append(sympy.Ge(value, 0))
+                extra.append(sympy.Lt(value, size))
+        vectorized = list(ref.dims)
+        vars = p.level_vars[ref.depth]
+        level = p.levels[ref.depth]
+        for pos, j in enumerate(vectorized):
+            v, n = vars[j], level[j]
+            extent = block_extent_expr(n, self.pow2)
+            ranges[v] = extent
+            names[v] = self.arange_name(p, ref.depth, j, pos, len(vectorized), extent)
+            if extent != n:
+                extra.append(sympy.Lt(v, n))
+        index = [e.xreplace(subs).xreplace(self.size_subs) for e in p.index]
+        offset = sympy.Add(*[i * s for i, s in zip(index, p.strides)])
+        conditions = [c.xreplace(subs).xreplace(self.size_subs) for c in p.conditions] + extra
+        all_ranges = {**self.base_ranges(), **ranges}
+        for var, (value, _, _) in ref.fixed.items():
+            all_ranges.update(self._known_range(value) or {})
+        kept = []
+        for c in dict.fromkeys(conditions):
+            if c is sympy.true:
+                continue
+            if c is sympy.false:
+                kept = [sympy.false]
+                break
+            if not bounds.holds(c, all_ranges):
+                kept.append(c)
+        printer = self.printer(names, ranges)
+        try:
+            pointer = ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=printer(offset))
+            mask = conjunction(printer(c) for c in kept)
+        except PrintError as e:
+            raise self.error(f"cannot print index math for `{p.name}`: {e}", node) from None
+        return pointer, mask
+
+    def _known_range(self, value):
+        free = value.free_symbols
+        known = {s: self.loop_ranges[s] for s in free if s in self.loop_ranges}
+        return known if set(known) == free else None
+
+    def _loop_check(self, value, size, param, node):
+        """``x[k]`` with ``k`` looping over ``range(n)``: the level must have
+        exactly ``n`` tiles, or the loop reads a partial or overflowing range."""
+        if not (value.is_Symbol and value in self.loop_ranges):
+            return
+        bound = self.loop_ranges[value]
+        if bound == size or sympy.expand(bound - size) == 0:
+            return
+        relation = _sizes_relation(size, bound)
+        if relation is sympy.true:
+            return
+        if isinstance(relation, sympy.Eq) and relation.lhs.is_Symbol and relation.rhs.is_Symbol:
+            # Checked at launch, so the kernel may use one size for both.
+            self.size_subs[relation.lhs] = relation.rhs
+        self.checks.append(
+            Check(
+                relation,
+                f"`{param.name}` is indexed by `{value}`, which runs over range({bound}), but that "
+                f"level of `{param.name}` has {size} tiles",
+                f"the loop over `{value}` reads `{param.name}`",
+            )
+        )
+
+    def arange_name(self, p, depth, j, pos, count, extent):
+        key = (p.name, depth, j, pos, count)
+        if key not in self.prologue_defs:
+            name = f"{p.name}_t{j}" if depth == len(p.levels) - 1 and count == len(p.levels[depth]) else f"{p.name}_l{depth}_t{j}_{pos}of{count}"
+            node = ast.Call(
+                func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="arange", ctx=ast.Load()),
+                args=[ast.Constant(0), Printer()(extent)],
+                keywords=[],
+            )
+            if count > 1:
+                elts = [ast.Slice() if k == pos else ast.Constant(None) for k in range(count)]
+                node = ast.Subscript(value=node, slice=ast.Tuple(elts=elts, ctx=ast.Load()), ctx=ast.Load())
+            self.prologue_defs[key] = (name, node)
+        return self.prologue_defs[key][0]
+
+    def load(self, ref, node):
+        pointer, mask = self.address(ref, node)
+        keywords = []
+        if mask is not None:
+            keywords.append(ast.keyword(arg="mask", value=mask))
+            other = ref.param.other
+            keywords.append(ast.keyword(arg="other", value=_constant(other if other is not None else 0)))
+        return ast.Call(
+            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
+            args=[pointer],
+            keywords=keywords,
+        )
+
+    def store(self, ref, value, node):
+        pointer, mask = self.address(ref, node)
+        keywords = [ast.keyword(arg="mask", value=mask)] if mask is not None else []
+        call = ast.Call(
+            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="store", ctx=ast.Load()),
+            args=[pointer, value],
+            keywords=keywords,
+        )
+        return ast.copy_location(ast.Expr(value=call), node)
+
+    # -- the body -------------------------------------------------------------
+
+    def emit_body(self):
+        func = self.ir.application
+        for arg in func.args.args:
+            if arg.arg not in self.params:
+                raise self.error(f"parameter `{arg.arg}` has no tensor", arg)
+        body = self.statements(copy.deepcopy(func.body))
+        return body
+
+    def statements(self, stmts):
+        out = []
+        for stmt in stmts:
+            pre = []
+            self.pre = pre
+            result = self.statement(stmt)
+            out.extend(pre)
+            if isinstance(result, list):
+                out.extend(result)
+            elif result is not None:
+                out.append(result)
+        return out
+
+    def block(self, stmts):
+        saved_pre = self.pre
+        self.cache_stack.append({})
+        try:
+            body = self.statements(stmts)
+        finally:
+            self.cache_stack.pop()
+            self.pre = saved_pre
+        return body or [ast.Pass()]
+
+    def invalidate(self, name):
+        for cache in self.cache_stack:
+            cache.pop(name, None)
+
+    def statement(self, stmt):
+        if isinstance(stmt, ast.Assign):
+            if len(stmt.targets) != 1:
+                raise self.error("chained assignment is not supported", stmt)
+            return self.assign(stmt.targets[0], stmt.value, stmt)
+        if isinstance(stmt, ast.AnnAssign):
+            if stmt.value is None:
+                raise self.error("annotation without a value", stmt)
+            target = stmt.target
+            if isinstance(target, ast.Name) and target.id in self.tensors:
+                raise self.error(f"`{target.id}` is a parameter; annotate a new local instead", stmt)
+            annotation = self.expr(stmt.annotation)
+            if isinstance(target, ast.Name):
+                self.locals.add(target.id)
+            return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=self.expr(stmt.value), simple=1), stmt)
+        if isinstance(stmt, ast.AugAssign):
+            ref = self.resolve(stmt.target) if self._is_tensor_target(stmt.target) else None
+            if ref is not None:
+                value = ast.BinOp(left=self.load(ref, stmt), op=stmt.op, right=self.expr(stmt.value))
+                self.invalidate(ref.param.name)
+                return self.store(ref, value, stmt)
+            return ast.copy_location(ast.AugAssign(target=stmt.target, op=stmt.op, value=self.expr(stmt.value)), stmt)
+        if isinstance(stmt, ast.Expr):
+            if isinstance(stmt.value, ast.Call):
+                inlined = self.try_inline(stmt.value, statement=True)
+                if inlined is not None:
+                    return inlined
+            return ast.copy_location(ast.Expr(value=self.expr(stmt.value)), stmt)
+        if isinstance(stmt, ast.For):
+            return self.for_loop(stmt)
+        if isinstance(stmt, ast.If):
+            test = self.expr(stmt.test)
+            return ast.copy_location(ast.If(test=test, body=self.block(stmt.body), orelse=self.block(stmt.orelse) if stmt.orelse else []), stmt)
+        if isinstance(stmt, ast.While):
+            test = self.expr(stmt.test)
+            return ast.copy_location(ast.While(test=test, body=self.block(stmt.body), orelse=[]), stmt)
+        if isinstance(stmt, ast.Pass):
+            return stmt
+        if isinstance(stmt, ast.Return):
+            if stmt.value is None:
+                return stmt
+            raise self.error("an application returns nothing; assign results to output parameters", stmt)
+        if isinstance(stmt, (ast.Assert,)):
+            return ast.copy_location(ast.Assert(test=self.expr(stmt.test), msg=stmt.msg), stmt)
+        raise self.error(f"`{type(stmt).__name__}` statements are not supported in applications", stmt)
+
+    def _is_tensor_target(self, target):
+        node = target
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.tensors and node.id not in self.locals
+
+    def assign(self, target, value_node, stmt):
+        if self._is_tensor_target(target):
+            ref = self.resolve(target)
+            value = self.expr(value_node)
+            self.invalidate(ref.param.name)
+            return self.store(ref, value, stmt)
+        if isinstance(target, ast.Name):
+            value = self.expr(value_node)
+            self.locals.add(target.id)
+            self.invalidate(target.id)
+            return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
+        if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+            for e in target.elts:
+                if e.id in self.tensors and e.id not in self.locals:
+                    raise self.error(f"unpacking into the parameter `{e.id}` is not supported; assign it alone", stmt)
+                self.locals.add(e.id)
+            return ast.copy_location(ast.Assign(targets=[target], value=self.expr(value_node)), stmt)
+        raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)
+
+    def for_loop(self, stmt):
+        if not isinstance(stmt.target, ast.Name):
+            raise self.error("loop targets must be a single name", stmt)
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "static_range")):
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "static_range":
+                pass
+            else:
+                raise self.error("only `for i in range(...)` loops are supported", it)
+        var = sympy.Symbol(stmt.target.id, integer=True)
+        args = it.args
+        if len(args) == 1:
+            try:
+                bound = self.to_sympy(args[0])
+            except EmitError:
+                bound = None
+            if bound is not None:
+                self.loop_ranges[var] = bound
+        self.locals.add(stmt.target.id)
+        new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
+        body = self.block(stmt.body)
+        self.loop_ranges.pop(var, None)
+        return ast.copy_location(ast.For(target=stmt.target, iter=new_iter, body=body, orelse=[]), stmt)
+
+    def keyword(self, k):
+        return ast.keyword(arg=k.arg, value=self.expr(k.value))
+
+    # -- expressions ------------------------------------------------------------
+
+    def expr(self, node):
+        if node is None:
+            return None
+        shape = self.shape_value(node)
+        if shape is not None:
+            return self.printer()(shape)
+        ref = self.resolve(node)
+        if ref is not None:
+            return self.tile_value(ref, node)
+        if isinstance(node, ast.Name):
+            if node.id in self.params and node.id not in self.locals:
+                p = self.params[node.id]
+                return ast.Name(id=node.id, ctx=ast.Load())
+            alias = self.ir.module_aliases.get(node.id)
+            if alias == "tl":
+                return ast.Name(id="tl", ctx=ast.Load())
+            if alias == "libdevice":
+                self.uses_libdevice = True
+                return ast.Name(id="libdevice", ctx=ast.Load())
+            return node
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.BoolOp):
+            op = ast.BitAnd() if isinstance(node.op, ast.And) else ast.BitOr()
+            values = [self.expr(v) for v in node.values]
+            result = values[0]
+            for v in values[1:]:
+                result = ast.BinOp(left=result, op=op, right=v)
+            return result
+        if isinstance(node, ast.Tuple):
+            return ast.Tuple(elts=[self.expr(e) for e in node.elts], ctx=ast.Load())
+        if isinstance(node, ast.List):
+            return ast.List(elts=[self.expr(e) for e in node.elts], ctx=ast.Load())
+        if isinstance(node, (ast.Constant,)):
+            return node
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Await, ast.Yield, ast.JoinedStr)):
+            raise self.error(f"`{type(node).__name__}` is not supported in applications", node)
+        # Generic: rebuild children.
+        new = copy.copy(node)
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.expr):
+                setattr(new, field, self.expr(value))
+            elif isinstance(value, list):
+                setattr(new, field, [self.expr(v) if isinstance(v, ast.expr) else v for v in value])
+        return new
+
+    def tile_value(self, ref, node):
+        """The value of a tile: loaded once per block where possible."""
+        whole = not ref.fixed and ref.depth == 1
+        if whole:
+            cache = self.cache_stack[-1]
+            for c in self.cache_stack:
+                if ref.param.name in c:
+                    return ast.Name(id=c[ref.param.name], ctx=ast.Load())
+            name = f"{ref.param.name}_tile"
+            while name in self.locals:
+                name += "_"
+            self.pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=self.load(ref, node), lineno=0))
+            cache[ref.param.name] = name
+            return ast.Name(id=name, ctx=ast.Load())
+        return self.load(ref, node)
+
+    def attribute(self, node):
+        ref = self.resolve(node.value)
+        if ref is not None:
+            if node.attr == "shape":
+                return ast.Tuple(elts=[self.printer()(s) for s in self.ref_shape(ref)], ctx=ast.Load())
+            if node.attr == "dtype":
+                return ast.Attribute(
+                    value=ast.Attribute(value=ast.Name(id=f"{ref.param.name}_ptr", ctx=ast.Load()), attr="dtype", ctx=ast.Load()),
+                    attr="element_ty",
+                    ctx=ast.Load(),
+                )
+            if node.attr == "ndim":
+                return ast.Constant(len(ref.shape()))
+            return ast.Attribute(value=self.tile_value(ref, node.value), attr=node.attr, ctx=ast.Load())
+        if isinstance(node.value, ast.Name):
+            alias = self.ir.module_aliases.get(node.value.id)
+            if alias == "tl":
+                if node.attr == "libdevice":
+                    self.uses_libdevice = True
+                    return ast.Name(id="libdevice", ctx=ast.Load())
+                return ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=node.attr, ctx=ast.Load())
+            if alias == "libdevice":
+                self.uses_libdevice = True
+                return ast.Attribute(value=ast.Name(id="libdevice", ctx=ast.Load()), attr=node.attr, ctx=ast.Load())
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "libdevice":
+            inner = node.value.value
+            if isinstance(inner, ast.Name) and self.ir.module_aliases.get(inner.id) == "tl":
+                self.uses_libdevice = True
+                return ast.Attribute(value=ast.Name(id="libdevice", ctx=ast.Load()), attr=node.attr, ctx=ast.Load())
+        return ast.Attribute(value=self.expr(node.value), attr=node.attr, ctx=ast.Load())
+
+    def call(self, node):
+        func = node.func
+        # Methods of tensor parameters: x.offsets(dim), x.source.*.
+        if isinstance(func, ast.Attribute):
+            ref = self.resolve(func.value)
+            if ref is not None and func.attr == "offsets":
+                return self.offsets(ref, node)
+        inlined = self.try_inline(node, statement=False)
+        if inlined is not None:
+            return inlined
+        if isinstance(func, ast.Name) and func.id in ("max", "min") and len(node.args) == 2 and not node.keywords:
+            name = "maximum" if func.id == "max" else "minimum"
+            return ast.Call(
+                func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=name, ctx=ast.Load()),
+                args=[self.expr(a) for a in node.args],
+                keywords=[],
+            )
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            alias = self.ir.module_aliases.get(func.value.id)
+            if alias == "tl":
+                import triton.language as tl
+
+                if not hasattr(tl, func.attr) and func.attr != "libdevice":
+                    raise self.error(f"`{func.value.id}.{func.attr}` does not exist in ntsym.language", func)
+        return ast.Call(func=self.expr(func), args=[self.expr(a) for a in node.args], keywords=[self.keyword(k) for k in node.keywords])
+
+    def offsets(self, ref, node):
+        if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant):
+            raise self.error("`x.offsets(dim)` takes one constant source dimension", node)
+        d = node.args[0].value
+        p = ref.param
+        if not -p.ndim <= d < p.ndim:
+            raise self.error(f"`{p.name}` has {p.ndim} source dimensions", node)
+        names, subs, ranges = {}, {}, {}
+        for var, (value, _, _) in ref.fixed.items():
+            subs[var] = value
+        vars = p.level_vars[ref.depth]
+        for pos, j in enumerate(ref.dims):
+            extent = block_extent_expr(p.levels[ref.depth][j], self.pow2)
+            ranges[vars[j]] = extent
+            names[vars[j]] = self.arange_name(p, ref.depth, j, pos, len(ref.dims), extent)
+        return self.printer(names, ranges)(p.index[d].xreplace(subs))
+
+    # -- inlining ----------------------------------------------------------------
+
+    def try_inline(self, call, statement):
+        func = call.func
+        key = None
+        if isinstance(func, ast.Name) and func.id in self.ir.inline_functions and func.id not in self.locals:
+            key = func.id
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            k = f"{func.value.id}.{func.attr}"
+            if k in self.ir.inline_functions:
+                key = k
+        if key is None:
+            return None
+        sub_def, _ = self.ir.inline_functions[key]
+        if call.keywords or len(call.args) != len(sub_def.args.args):
+            raise self.error(f"inlined call of `{key}` needs exactly {len(sub_def.args.args)} positional arguments", call)
+        self.counter += 1
+        prefix = f"{sub_def.name}_{self.counter}_"
+        renames, pre = {}, []
+        for param, arg in zip(sub_def.args.args, call.args):
+            if isinstance(arg, ast.Name):
+                renames[param.arg] = arg.id
+            else:
+                tmp = prefix + param.arg
+                pre.append(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=arg, lineno=call.lineno))
+                renames[param.arg] = tmp
+        assigned = {n.id for n in ast.walk(sub_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for name in assigned:
+            if name not in renames:
+                renames[name] = prefix + name
+        body = copy.deepcopy(sub_def.body)
+        result = None
+        if body and isinstance(body[-1], ast.Return) and body[-1].value is not None:
+            result = prefix + "result"
+            body[-1] = ast.Assign(targets=[ast.Name(id=result, ctx=ast.Store())], value=body[-1].value, lineno=body[-1].lineno)
+        for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(n, ast.Name) and n.id in renames:
+                n.id = renames[n.id]
+            if isinstance(n, ast.Return) and n.value is not None:
+                raise self.error(f"inlined function `{key}` may return only at its end", n)
+        # Names the inlined function refers to through its own module.
+        _, scope = self.ir.inline_functions[key]
+        stmts = self.statements(pre + body)
+        if statement:
+            return stmts
+        self.pre.extend(stmts)
+        if result is None:
+            raise self.error(f"`{key}` returns nothing but its value is used", call)
+        return ast.Name(id=result, ctx=ast.Load())
+
+
+def _constant(value):
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return ast.Call(func=ast.Name(id="float", ctx=ast.Load()), args=[ast.Constant(repr(value))], keywords=[])
+    return ast.Constant(value)
+
+
+def _sizes_relation(a, b):
+    """``a == b`` for every block size, written in sizes where possible."""
+    metas = {s: sympy.S.One for s in (a - b).free_symbols if getattr(s, "meta", False)}
+    a1, b1 = a.xreplace(metas), b.xreplace(metas)
+    if a1 == b1:
+        return sympy.Eq(a, b)
+    return sympy.Eq(a1, b1)

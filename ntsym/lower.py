@@ -1,0 +1,527 @@
+"""From an arrangement, an application and source tensors to codegen's IR.
+
+The steps, in order: name the source tensors after the application's
+parameters; run the arrangement; give every symbol a deterministic name; prove
+(or reduce to launch checks) that all outermost shapes agree; prune the masks
+SymPy proves always true; fill in :mod:`codegen.ir`.
+"""
+
+import ast
+import inspect
+import itertools
+import textwrap
+import types
+
+import sympy
+
+from codegen import bounds
+from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from codegen.ir import Check, KernelIR, MetaParam, SizeArg, TensorParam
+from codegen.kernel import block_extent_expr
+from ntsym.errors import ApplicationError, ArrangementError
+from ntsym.symbol import Symbol
+from ntsym.tensor import Tensor
+
+
+def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
+          num_stages=None, max_num_configs=None):
+    app_def, app_globals = parse_application(application)
+    names = [a.arg for a in app_def.args.args]
+    tensors = tuple(tensors)
+    if len(names) != len(tensors):
+        raise ArrangementError(
+            f"the application takes {len(names)} parameters ({', '.join(names)}) but "
+            f"{len(tensors)} tensors were given"
+        )
+    for name, tensor in zip(names, tensors):
+        if not isinstance(tensor, Tensor):
+            raise ArrangementError(f"parameter `{name}`: expected an ntsym.Tensor, got {tensor!r}")
+    arranged = _arrange(arrangement, tensors, names)
+    renames = _canonical_names(arrangement, tensors, arranged, names)
+    arranged = [_rename_hierarchy(t, renames) for t in arranged]
+    sources = [_rename_source(t, renames) for t in tensors]
+    proof = _Proof(names, arranged, sources)
+    proof.run()
+    params = proof.params()
+    meta_params = _meta_params(proof)
+    kernel_name = kernel_name or getattr(application, "__name__", "kernel")
+    if not kernel_name.isidentifier():
+        raise ArrangementError(f"kernel_name {kernel_name!r} is not an identifier")
+    inline, aliases = _resolve_globals(app_def, app_globals)
+    return KernelIR(
+        name=kernel_name,
+        params=params,
+        size_args=proof.size_args(),
+        meta_params=meta_params,
+        grid=proof.grid,
+        program_vars=proof.program_vars,
+        checks=tuple(proof.checks),
+        application=app_def,
+        inline_functions=inline,
+        module_aliases=aliases,
+        facts=tuple(proof.facts),
+        num_warps=num_warps,
+        num_stages=num_stages,
+        max_num_configs=max_num_configs,
+        symbols=proof.symbols(),
+    )
+
+
+# -- the application -------------------------------------------------------
+
+
+def parse_application(fn):
+    """The application's ``ast.FunctionDef`` with line numbers of its file, and
+    the names it can see."""
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        filename = inspect.getsourcefile(fn) or "<unknown>"
+        _, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise ApplicationError(f"cannot read the source of application {fn!r}: {e}") from None
+    tree = ast.parse(source)
+    ast.increment_lineno(tree, first - 1)
+    func = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if func is None:
+        raise ApplicationError(f"application {fn!r} is not a function")
+    func.decorator_list = []
+    func.returns = None
+    for arg in func.args.args:
+        arg.annotation = None
+    func.ntsym_filename = filename
+    names = dict(fn.__globals__)
+    if fn.__closure__:
+        names.update(
+            {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__) if _cell_ok(c)}
+        )
+    return func, names
+
+
+def _cell_ok(cell):
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def _resolve_globals(func, names):
+    """Functions to inline and modules the application refers to by name."""
+    import triton.language as tl
+
+    import ntsym.language as ntl
+
+    inline, aliases, seen = {}, {}, set()
+
+    def visit(fn_def, scope):
+        for node in ast.walk(fn_def):
+            if isinstance(node, ast.Name) and node.id not in seen:
+                seen.add(node.id)
+                value = scope.get(node.id)
+                if value is None:
+                    continue
+                if value is ntl or value is tl:
+                    aliases[node.id] = "tl"
+                elif isinstance(value, types.ModuleType) and getattr(value, "__name__", "").endswith("libdevice"):
+                    aliases[node.id] = "libdevice"
+                elif isinstance(value, types.ModuleType):
+                    aliases[node.id] = value
+                elif isinstance(value, types.FunctionType) and not _is_jit(value):
+                    sub, sub_scope = parse_application(value)
+                    inline[node.id] = (sub, sub_scope)
+                    visit(sub, sub_scope)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                value = scope.get(node.value.id)
+                if isinstance(value, types.ModuleType) and value not in (ntl, tl):
+                    attr = getattr(value, node.attr, None)
+                    if isinstance(attr, types.FunctionType) and not _is_jit(attr):
+                        key = f"{node.value.id}.{node.attr}"
+                        if key not in inline:
+                            sub, sub_scope = parse_application(attr)
+                            inline[key] = (sub, sub_scope)
+                            visit(sub, sub_scope)
+
+    visit(func, names)
+    return inline, aliases
+
+
+def _is_jit(fn):
+    return type(fn).__module__.startswith("triton")
+
+
+# -- running the arrangement -----------------------------------------------
+
+
+def _arrange(arrangement, tensors, names):
+    for name, tensor in zip(names, tensors):
+        if tensor._auto_named:
+            tensor._display = name
+    try:
+        arranged = arrangement(*tensors)
+    except TypeError as e:
+        raise ArrangementError(f"calling the arrangement failed: {e}") from e
+    if isinstance(arranged, Tensor):
+        arranged = (arranged,)
+    arranged = tuple(arranged)
+    if len(arranged) != len(tensors):
+        raise ArrangementError(
+            f"the arrangement returned {len(arranged)} tensors for {len(tensors)} parameters"
+        )
+    for name, tensor, result in zip(names, tensors, arranged):
+        if not isinstance(result, Tensor):
+            raise ArrangementError(f"the arrangement returned {result!r} for `{name}`, not a Tensor")
+        if result.source is not tensor:
+            raise ArrangementError(
+                f"the arrangement returned, in the place of `{name}`, a tensor derived from "
+                f"`{result.source.name}`; return the arranged tensors in parameter order"
+            )
+        if result.level != 0:
+            raise ArrangementError(
+                f"`{name}`: the arrangement returned an inner level; assign it back with "
+                f"`t.dtype = ...` and return the outer tensor"
+            )
+    return arranged
+
+
+def _canonical_names(arrangement, tensors, arranged, names):
+    """A mapping from every symbol to a deterministic, readable one."""
+    renames = {}
+    for name, tensor in zip(names, tensors):
+        if tensor._auto_named:
+            for d, s in enumerate(tensor.source_shape):
+                if isinstance(s, Symbol) and s.name == f"{tensor.name}_size_{d}":
+                    renames[s] = _copy_symbol(s, f"{name}_size_{d}")
+            for d, s in enumerate(tensor.source_strides):
+                if isinstance(s, Symbol) and s.name == f"{tensor.name}_stride_{d}":
+                    renames[s] = _copy_symbol(s, f"{name}_stride_{d}")
+    # Auto-named block sizes take the name they are bound to in the arrangement
+    # (a parameter default, a closure variable or a global), else BLOCK_SIZE_<k>
+    # in order of first appearance.
+    bound = {}
+    for fn in (arrangement,):
+        sig = inspect.signature(fn)
+        for p in sig.parameters.values():
+            if isinstance(p.default, Symbol):
+                bound.setdefault(p.default, p.name)
+        if fn.__closure__:
+            for n, c in zip(fn.__code__.co_freevars, fn.__closure__):
+                if _cell_ok(c) and isinstance(c.cell_contents, Symbol):
+                    bound.setdefault(c.cell_contents, n)
+        for n in fn.__code__.co_names:
+            v = fn.__globals__.get(n)
+            if isinstance(v, Symbol):
+                bound.setdefault(v, n)
+    taken = set(names) | {s.name for s in renames.values()}
+    counter = itertools.count()
+    for symbol in _symbols_in_order(arranged):
+        if getattr(symbol, "auto_named", False) and symbol not in renames:
+            name = bound.get(symbol)
+            if name is None or name in taken:
+                name = f"BLOCK_SIZE_{next(counter)}"
+                while name in taken:
+                    name = f"BLOCK_SIZE_{next(counter)}"
+            taken.add(name)
+            renames[symbol] = _copy_symbol(symbol, name)
+    return renames
+
+
+def _symbols_in_order(arranged):
+    seen = {}
+    for t in arranged:
+        hier = t.hierarchy
+        exprs = [s for level in hier.levels for s in level.shape] + list(hier.index) + list(hier.conditions)
+        for e in exprs:
+            for s in sorted(sympy.sympify(e).free_symbols, key=lambda s: s.name):
+                if isinstance(s, Symbol):
+                    seen.setdefault(s, None)
+    return list(seen)
+
+
+def _copy_symbol(symbol, name):
+    new = Symbol(
+        name,
+        constexpr=symbol.constexpr,
+        meta=symbol.meta,
+        lower_bound=symbol.lower_bound,
+        upper_bound=symbol.upper_bound,
+        power_of_two=symbol.power_of_two,
+        nonnegative=symbol.is_positive is not True,
+    )
+    new.is_size = getattr(symbol, "is_size", False)
+    return new
+
+
+class _Renamed:
+    """An arranged tensor after renaming, as plain data."""
+
+    def __init__(self, name, levels, index, conditions, requirements):
+        self.name = name
+        self.levels = levels  # list of (shape tuple, vars tuple)
+        self.index = index
+        self.conditions = conditions
+        self.requirements = requirements
+
+
+def _rename_hierarchy(tensor, renames):
+    hier = tensor.hierarchy
+    mapping = dict(renames)
+    levels = []
+    for depth, level in enumerate(hier.levels):
+        vars = []
+        for j, v in enumerate(level.vars):
+            mapping[v] = sympy.Dummy(f"l{depth}_{j}", integer=True, nonnegative=True)
+            vars.append(mapping[v])
+        levels.append((tuple(sympy.sympify(s).xreplace(mapping) for s in level.shape), tuple(vars)))
+    return _Renamed(
+        None,
+        levels,
+        tuple(sympy.sympify(e).xreplace(mapping) for e in hier.index),
+        tuple(c.xreplace(mapping) for c in hier.conditions),
+        tuple(r.xreplace(mapping) for r in hier.requirements),
+    )
+
+
+class _Source:
+    def __init__(self, tensor, shape, strides):
+        self.tensor = tensor
+        self.shape = shape
+        self.strides = strides
+
+
+def _rename_source(tensor, renames):
+    return _Source(
+        tensor,
+        tuple(sympy.sympify(s).xreplace(renames) for s in tensor.source_shape),
+        tuple(sympy.sympify(s).xreplace(renames) for s in tensor.source_strides),
+    )
+
+
+# -- proofs ------------------------------------------------------------------
+
+
+def _meta_values(expr):
+    return [s for s in sympy.sympify(expr).free_symbols if getattr(s, "constexpr", False) and getattr(s, "meta", False)]
+
+
+def _fmt(e):
+    return str(e)
+
+
+class _Proof:
+    """Outermost-shape consistency, launch checks and mask pruning."""
+
+    def __init__(self, names, arranged, sources):
+        self.names = names
+        self.arranged = arranged
+        self.sources = sources
+        self.checks = []
+        self.facts = []
+        self.subs = {}  # size symbol -> representative (unified sizes)
+
+    def _size_owner(self):
+        owner = {}
+        for name, src in zip(self.names, self.sources):
+            for d, s in enumerate(src.shape):
+                if isinstance(s, sympy.Symbol):
+                    owner.setdefault(s, f"{name}.shape[{d}]")
+        return owner
+
+    def describe(self, expr):
+        """An expression with size symbols written as ``x.shape[d]``."""
+        owner = self._size_owner()
+        text = str(expr)
+        for s in sorted(owner, key=lambda s: -len(s.name)):
+            text = text.replace(s.name, owner[s])
+        return text
+
+    def run(self):
+        arrays = [(n, t) for n, t, s in zip(self.names, self.arranged, self.sources) if s.tensor.ndim or len(t.levels[0][0])]
+        for name, t in zip(self.names, self.arranged):
+            for req in t.requirements:
+                self._require(req, f"`{name}`: a meta-operation assumed {self.describe(req)}", "")
+        if not arrays:
+            raise ArrangementError("no arranged tensor to launch programs over")
+        ref_name, ref = arrays[0]
+        for name, t in arrays[1:]:
+            if len(t.levels[0][0]) != len(ref.levels[0][0]):
+                raise ArrangementError(
+                    f"outermost shapes differ in length: `{ref_name}` has "
+                    f"{_shape_text(ref.levels[0][0])} but `{name}` has "
+                    f"{_shape_text(t.levels[0][0])}; every arranged tensor must have the "
+                    "same outermost shape (one program per element)"
+                )
+        for d in range(len(ref.levels[0][0])):
+            for name, t in arrays[1:]:
+                self._equate(ref_name, ref.levels[0][0][d], name, t.levels[0][0][d], d)
+        self.grid = tuple(self._apply(s) for s in ref.levels[0][0])
+        self.program_vars = tuple(
+            sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
+        )
+
+    def _block_symbols(self, e):
+        """Compile-time symbols that are not tensor sizes: block sizes the tuner
+        or the caller may set to any value."""
+        sizes = {s for src in self.sources for s in src.shape if isinstance(s, sympy.Symbol)}
+        return {s for s in sympy.sympify(e).free_symbols if getattr(s, "constexpr", False) and s not in sizes}
+
+    def _apply(self, e):
+        return sympy.sympify(e).xreplace(self.subs) if self.subs else sympy.sympify(e)
+
+    def _require(self, relation, message, reason):
+        relation = self._apply(relation)
+        if relation is sympy.true:
+            return
+        if relation is sympy.false:
+            raise ArrangementError(message + " — which can never hold")
+        self.checks.append(Check(relation, message, reason))
+        self.facts.append(("checked", relation, reason))
+
+    def _equate(self, name_a, a, name_b, b, dim):
+        a, b = self._apply(a), self._apply(b)
+        where = f"outermost dim {dim}: `{name_a}` {self.describe(a)} vs `{name_b}` {self.describe(b)}"
+        if a == b or sympy.expand(a - b) == 0:
+            self.facts.append(("proved", sympy.Eq(a, b, evaluate=False), f"outer(`{name_a}`)[{dim}] == outer(`{name_b}`)[{dim}]"))
+            return
+        metas = sorted(self._block_symbols(a) | self._block_symbols(b), key=lambda s: s.name)
+        # Equal for every block size => equal with every block size 1.
+        at_one = {m: sympy.S.One for m in metas}
+        a1, b1 = a.xreplace(at_one), b.xreplace(at_one)
+        diff = sympy.simplify(a1 - b1)
+        if diff.is_number and diff != 0:
+            raise ArrangementError(
+                f"{where}: these can never be equal (they differ by {diff} even with block "
+                "sizes of 1)"
+            )
+        reason = ("needed for every " + ", ".join(m.name for m in metas)) if metas else "sizes must agree"
+        free = [s for s in (a1 - b1).free_symbols if isinstance(s, sympy.Symbol)]
+        solved = None
+        for s in sorted(free, key=lambda s: s.name, reverse=True):
+            diff = sympy.expand(a1 - b1)
+            if diff.is_polynomial(s) and sympy.Poly(diff, s).degree() == 1:
+                coeff = sympy.Poly(diff, s).coeffs()[0]
+                if coeff.is_number and coeff != 0:
+                    solved = (s, sympy.expand(s - diff / coeff))
+                    break
+        if solved is not None:
+            s, value = solved
+            sub = {s: value}
+            if sympy.simplify(a.xreplace(sub) - b.xreplace(sub)) == 0:
+                message = f"{self.describe(a1)} must equal {self.describe(b1)} ({where})"
+                self._require(sympy.Eq(a1, b1), message, reason)
+                if value.is_Symbol:
+                    self.subs = {k: v.xreplace(sub) for k, v in self.subs.items()}
+                    self.subs[s] = value
+                return
+        # Not reducible to the sizes alone: check the exact shapes at launch.
+        message = f"{where} must be equal"
+        self._require(sympy.Eq(a, b), message, "checked with the chosen block sizes")
+
+    def params(self):
+        params = []
+        for name, t, src in zip(self.names, self.arranged, self.sources):
+            tensor = src.tensor
+            if tensor.ndim == 0 and not len(t.levels[0][0]):
+                kind = "constexpr" if tensor.constexpr else "scalar"
+                params.append(TensorParam(name=name, kind=kind, value=tensor.value, dtype=tensor.element_dtype))
+                continue
+            program = {v: p for v, p in zip(t.levels[0][1], self.program_vars)}
+            grid_ranges = dict(zip(self.program_vars, self.grid))
+            levels = [tuple(self._apply(s) for s in shape) for shape, _ in t.levels]
+            level_vars = [vars for _, vars in t.levels]
+            level_vars[0] = tuple(program[v] for v in level_vars[0])
+            mapping = dict(program)
+            index = tuple(self._apply(e).xreplace(mapping) for e in t.index)
+            conditions = [self._apply(c).xreplace(mapping) for c in t.conditions]
+            ranges = dict(grid_ranges)
+            for depth in range(1, len(levels)):
+                innermost = depth == len(levels) - 1
+                for v, n in zip(level_vars[depth], levels[depth]):
+                    ranges[v] = block_extent_expr(n, {}) if innermost else n
+            kept, dropped = [], []
+            for c in dict.fromkeys(conditions):
+                if c is sympy.true:
+                    continue
+                (dropped if bounds.holds(c, ranges) else kept).append(c)
+            for c in dropped:
+                self.facts.append(("dropped", c, name))
+            params.append(
+                TensorParam(
+                    name=name,
+                    kind="tensor",
+                    ndim=tensor.ndim,
+                    dtype=tensor.element_dtype,
+                    other=tensor.other,
+                    levels=tuple(levels),
+                    level_vars=tuple(level_vars),
+                    index=index,
+                    strides=src.strides,
+                    sizes=tuple(self._apply(s) for s in src.shape),
+                    conditions=tuple(kept),
+                    dropped=tuple(dropped),
+                )
+            )
+        return tuple(params)
+
+    def size_args(self):
+        args, seen = [], set(self.subs)
+        for name, src in zip(self.names, self.sources):
+            for d, s in enumerate(src.shape):
+                if isinstance(s, sympy.Symbol) and s not in seen:
+                    seen.add(s)
+                    args.append(SizeArg(s, name, "size", d, constexpr=bool(getattr(s, "constexpr", False))))
+            for d, s in enumerate(src.strides):
+                if isinstance(s, sympy.Symbol) and s not in seen:
+                    seen.add(s)
+                    args.append(SizeArg(s, name, "stride", d))
+        return tuple(args)
+
+    def symbols(self):
+        found = {}
+        for t in self.arranged:
+            for shape, _ in t.levels:
+                for s in shape:
+                    for sym in sympy.sympify(s).free_symbols:
+                        if isinstance(sym, Symbol):
+                            found[sym.name] = sym
+        for src in self.sources:
+            for s in src.shape + src.strides:
+                for sym in sympy.sympify(s).free_symbols:
+                    found[sym.name] = sym
+        return found
+
+
+def _shape_text(shape):
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _meta_params(proof):
+    """Meta (auto-tuned) and call-time constexpr symbols, sizes excluded."""
+    sizes = {a.symbol for a in proof.size_args()}
+    found = {}
+    for t in proof.arranged:
+        exprs = [s for shape, _ in t.levels for s in shape] + list(t.index) + list(t.conditions)
+        for e in exprs:
+            for s in sympy.sympify(e).free_symbols:
+                if isinstance(s, Symbol) and s.constexpr and s not in sizes:
+                    found.setdefault(s.name, s)
+    result = []
+    for name in sorted(found):
+        s = found[name]
+        if s.meta:
+            cands = tuple(s.candidates())
+            if not cands:
+                raise ArrangementError(f"meta symbol {name} has no candidate values in its bounds")
+        else:
+            cands = ()
+        tile_dims = {x for t in proof.arranged for x in sympy.sympify(sympy.Add(*t.levels[-1][0])).free_symbols}
+        result.append(
+            MetaParam(
+                symbol=s,
+                meta=s.meta,
+                candidates=cands,
+                lower_bound=s.lower_bound,
+                upper_bound=s.upper_bound,
+                power_of_two=s.power_of_two or s in tile_dims,
+            )
+        )
+    return tuple(result)

@@ -1,0 +1,103 @@
+"""``make`` and ``jit``: the stages in order, one module each."""
+
+import functools
+import inspect
+import os
+
+from codegen import cache, emit, runtime
+from codegen.kernel import EmitError
+from codegen.printer import PrintError
+from ntsym.errors import ApplicationError, CodegenError, LaunchError
+from ntsym.lower import lower
+
+runtime.LAUNCH_ERROR = LaunchError
+
+
+class Kernel:
+    """A compiled ntsym kernel: call it like the application, with torch tensors."""
+
+    def __init__(self, ir, generated, module, spec):
+        self.ir = ir
+        self.name = ir.name
+        self._generated = generated
+        self._module = module
+        self._spec = spec
+        self._launch = module.launch
+        self.__name__ = ir.name
+
+    def __call__(self, *args, **kwargs):
+        return self._launch(*args, **kwargs)
+
+    @property
+    def source(self):
+        """The generated module (kernel and launcher), as written to the cache."""
+        return self._generated.source
+
+    @property
+    def kernel_source(self):
+        src = self._generated.source
+        start = src.index("@triton.jit\ndef " + self._generated.kernel_name)
+        end = src.index("\ndef launch(")
+        return src[start:end].rstrip() + "\n"
+
+    @property
+    def launcher_source(self):
+        src = self._generated.source
+        return src[src.index("def launch("):]
+
+    def explain(self):
+        from ntsym.explain import explain_ir
+
+        return explain_ir(self.ir, self._generated)
+
+    def __repr__(self):
+        return f"<ntsym kernel {self.name}>"
+
+
+def make(arrangement, application, tensors, caller="torch", kernel_name=None,
+         num_warps=None, num_stages=None, max_num_configs=None):
+    """Compile ``application`` over ``arrangement(*tensors)`` into a kernel."""
+    if caller != "torch":
+        raise NotImplementedError(f"caller {caller!r}: ntsym launches kernels from torch only")
+    if runtime.interpreting():
+        os.environ["TRITON_INTERPRET"] = "1"
+    ir = lower(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs)
+    try:
+        generated = emit.emit(ir)
+    except EmitError as e:
+        raise ApplicationError(str(e)) from None
+    except PrintError as e:
+        raise CodegenError(str(e)) from None
+    spec = emit.spec(ir, generated)
+    from ntsym.proofs import aliasing_table
+
+    spec.aliasing = aliasing_table(ir)
+    module = cache.load(generated.source, ir.name)
+    module.SPEC = spec
+    module.CHECKS = generated.checks
+    module.KERNEL = getattr(module, generated.kernel_name)
+    return Kernel(ir, generated, module, spec)
+
+
+def jit(func=None, *, caller="torch", kernel_name=None, num_warps=None, num_stages=None,
+        max_num_configs=None):
+    """Decorator form: parameters annotated with arranged tensors."""
+
+    def wrap(fn):
+        params = list(inspect.signature(fn).parameters.values())
+        arranged = []
+        for p in params:
+            if p.annotation is inspect.Parameter.empty:
+                raise ApplicationError(f"@ntsym.jit: parameter `{p.name}` needs an arranged-tensor annotation")
+            arranged.append(p.annotation)
+        sources = tuple(t.source for t in arranged)
+
+        def arrangement(*tensors):
+            return tuple(arranged)
+
+        kernel = make(arrangement, fn, sources, caller=caller, kernel_name=kernel_name or fn.__name__,
+                      num_warps=num_warps, num_stages=num_stages, max_num_configs=max_num_configs)
+        functools.update_wrapper(kernel, fn, updated=())
+        return kernel
+
+    return wrap if func is None else wrap(func)
