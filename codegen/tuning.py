@@ -48,11 +48,11 @@ def candidates(spec, fixed):
 
 
 def default_config(spec, fixed):
-    """One configuration without benchmarking: blocks near 4096 elements in all."""
+    """One configuration without benchmarking: blocks near 2**15 elements in all."""
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
     meta = dict(fixed)
     if free:
-        target = 4096 ** (1 / len(free))
+        target = (2**15) ** (1 / len(free))
         for m in free:
             meta[m.symbol.name] = min(m.candidates, key=lambda v: (abs(math.log2(v) - math.log2(target)), v))
     return Config(tuple(sorted(meta.items())), spec.num_warps or 4, spec.num_stages or 3)

@@ -1,0 +1,1 @@
+"""ntsym example kernels: the paper's ten compute kernels, arrange-and-apply style."""
