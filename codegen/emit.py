@@ -151,7 +151,9 @@ def _launcher(ir, emitter, kernel_name, checks, written):
     host = Printer(mode="host")
     lines = []
     tensor_params = [p for p in ir.params if p.kind == "tensor"]
-    pnames = [p.name for p in ir.params]
+    pnames = [p.name for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    baked = {p.name: p.value for p in ir.params if p.kind == "constexpr" and p.value is not None}
+    scalars = {p.name for p in ir.params if p.kind == "scalar"}
     metas = [m.symbol.name for m in ir.meta_params]
     sig = ", ".join(pnames)
     if metas:
@@ -195,8 +197,10 @@ def _launcher(ir, emitter, kernel_name, checks, written):
             continue
         if name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:
             args.append(name[:-4])
-        elif any(p.name == name and p.kind == "constexpr" for p in ir.params):
-            args.append(name)
+        elif name in baked:
+            args.append(repr(baked[name]))
+        elif name in scalars:
+            args.append(f"runtime.scalar({name})")
         else:
             args.append(name)
     pow2 = ", ".join(f"{s.name!r}: lambda meta: next_power_of_2({to_source(host(n))})" for n, s in emitter.pow2.items())

@@ -109,6 +109,13 @@ class _Ref:
         return ref
 
 
+class _SourceRef:
+    """``x.source``: the whole source tensor of parameter ``x``."""
+
+    def __init__(self, param):
+        self.param = param
+
+
 class KernelEmitter:
     def __init__(self, ir):
         self.ir = ir
@@ -190,6 +197,8 @@ class KernelEmitter:
             base = node.value
             if isinstance(base, ast.Attribute) and base.attr == "shape":
                 ref = self.resolve(base.value)
+                if isinstance(ref, _SourceRef):
+                    return ref.param.sizes[node.slice.value]
                 if isinstance(ref, _Ref):
                     shape = self.ref_shape(ref)
                     i = node.slice.value
@@ -215,12 +224,18 @@ class KernelEmitter:
             return _Ref(self.tensors[node.id])
         if isinstance(node, ast.Subscript):
             ref = self.resolve(node.value)
+            if isinstance(ref, _SourceRef):
+                return node  # gathered or scattered by the caller
             if isinstance(ref, _Ref):
                 keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
                 for k in keys:
                     if isinstance(k, ast.Slice):
                         raise self.error("slices of tiles are not supported in applications; arrange them instead", k)
                 return ref.index(list(keys), node, self)
+        if isinstance(node, ast.Attribute) and node.attr == "source":
+            ref = self.resolve(node.value)
+            if isinstance(ref, _Ref):
+                return _SourceRef(ref.param)
         if isinstance(node, ast.Attribute) and node.attr == "dtype":
             ref = self.resolve(node.value)
             if isinstance(ref, _Ref) and not ref.innermost:
@@ -324,6 +339,40 @@ class KernelEmitter:
                 node = ast.Subscript(value=node, slice=ast.Tuple(elts=elts, ctx=ast.Load()), ctx=ast.Load())
             self.prologue_defs[key] = (name, node)
         return self.prologue_defs[key][0]
+
+    def source_address(self, sub):
+        """Pointer and bounds mask for ``x.source[i, j, ...]`` with index tiles."""
+        p = self.resolve(sub.value).param
+        keys = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+        if len(keys) != p.ndim:
+            raise self.error(f"`{p.name}.source[...]` needs {p.ndim} indices, got {len(keys)}", sub)
+        pointer = ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
+        mask = []
+        printer = self.printer()
+        for key, stride, size in zip(keys, p.strides, p.sizes):
+            index = self.expr(key)
+            pointer = ast.BinOp(left=pointer, op=ast.Add(), right=ast.BinOp(left=index, op=ast.Mult(), right=printer(stride)))
+            mask.append(ast.Compare(left=copy.deepcopy(index), ops=[ast.GtE()], comparators=[ast.Constant(0)]))
+            mask.append(ast.Compare(left=copy.deepcopy(index), ops=[ast.Lt()], comparators=[printer(size)]))
+        return p, pointer, conjunction(mask)
+
+    def gather(self, sub, _):
+        p, pointer, mask = self.source_address(sub)
+        other = p.other if p.other is not None else 0
+        return ast.Call(
+            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
+            args=[pointer],
+            keywords=[ast.keyword(arg="mask", value=mask), ast.keyword(arg="other", value=_constant(other))],
+        )
+
+    def scatter(self, sub, value, stmt):
+        p, pointer, mask = self.source_address(sub)
+        call = ast.Call(
+            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="store", ctx=ast.Load()),
+            args=[pointer, value],
+            keywords=[ast.keyword(arg="mask", value=mask)],
+        )
+        return ast.copy_location(ast.Expr(value=call), stmt)
 
     def load(self, ref, node):
         pointer, mask = self.address(ref, node)
@@ -438,6 +487,8 @@ class KernelEmitter:
         return isinstance(node, ast.Name) and node.id in self.tensors and node.id not in self.locals
 
     def assign(self, target, value_node, stmt):
+        if isinstance(target, ast.Subscript) and isinstance(self.resolve(target.value), _SourceRef):
+            return self.scatter(target, self.expr(value_node), stmt)
         if self._is_tensor_target(target):
             ref = self.resolve(target)
             value = self.expr(value_node)
@@ -492,6 +543,10 @@ class KernelEmitter:
         if shape is not None:
             return self.printer()(shape)
         ref = self.resolve(node)
+        if isinstance(ref, ast.Subscript):
+            return self.gather(ref, None)
+        if isinstance(ref, _SourceRef):
+            raise self.error(f"`{ast.unparse(node)}` is a whole tensor; index it or use its shape", node)
         if ref is not None:
             return self.tile_value(ref, node)
         if isinstance(node, ast.Name):
@@ -551,7 +606,17 @@ class KernelEmitter:
 
     def attribute(self, node):
         ref = self.resolve(node.value)
-        if ref is not None:
+        if isinstance(ref, _SourceRef):
+            if node.attr == "shape":
+                return ast.Tuple(elts=[self.printer()(n) for n in ref.param.sizes], ctx=ast.Load())
+            if node.attr == "dtype":
+                return ast.Attribute(
+                    value=ast.Attribute(value=ast.Name(id=f"{ref.param.name}_ptr", ctx=ast.Load()), attr="dtype", ctx=ast.Load()),
+                    attr="element_ty",
+                    ctx=ast.Load(),
+                )
+            raise self.error(f"`x.source.{node.attr}` is not supported (shape, dtype, stride(d), data_ptr(), x.source[i, ...])", node)
+        if isinstance(ref, _Ref):
             if node.attr == "shape":
                 return ast.Tuple(elts=[self.printer()(s) for s in self.ref_shape(ref)], ctx=ast.Load())
             if node.attr == "dtype":
@@ -585,8 +650,19 @@ class KernelEmitter:
         # Methods of tensor parameters: x.offsets(dim), x.source.*.
         if isinstance(func, ast.Attribute):
             ref = self.resolve(func.value)
-            if ref is not None and func.attr == "offsets":
+            if isinstance(ref, _Ref) and func.attr == "offsets":
                 return self.offsets(ref, node)
+            if isinstance(ref, _SourceRef):
+                p = ref.param
+                if func.attr == "data_ptr" and not node.args:
+                    return ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
+                if func.attr in ("stride", "size") and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
+                    d = node.args[0].value
+                    values = p.strides if func.attr == "stride" else p.sizes
+                    if not -len(values) <= d < len(values):
+                        raise self.error(f"`{p.name}` has {len(values)} source dimensions", node)
+                    return self.printer()(values[d])
+                raise self.error(f"`x.source.{func.attr}(...)` is not supported", node)
         inlined = self.try_inline(node, statement=False)
         if inlined is not None:
             return inlined

@@ -72,6 +72,14 @@ def _cuda_available():
         return False
 
 
+def scalar(value):
+    """A runtime scalar argument: Python numbers pass through, one-element
+    tensors are read."""
+    if hasattr(value, "item") and hasattr(value, "numel"):
+        return value.item()
+    return value
+
+
 def fail(message):
     raise LAUNCH_ERROR(message)
 
@@ -224,11 +232,12 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None):
     """Choose the configuration, then launch ``kernel`` over ``grid``."""
     import torch
 
-    if any(t.numel() == 0 for t in tensors):
-        return None
     int64 = needs_int64(tensors)
     from codegen import tuning
 
+    probe = tuning.default_config(spec, {k: v for k, v in metas.items() if v is not None})
+    if grid(dict(probe.meta))[0] == 0:  # an empty problem: no programs to run
+        return None
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options)
     meta = dict(config.meta)
     constexprs = dict(meta)
@@ -236,7 +245,7 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None):
         constexprs[name] = fn(meta)
     constexprs[spec.int64_flag] = int64
     grid_size = grid(meta)
-    if grid_size[0] == 0:
+    if grid_size[0] == 0:  # no programs: nothing to compute
         return None
     device = tensors[0].device if tensors else None
     kwargs = dict(constexprs)

@@ -39,6 +39,7 @@ from ntsym.errors import (
 from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor, eval_expr, index_table
 from ntsym.make import Kernel, jit, make
+from ntsym.explain import explain
 from ntsym import language
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "Tensor",
     "block_size",
     "eval_expr",
+    "explain",
     "index_table",
     "jit",
     "language",

@@ -310,7 +310,7 @@ class Tensor:
         self._check_dims("tile", "strides", strides)
         self._check_dims("tile", "dilation", dilation)
         outer_shape, inner_shape, outer_vars, inner_vars = [], [], [], []
-        mapping, conditions = {}, []
+        mapping, conditions, requirements = {}, [], []
         for j, (n, var, t, s, d) in enumerate(
             zip(self.shape, self._lvl.vars, tile_shape, strides, dilation)
         ):
@@ -324,18 +324,19 @@ class Tensor:
                         f"for shape {_fmt(self.shape)}"
                     )
             span = d * (t - 1) + 1
-            if floor_mode:
-                outer = FloorDiv(n - span, s) + 1
-                if (n - span).is_negative:
-                    raise MetaOperationError(
-                        f"tile: with floor_mode, dimension {j} of size {n} holds no tile of "
-                        f"extent {span}"
-                    )
-            elif s == t and d == 1:
+            if s == t and d == 1 and not floor_mode:
                 outer = CeilDiv(n, t)
             else:
-                outer = CeilDiv(n - span, s) + 1
-                outer = sympy.Max(outer, 1) if (n - span).is_nonnegative is not True else outer
+                # Windows start every `s` elements; each spans `span` elements.
+                if (n - span).is_negative:
+                    raise MetaOperationError(
+                        f"tile: dimension {j} of size {n} holds no tile of extent {span} "
+                        f"(tile size {t}, dilation {d}) in shape {_fmt(self.shape)}"
+                    )
+                if (n - span).is_nonnegative is not True:
+                    requirements.append(sympy.Ge(n, span))
+                div = FloorDiv if floor_mode else CeilDiv
+                outer = div(n - span, s) + 1
             outer = sympy.sympify(outer)
             o, u = _new_var("o"), _new_var("t")
             outer_vars.append(o)
@@ -352,6 +353,7 @@ class Tensor:
             mapping,
             [Level(outer_shape, outer_vars), Level(inner_shape, inner_vars)],
             conditions,
+            requirements,
         )
 
     def expand(self, shape):

@@ -1,0 +1,126 @@
+"""``explain()``: the symbolic shape debugger.  What was proved about an
+arrangement, what is checked at launch and why, and each tensor's levels,
+addresses and masks, in the names the generated code uses."""
+
+import sympy
+
+from codegen import emit
+from ntsym.lower import lower
+
+
+def explain(arrangement, tensors, application=None):
+    """Report for ``arrangement(*tensors)``; the application only names the
+    parameters (a pass-through one is used if not given)."""
+    if application is None:
+        names = [f"arg{i}" for i in range(len(tensors))]
+        try:
+            import inspect
+
+            params = list(inspect.signature(arrangement).parameters)[: len(tensors)]
+            if len(params) == len(tensors):
+                names = params
+        except (TypeError, ValueError):
+            pass
+        namespace = {}
+        exec(f"def application({', '.join(names)}):\n    pass\n", namespace)
+        application = namespace["application"]
+        application.__source_override__ = True
+    ir = lower(arrangement, _with_source(application), tensors)
+    return explain_ir(ir, None)
+
+
+def _with_source(fn):
+    if getattr(fn, "__source_override__", False):
+        import linecache
+        import uuid
+
+        params = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+        filename = f"<ntsym-explain-{uuid.uuid4().hex}>"
+        text = f"def application({', '.join(params)}):\n    pass\n"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        code = compile(text, filename, "exec")
+        namespace = {}
+        exec(code, namespace)
+        return namespace["application"]
+    return fn
+
+
+def explain_ir(ir, generated):
+    lines = []
+    add = lines.append
+    grid = " * ".join(_paren(str(g)) for g in ir.grid) or "1"
+    add(f"kernel    {ir.name}")
+    add(f"grid      ({grid},)   one program per element of the outermost level")
+    pids = ", ".join(v.name for v in ir.program_vars)
+    add(f"programs  ({pids}) = the program id split over {_shape(ir.grid)}, last fastest")
+    for p in ir.params:
+        if p.kind != "tensor":
+            kind = "compile-time constant" if p.kind == "constexpr" else "runtime scalar"
+            add(f"{p.name:<9} {kind}" + (f" = {p.value!r}" if p.value is not None else ""))
+            continue
+        names = _var_names(p)
+        add(f"{p.name:<9} source  {_shape(p.sizes)}   strides {_shape(p.strides)}")
+        for depth, shape in enumerate(p.levels):
+            label = "outer" if depth == 0 else ("tile" if depth == len(p.levels) - 1 else f"level {depth}")
+            note = ""
+            if depth == 0:
+                note = "   (programs)"
+            elif depth < len(p.levels) - 1:
+                note = f"   index it: `{p.name}[i]`, e.g. in `for i in range({p.name}.shape[0])`"
+            elif depth == 1:
+                note = f"   loaded as one block by reading `{p.name}`"
+            else:
+                note = "   a block"
+            add(f"          {label:<7} {_shape(shape)}{note}")
+        index = ", ".join(str(_rename(e, names)) for e in p.index)
+        add(f"          index   {p.name}[{index}]")
+        offset = sympy.Add(*[_rename(e, names) * s for e, s in zip(p.index, p.strides)])
+        add(f"          address {p.name}_ptr + {offset}")
+        if p.conditions:
+            mask = "  &  ".join(str(_rename(c, names)) for c in p.conditions)
+            add(f"          mask    {mask}")
+        else:
+            add("          mask    none (every element is provably in bounds)")
+        for c in p.dropped:
+            add(f"          dropped {_rename(c, names)}   (proved always true)")
+    proved = [f for f in ir.facts if f[0] == "proved"]
+    checked = [f for f in ir.facts if f[0] == "checked"]
+    if proved:
+        for _, rel, text in proved:
+            add(f"proved    {text}: both are {rel.lhs}")
+    checks = list(ir.checks) + (list(generated.checks[len(ir.checks):]) if generated else [])
+    for c in checks:
+        add(f"at launch {_relation(c.relation)}   {c.reason or c.message}")
+    if not proved and not checks:
+        add("proved    a single arranged tensor: nothing to match")
+    return "\n".join(lines) + "\n"
+
+
+def _relation(rel):
+    if isinstance(rel, sympy.Eq):
+        return f"{rel.lhs} == {rel.rhs}"
+    return str(rel)
+
+
+def _var_names(p):
+    names = {}
+    last = len(p.levels) - 1
+    for depth, vars in enumerate(p.level_vars):
+        if depth == 0:
+            continue
+        for j, v in enumerate(vars):
+            names[v] = sympy.Symbol(f"t{j}" if depth == last else f"i{depth}_{j}" if last > 2 else f"i{j}")
+    return names
+
+
+def _rename(e, names):
+    return sympy.sympify(e).xreplace(names)
+
+
+def _shape(shape):
+    shape = tuple(shape)
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _paren(text):
+    return text if text.replace("_", "").isalnum() else f"({text})"
