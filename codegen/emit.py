@@ -123,20 +123,21 @@ def _signature_and_prologue(ir, emitter):
         if a.kind == "stride":
             cast.append(f"{a.symbol.name} = tl.cast({a.symbol.name}, tl.int64)")
     code = "\n".join(stmts) + f"\nif {emitter.int64_flag}:\n" + "\n".join("    " + c for c in cast)
-    grid = list(ir.grid)
-    pids = [v.name for v in ir.program_vars]
-    if len(grid) == 1:
-        code += f"\n{pids[0]} = pid"
-    elif grid:
-        rest = "pid"
-        for d in range(len(grid) - 1, 0, -1):
-            g = to_source(printer(grid[d]))
-            code += f"\n{pids[d]} = {rest} % {_paren(g)}"
-            if d > 1:
-                code += f"\nrest_{d} = {rest} // {_paren(g)}"
-                rest = f"rest_{d}"
-            else:
-                code += f"\n{pids[0]} = {rest} // {_paren(g)}"
+    # Split the program id over the grid, last dimension fastest; dimensions
+    # of size one have index 0 (the lowering already substituted it).
+    dims = [(v.name, g) for v, g in zip(ir.program_vars, ir.grid) if g != 1]
+    rest = "pid"
+    for k in range(len(dims) - 1, -1, -1):
+        name, g = dims[k]
+        if k == 0:
+            code += f"\n{name} = {rest}"
+            break
+        g = _paren(to_source(printer(g)))
+        code += f"\n{name} = {rest} % {g}"
+        code += f"\nrest_{k} = {rest} // {g}" if k > 1 else f"\n{dims[0][0]} = {rest} // {g}"
+        if k == 1:
+            break
+        rest = f"rest_{k}"
     prologue = ast.parse(code).body
     for name, node in emitter.prologue_defs.values():
         prologue.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0))
@@ -155,30 +156,28 @@ def _launcher(ir, emitter, kernel_name, checks, written):
     baked = {p.name: p.value for p in ir.params if p.kind == "constexpr" and p.value is not None}
     scalars = {p.name for p in ir.params if p.kind == "scalar"}
     metas = [m.symbol.name for m in ir.meta_params]
-    sig = ", ".join(pnames)
+    sig = "*args"
     if metas:
-        sig += ", *, " + ", ".join(f"{m}=None" for m in metas)
+        sig += ", " + ", ".join(f"{m}=None" for m in metas)
     lines.append(f"def launch({sig}, ntsym_options=None):")
     body = []
-    body.append(f"runtime.check_arguments(SPEC, ({', '.join(pnames)}{',' if len(pnames) == 1 else ''}))")
+    body.append("runtime.check_arguments(SPEC, args)")
+    body.append(f"{', '.join(pnames)}{',' if len(pnames) == 1 else ''} = args")
     for p in tensor_params:
-        sizes = ", ".join(f"{p.name}_size_{d}" for d in range(p.ndim))
-        strides = ", ".join(f"{p.name}_stride_{d}" for d in range(p.ndim))
-        if p.ndim:
-            body.append(f"{sizes}{',' if p.ndim == 1 else ''} = {p.name}.shape")
-            body.append(f"{strides}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
-    # Unified sizes: a size symbol may stand for several tensors' sizes.
-    defined = {f"{p.name}_size_{d}" for p in tensor_params for d in range(p.ndim)}
-    defined |= {f"{p.name}_stride_{d}" for p in tensor_params for d in range(p.ndim)}
-    for a in ir.size_args:
-        name = a.symbol.name
-        if name not in defined:
-            body.append(f"{name} = {a.param}.{'shape' if a.kind == 'size' else 'stride()'}[{a.dim}]")
+        if not p.ndim:
+            continue
+        sizes = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.source_sizes]
+        strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
+        body.append(f"{', '.join(sizes)}{',' if p.ndim == 1 else ''} = {p.name}.shape")
+        body.append(f"{', '.join(strides)}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
+        for d, s in enumerate(p.source_sizes):
+            if not isinstance(s, sympy.Symbol):
+                body.append(f"runtime.check_shape({p.name!r}, {p.name}, {d}, {to_source(host(s))})")
     for i, check in enumerate(checks):
         rel = to_source(host(check.relation))
         values = sorted({s.name for s in check.relation.free_symbols}, key=lambda s: s)
         body.append(f"if not ({rel}):")
-        body.append(f"    runtime.fail_check(CHECKS[{i}], {{{', '.join(f'{v!r}: {v}' for v in values)}}})")
+        body.append(f"    runtime.fail_check(CHECKS[{i}], {{{', '.join(f'{v!r}: {v}' for v in values)}}}, DISPLAY)")
     for m in ir.meta_params:
         name = m.symbol.name
         body.append(f"{name} = runtime.constexpr_value(SPEC, {name!r}, {name})")

@@ -41,6 +41,9 @@ class FloorDiv(sympy.Function):
             return sympy.cancel(a / b)
         if isinstance(a, FloorDiv):
             return cls(a.args[0], a.args[1] * b)
+        g = _common_factor(a, b)
+        if g != 1:
+            return cls(sympy.cancel(a / g), sympy.cancel(b / g))
 
     def _eval_is_nonnegative(self):
         a, b = self.args
@@ -68,6 +71,9 @@ class CeilDiv(sympy.Function):
             return sympy.S.One
         if _divides(b, a):
             return sympy.cancel(a / b)
+        g = _common_factor(a, b)
+        if g != 1:
+            return cls(sympy.cancel(a / g), sympy.cancel(b / g))
 
     def _eval_is_nonnegative(self):
         a, b = self.args
@@ -109,6 +115,17 @@ class Mod(sympy.Function):
 
     def _sympystr(self, printer):
         return f"({printer.parenthesize(self.args[0], 50)} % {printer.parenthesize(self.args[1], 100)})"
+
+
+def _common_factor(a, b):
+    """The positive common factor of ``a`` and ``b`` (1 if none is found)."""
+    try:
+        g = sympy.gcd(a, b)
+    except (sympy.PolynomialError, TypeError, ValueError):
+        return sympy.S.One
+    if g.is_positive is not True or g == 1:
+        return sympy.S.One
+    return g
 
 
 def _divides(b, a):

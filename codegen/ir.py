@@ -39,7 +39,8 @@ class TensorParam:
     level_vars: tuple = ()
     index: tuple = ()  # source index per source dim (expressions in level vars)
     strides: tuple = ()  # stride symbol per source dim
-    sizes: tuple = ()  # size expression per source dim
+    sizes: tuple = ()  # size expression per source dim (after unification)
+    source_sizes: tuple = ()  # the source's own size per dim (symbol or int)
     conditions: tuple = ()  # validity conditions still needed (after proofs)
     dropped: tuple = ()  # conditions proved always true
     written: bool = False

@@ -26,6 +26,7 @@ class EmitError(TypeError):
         self.lineno = getattr(node, "lineno", None)
         self.col = getattr(node, "col_offset", None)
         self.end_col = getattr(node, "end_col_offset", None)
+        self.end_lineno = getattr(node, "end_lineno", None)
         self.filename = filename
         self.line = None
         if self.lineno is not None and source_lines:
@@ -41,9 +42,11 @@ class EmitError(TypeError):
         if self.line is not None:
             col = self.col or 0
             end = self.end_col if self.end_col and self.end_col > col else col + 1
-            if self.end_col is None or self.end_col <= col:
-                end = col + 1
-            text += f"\n    {self.line}\n    {' ' * col}{'^' * (end - col)}"
+            if self.end_lineno not in (None, self.lineno):
+                end = len(self.line)
+            shown = self.line.lstrip()
+            skip = len(self.line) - len(shown)
+            text += f"\n    {shown}\n    {' ' * (col - skip)}{'^' * max(1, end - col)}"
         return text
 
 
@@ -516,6 +519,12 @@ class KernelEmitter:
                 pass
             else:
                 raise self.error("only `for i in range(...)` loops are supported", it)
+        if stmt.target.id in self.params and stmt.target.id not in self.locals:
+            raise self.error(
+                f"the loop variable `{stmt.target.id}` shadows the parameter `{stmt.target.id}`; "
+                "choose another name",
+                stmt.target,
+            )
         var = sympy.Symbol(stmt.target.id, integer=True)
         args = it.args
         if len(args) == 1:

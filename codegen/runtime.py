@@ -84,10 +84,34 @@ def fail(message):
     raise LAUNCH_ERROR(message)
 
 
-def fail_check(check, values):
-    shown = ", ".join(f"{k}={v}" for k, v in values.items())
-    reason = f" ({check.reason})" if check.reason else ""
-    fail(f"{check.message}{reason}; got {shown}")
+def fail_check(check, values, display=None):
+    """Raise for a failed launch check, in the user's terms:
+    ``input.shape[1] (=40) must equal other.shape[0] (=41): <why>``."""
+    display = display or {}
+    rel = check.relation
+
+    def side(expr):
+        names = sorted(expr.free_symbols, key=lambda s: -len(s.name))
+        text = str(expr)
+        for s in names:
+            text = text.replace(s.name, display.get(s.name, s.name))
+        value = expr.xreplace({s: values[s.name] for s in expr.free_symbols if s.name in values})
+        return f"{text} (={value})" if expr.free_symbols else text
+
+    kind = type(rel).__name__
+    words = {"Equality": "must equal", "GreaterThan": "must be >=", "StrictGreaterThan": "must be >",
+             "LessThan": "must be <=", "StrictLessThan": "must be <", "Unequality": "must differ from"}
+    if kind in words:
+        text = f"{side(rel.lhs)} {words[kind]} {side(rel.rhs)}"
+    else:
+        text = f"{rel} must hold; got " + ", ".join(f"{display.get(k, k)}={v}" for k, v in values.items())
+    reason = check.reason or check.message
+    fail(f"{text}: {reason}")
+
+
+def check_shape(name, tensor, dim, expected):
+    if tensor.shape[dim] != expected:
+        fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}: the arrangement fixes it")
 
 
 def check_arguments(spec, args):

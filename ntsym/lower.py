@@ -81,6 +81,14 @@ def parse_application(fn):
         raise ApplicationError(f"cannot read the source of application {fn!r}: {e}") from None
     tree = ast.parse(source)
     ast.increment_lineno(tree, first - 1)
+    raw = inspect.getsourcelines(fn)[0][0]
+    indent = len(raw) - len(raw.lstrip())
+    if indent:
+        for node in ast.walk(tree):
+            if hasattr(node, "col_offset"):
+                node.col_offset += indent
+                if getattr(node, "end_col_offset", None) is not None:
+                    node.end_col_offset += indent
     func = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if func is None:
         raise ApplicationError(f"application {fn!r} is not a function")
@@ -364,6 +372,10 @@ class _Proof:
         sizes = {s for src in self.sources for s in src.shape if isinstance(s, sympy.Symbol)}
         return {s for s in sympy.sympify(e).free_symbols if getattr(s, "constexpr", False) and s not in sizes}
 
+    def _size_symbols(self, e):
+        sizes = {s for src in self.sources for s in src.shape if isinstance(s, sympy.Symbol)}
+        return sympy.sympify(e).free_symbols & sizes
+
     def _apply(self, e):
         return sympy.sympify(e).xreplace(self.subs) if self.subs else sympy.sympify(e)
 
@@ -412,6 +424,18 @@ class _Proof:
                     self.subs = {k: v.xreplace(sub) for k, v in self.subs.items()}
                     self.subs[s] = value
                 return
+        # Same expression up to renaming one size: those sizes must be equal
+        # (e.g. cdiv(x_size_0, 16) vs cdiv(y_size_0, 16), whatever the tile).
+        sizes_a = sorted(self._size_symbols(a) - b.free_symbols, key=lambda s: s.name)
+        sizes_b = sorted(self._size_symbols(b) - a.free_symbols, key=lambda s: s.name)
+        if len(sizes_a) == 1 and len(sizes_b) == 1:
+            sa, sb = sizes_a[0], sizes_b[0]
+            if sympy.expand(a.xreplace({sa: sb}) - b) == 0:
+                message = f"{self.describe(sa)} must equal {self.describe(sb)} ({where})"
+                self._require(sympy.Eq(sa, sb), message, "the arrangement maps them to the same programs")
+                self.subs = {k: v.xreplace({sb: sa}) for k, v in self.subs.items()}
+                self.subs[sb] = sa
+                return
         # Not reducible to the sizes alone: check the exact shapes at launch.
         message = f"{where} must be equal"
         self._require(sympy.Eq(a, b), message, "checked with the chosen block sizes")
@@ -424,7 +448,10 @@ class _Proof:
                 kind = "constexpr" if tensor.constexpr else "scalar"
                 params.append(TensorParam(name=name, kind=kind, value=tensor.value, dtype=tensor.element_dtype))
                 continue
-            program = {v: p for v, p in zip(t.levels[0][1], self.program_vars)}
+            program = {
+                v: (sympy.S.Zero if g == 1 else p)
+                for v, p, g in zip(t.levels[0][1], self.program_vars, self.grid)
+            }
             grid_ranges = dict(zip(self.program_vars, self.grid))
             levels = [tuple(self._apply(s) for s in shape) for shape, _ in t.levels]
             level_vars = [vars for _, vars in t.levels]
@@ -456,6 +483,7 @@ class _Proof:
                     index=index,
                     strides=src.strides,
                     sizes=tuple(self._apply(s) for s in src.shape),
+                    source_sizes=tuple(src.shape),
                     conditions=tuple(kept),
                     dropped=tuple(dropped),
                 )

@@ -75,8 +75,22 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None,
     module = cache.load(generated.source, ir.name)
     module.SPEC = spec
     module.CHECKS = generated.checks
+    module.DISPLAY = _display_names(ir)
     module.KERNEL = getattr(module, generated.kernel_name)
     return Kernel(ir, generated, module, spec)
+
+
+def _display_names(ir):
+    """Size and stride symbols as the user writes them: ``input.shape[1]``."""
+    names = {}
+    for p in ir.params:
+        for d, s in enumerate(p.source_sizes):
+            if hasattr(s, "name"):
+                names.setdefault(s.name, f"{p.name}.shape[{d}]")
+        for d, s in enumerate(p.strides):
+            if hasattr(s, "name"):
+                names.setdefault(s.name, f"{p.name}.stride({d})")
+    return names
 
 
 def jit(func=None, *, caller="torch", kernel_name=None, num_warps=None, num_stages=None,

@@ -135,6 +135,7 @@ class Tensor:
         if constexpr and (ndim or (shape and len(shape))):
             raise MetaOperationError("only 0-dimensional tensors can be constexpr")
         self._instance = next(_instance_ids)
+        self._parent = None
         self.name = name if name is not None else f"ntsym_tensor_{self._instance}"
         self._auto_named = name is None
         self.element_dtype = dtype
@@ -174,10 +175,11 @@ class Tensor:
     # -- views --------------------------------------------------------------
 
     @classmethod
-    def _view(cls, hier, level):
+    def _view(cls, hier, level, parent=None):
         view = cls.__new__(cls)
         view._hier = hier
         view._level = level
+        view._parent = parent  # the view whose `.dtype` this is (for write-through)
         return view
 
     @property
@@ -230,7 +232,7 @@ class Tensor:
     def dtype(self):
         """The next level (a Tensor), or the element type at the innermost level."""
         if self._level + 1 < len(self._hier.levels):
-            return Tensor._view(self._hier, self._level + 1)
+            return Tensor._view(self._hier, self._level + 1, parent=self)
         return self.source.element_dtype
 
     @dtype.setter
@@ -256,9 +258,14 @@ class Tensor:
                 "`t.dtype = x`: x was derived from a different version of this arrangement"
             )
         self._hier = value._hier
-
-    @property
-    def index_map(self):
+        # `t.dtype.dtype = x` assigns through the temporary view `t.dtype`.
+        child, parent = self, getattr(self, "_parent", None)
+        while parent is not None:
+            prefix = parent._hier.levels[: parent._level + 1]
+            if any(a is not b for a, b in zip(prefix, value._hier.levels)):
+                break
+            parent._hier = value._hier
+            child, parent = parent, getattr(parent, "_parent", None)
         """Per source dimension, the source index as an expression in index variables."""
         return self._hier.index
 
@@ -327,14 +334,17 @@ class Tensor:
             if s == t and d == 1 and not floor_mode:
                 outer = CeilDiv(n, t)
             else:
-                # Windows start every `s` elements; each spans `span` elements.
-                if (n - span).is_negative:
+                # Windows start every `s` elements and span `span` elements; in
+                # ceil mode the last one may overhang the end (its tail is masked).
+                least = span if floor_mode else span - s + 1  # size giving one window
+                if (n - least).is_negative:
                     raise MetaOperationError(
                         f"tile: dimension {j} of size {n} holds no tile of extent {span} "
-                        f"(tile size {t}, dilation {d}) in shape {_fmt(self.shape)}"
+                        f"(tile size {t}, stride {s}, dilation {d}"
+                        f"{', floor_mode' if floor_mode else ''}) in shape {_fmt(self.shape)}"
                     )
-                if (n - span).is_nonnegative is not True:
-                    requirements.append(sympy.Ge(n, span))
+                if (n - least).is_nonnegative is not True:
+                    requirements.append(sympy.Ge(n, least))
                 div = FloorDiv if floor_mode else CeilDiv
                 outer = div(n - span, s) + 1
             outer = sympy.sympify(outer)

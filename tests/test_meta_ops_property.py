@@ -20,6 +20,10 @@ from numpy_model import Model, tile_count  # noqa: E402
 
 MAX_ELEMENTS = 20000
 MAX_LEVELS = 3
+# Also generate strided or dilated tiles whose extent ``dilation * (t - 1) + 1``
+# exceeds the dim size while the spec's tile count is still >= 1 (one tile that
+# is partly out of bounds, e.g. size 2 tiled (2,) with dilation (2,)).
+LONG_WINDOWS = True
 
 
 def src_at(m, *idx):
@@ -273,8 +277,12 @@ def draw_tile(draw, shape):
         for t in [1, 2, 3, 4, 5, -1]:
             tt = n if t == -1 else t
             ss = tt if s == -1 else s
-            if tile_count(n, tt, ss, d, bool(floor_mode)) >= 1:
-                choices.append(t)
+            if tile_count(n, tt, ss, d, bool(floor_mode)) < 1:
+                continue
+            plain = ss == tt and d == 1 and not floor_mode
+            if not LONG_WINDOWS and not plain and d * (tt - 1) + 1 > n:
+                continue
+            choices.append(t)
         tile_shape.append(draw(st.sampled_from(choices), label="tile"))
         strides.append(s)
         dilation.append(d)

@@ -1,0 +1,46 @@
+"""RMS normalization over the last dimension (no weight): one program per row.
+
+``y = x / sqrt(mean(x**2) + eps)``, computed in float32.  The tile is a whole
+row, ``(1, -1)``, padded to the next power of two (padded lanes read 0, so the
+sum of squares is exact; the mean divides by the true row length,
+``input.source.shape[-1]``).  Limits: a row must fit in one block (Triton
+allows 2**20 elements; on a GPU rows beyond a few tens of thousands of
+elements spill registers).  ``eps`` is a scalar argument.
+"""
+
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def arrangement(input, eps, output):
+    return input.tile((1, -1)), eps, output.tile((1, -1))
+
+
+def application(input, eps, output):
+    x = ntl.cast(input, ntl.float32)
+    output = x * ntl.rsqrt(ntl.sum(x * x) / input.source.shape[-1] + eps)  # noqa: F841
+
+
+kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(0), Tensor(2)))
+
+
+def rms_norm(x, eps=1e-6):
+    output = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    kernel(x.reshape(-1, x.shape[-1]), eps, output.view(-1, x.shape[-1]))
+    return output
+
+
+if __name__ == "__main__":
+    from examples._common import device, report
+
+    shape = (4096, 4096) if device() == "cuda" else (100, 1000)
+    dtype = torch.float16 if device() == "cuda" else torch.float32
+    x = torch.randn(shape, device=device(), dtype=dtype)
+    reference = torch.nn.functional.rms_norm
+    report(
+        "rms_norm", rms_norm(x), reference(x, x.shape[-1:], eps=1e-6), 1e-3, 1e-3,
+        lambda: rms_norm(x), lambda: reference(x, x.shape[-1:], eps=1e-6),
+    )

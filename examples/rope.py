@@ -1,0 +1,69 @@
+"""Rotary position embedding, non-interleaved halves.
+
+``x`` is ``(B, S, H, D)``, ``sin`` and ``cos`` are ``(S, D/2)``; with ``x1, x2``
+the two halves of the last dimension, the output is
+``(x1*cos - x2*sin, x1*sin + x2*cos)``, broadcast over ``B`` and ``H``.
+
+Each program takes one position of one sequence and a block of heads
+(auto-tuned): ``x`` and the output are tiled into ``(heads, D/2)`` tiles and
+then into their two halves, ``input[0]`` and ``input[1]``; the tables are
+tiled by row and expanded over the batch and the head blocks.  Computes in
+float32 and stores in the output's dtype.
+"""
+
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def arrangement(input, sin, cos, output, BLOCK_SIZE=ntsym.block_size(lower_bound=1, upper_bound=64)):
+    def arrange_halves(x):
+        arranged = x.tile((1, 1, BLOCK_SIZE, 1, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 3))
+        arranged = arranged.tile((1, 1, 1, -1, 1)).squeeze((3, 4))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2, 4))
+        return arranged
+
+    def arrange_table(table):
+        arranged = table.tile((1, -1)).squeeze(1).unsqueeze(0).unsqueeze(2)
+        return arranged.expand((input.shape[0], -1, input_arranged.shape[2]))
+
+    input_arranged = arrange_halves(input)
+
+    return input_arranged, arrange_table(sin), arrange_table(cos), arrange_halves(output)
+
+
+def application(input, sin, cos, output):
+    x1 = ntl.cast(input[0], ntl.float32)
+    x2 = ntl.cast(input[1], ntl.float32)
+    output[0] = x1 * cos - x2 * sin
+    output[1] = x1 * sin + x2 * cos
+
+
+halves = Tensor(shape=(None, None, None, 2, None))
+kernel = ntsym.make(arrangement, application, (halves, Tensor(2), Tensor(2), Tensor(shape=(None, None, None, 2, None))))
+
+
+def rope(x, sin, cos):
+    output = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    kernel(x.unflatten(-1, (2, -1)), sin, cos, output.unflatten(-1, (2, -1)))
+    return output
+
+
+if __name__ == "__main__":
+    from examples._common import device, report
+
+    b, s, h, d = (4, 1024, 48, 64) if device() == "cuda" else (2, 12, 5, 16)
+    dtype = torch.float16 if device() == "cuda" else torch.float32
+    x = torch.randn(b, s, h, d, device=device(), dtype=dtype)
+    angles = torch.randn(s, d // 2, device=device())
+    sin, cos = angles.sin().to(dtype), angles.cos().to(dtype)
+
+    def reference(x, sin, cos):
+        x1, x2 = x.float().chunk(2, dim=-1)
+        sin, cos = sin.float()[:, None, :], cos.float()[:, None, :]
+        return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).to(x.dtype)
+
+    report("rope", rope(x, sin, cos), reference(x, sin, cos), 1e-3, 1e-3, lambda: rope(x, sin, cos), lambda: reference(x, sin, cos))

@@ -1,0 +1,45 @@
+"""Row-wise softmax: one program per row, the whole row in one tile.
+
+The tile is ``(1, -1)``: a full row, padded to the next power of two (ntsym
+derives that block size from the row length at launch, so each new row length
+compiles a new kernel).  Padded lanes read ``-inf`` and drop out of the max and
+the sum.  Limits: a row must fit in one block (Triton allows 2**20 elements;
+on a GPU rows beyond a few tens of thousands of elements spill registers).
+``softmax`` moves ``dim`` last and flattens the other dimensions.
+"""
+
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def arrangement(input, output):
+    return input.tile((1, -1)), output.tile((1, -1))
+
+
+def application(input, output):
+    x = ntl.cast(input, ntl.float32)
+    numerator = ntl.exp(x - ntl.max(x))
+    output = numerator / ntl.sum(numerator)  # noqa: F841
+
+
+kernel = ntsym.make(arrangement, application, (Tensor(2, other=float("-inf")), Tensor(2)))
+
+
+def softmax(input, dim=-1):
+    x = input.movedim(dim, -1)
+    output = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    kernel(x.reshape(-1, x.shape[-1]), output.view(-1, x.shape[-1]))
+    return output.movedim(-1, dim)
+
+
+if __name__ == "__main__":
+    from examples._common import device, report
+
+    shape = (4096, 4096) if device() == "cuda" else (300, 1000)
+    dtype = torch.float16 if device() == "cuda" else torch.float32
+    x = torch.randn(shape, device=device(), dtype=dtype)
+    reference = torch.softmax
+    report("softmax", softmax(x), reference(x, -1), 1e-3, 1e-3, lambda: softmax(x), lambda: reference(x, -1))
