@@ -4,11 +4,12 @@
 the two halves of the last dimension, the output is
 ``(x1*cos - x2*sin, x1*sin + x2*cos)``, broadcast over ``B`` and ``H``.
 
-Each program takes one position of one sequence and a block of heads
-(auto-tuned): ``x`` and the output are tiled into ``(heads, D/2)`` tiles and
-then into their two halves, ``input[0]`` and ``input[1]``; the tables are
-tiled by row and expanded over the batch and the head blocks.  Computes in
-float32 and stores in the output's dtype.
+The kernel sees ``x`` and the output as ``(B, S, H, 2, D/2)`` views (the size 2
+is part of the source tensors, so ntsym knows both halves exist).  Each program
+takes one position of one sequence and a block of heads (auto-tuned): a
+``(heads, D/2)`` tile of each half, ``input[0]`` and ``input[1]``, and one row
+of each table, expanded over the batch and the head blocks.  Computes in
+float32 and stores in the output's dtype; ``D/2`` is padded to a power of two.
 """
 
 import torch
@@ -42,8 +43,9 @@ def application(input, sin, cos, output):
     output[1] = x1 * sin + x2 * cos
 
 
-halves = Tensor(shape=(None, None, None, 2, None))
-kernel = ntsym.make(arrangement, application, (halves, Tensor(2), Tensor(2), Tensor(shape=(None, None, None, 2, None))))
+tensors = (Tensor(shape=(None, None, None, 2, None)), Tensor(2), Tensor(2), Tensor(shape=(None, None, None, 2, None)))
+
+kernel = ntsym.make(arrangement, application, tensors)
 
 
 def rope(x, sin, cos):
