@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from codegen import runtime
 
 MAX_BLOCK_ELEMENTS = 2**20  # Triton's limit on the elements of one block
+DEFAULT_MAX_CONFIGS = 24
 
 
 @dataclass(frozen=True)
@@ -32,19 +33,41 @@ def candidates(spec, fixed):
     values = [m.candidates for m in free]
     warps = [spec.num_warps] if spec.num_warps else [4, 8]
     stages = [spec.num_stages] if spec.num_stages else [2, 3, 4]
-    configs = []
+    if len(free) > 1:
+        # Multi-dimensional tiles beyond 256 a side rarely pay off.
+        values = [[v for v in vals if v <= 256] or [min(vals)] for vals in values]
+    combos = []
     for combo in itertools.product(*values):
         meta = dict(fixed)
         meta.update({m.symbol.name: v for m, v in zip(free, combo)})
-        if math.prod(v for v in combo) > MAX_BLOCK_ELEMENTS:
+        elements = math.prod(combo) if combo else 1
+        if elements > MAX_BLOCK_ELEMENTS or (len(free) > 1 and max(combo) * sorted(combo)[-2] > 2**15):
             continue
-        for w, s in itertools.product(warps, stages):
-            configs.append(Config(tuple(sorted(meta.items())), w, s))
-    limit = spec.max_num_configs
-    if limit and len(configs) > limit:
-        step = len(configs) / limit
-        configs = [configs[int(i * step)] for i in range(limit)]
-    return configs
+        combos.append((elements, tuple(sorted(meta.items()))))
+    # Spread the budget over small to large blocks; unless given, the number
+    # of warps follows the block size, so the budget goes to block shapes.
+    combos.sort()
+    limit = spec.max_num_configs or DEFAULT_MAX_CONFIGS
+    if not spec.num_warps:
+        stages = [spec.num_stages] if spec.num_stages else [3, 4]
+        per = max(1, len(stages))
+        keep = max(1, limit // per)
+        if len(combos) > keep:
+            step = len(combos) / keep
+            combos = [combos[int(i * step)] for i in range(keep)]
+        pair = lambda meta: math.prod(sorted(v for _, v in meta)[-2:])  # noqa: E731
+        return [Config(meta, _warps_for(pair(meta)), st) for _, meta in combos for st in stages][:limit]
+    per_combo = max(1, len(warps) * len(stages))
+    keep = max(1, limit // per_combo)
+    if len(combos) > keep:
+        step = len(combos) / keep
+        combos = [combos[int(i * step)] for i in range(keep)]
+    configs = [Config(meta, w, s) for _, meta in combos for w, s in itertools.product(warps, stages)]
+    return configs[:limit]
+
+
+def _warps_for(elements):
+    return 4 if elements <= 2**12 else 8
 
 
 def default_config(spec, fixed):
@@ -62,9 +85,14 @@ _memory = {}
 
 
 def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None):
+    options = options or {}
     fixed = {k: v for k, v in metas.items() if v is not None}
     if all(m.symbol.name in fixed for m in spec.metas if m.meta):
-        return Config(tuple(sorted(fixed.items())), spec.num_warps or 4, spec.num_stages or 3)
+        return Config(
+            tuple(sorted(fixed.items())),
+            options.get("num_warps") or spec.num_warps or 4,
+            options.get("num_stages") or spec.num_stages or 3,
+        )
     if runtime.interpreting():
         return default_config(spec, fixed)
     key = (spec.name, id(kernel), tuple(sorted(fixed.items())), int64) + _tensor_key(tensors)

@@ -10,6 +10,7 @@ import torch
 import ntsym
 import ntsym.language as ntl
 from ntsym import Symbol, Tensor
+from tests.conftest import FP32_DOT_TOL
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 UPDATE = os.environ.get("NTSYM_UPDATE_GOLDEN") == "1"
@@ -122,7 +123,7 @@ def mm_application(input, other, output):
 mm_kernel = ntsym.make(mm_arrangement, mm_application, (Tensor(2), Tensor(2), Tensor(2)))
 
 
-@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.float16, 1e-2)])
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, FP32_DOT_TOL), (torch.float16, 1e-2)])
 @pytest.mark.parametrize("transpose", [False, True])
 def test_mm(dtype, tol, transpose):
     a = torch.randn(50, 40, dtype=dtype)
@@ -145,7 +146,7 @@ def test_mm_explicit_block_sizes():
     c = torch.empty(33, 9)
     names = sorted(m.symbol.name for m in mm_kernel.ir.meta_params)
     mm_kernel(a, b, c, **{n: 16 for n in names})
-    torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(c, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 def test_mm_inner_dimension_zero_gives_zeros():

@@ -9,6 +9,7 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
+from tests.conftest import FP32_DOT_TOL
 from ntsym import ApplicationError, ArrangementError, LaunchError, NtsymError, Symbol, Tensor
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
@@ -131,7 +132,7 @@ def test_bmm_arrangement_proved_with_checks():
     a, b = torch.randn(2, 20, 18), torch.randn(2, 18, 17)
     c = torch.empty(2, 20, 17)
     k(a, b, c)
-    torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(c, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 def test_conv2d_concrete_arrangement_is_fully_proved():
@@ -150,7 +151,7 @@ def test_conv2d_concrete_arrangement_is_fully_proved():
     x, w = torch.randn(shapes[0]), torch.randn(shapes[1])
     out = torch.empty(shapes[2])
     k(x, w, out)
-    torch.testing.assert_close(out, torch.nn.functional.conv2d(x, w), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(out, torch.nn.functional.conv2d(x, w), atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
     with pytest.raises(LaunchError, match=r"input.shape\[2\] \(=7\) must equal 6"):
         k(torch.randn(2, 3, 7, 6), w, out)
 

@@ -1,0 +1,255 @@
+"""The ten example kernels (``examples/``) against their torch references.
+
+Shapes are small (Triton's interpreter runs these on a CPU) and mostly do not
+divide the block sizes; each op also gets strided or transposed inputs.  Every
+reference is computed in float32 from the same (possibly low-precision) inputs.
+
+Tolerances (``atol = rtol``): float32 1e-5 for element-wise and row-wise ops,
+1e-4 for the reductions over K of mm, addmm, bmm, conv2d and for sdpa;
+float16 1e-2; bfloat16 2e-2.
+
+dtypes: float32 and float16 everywhere.  bfloat16 where the kernel computes
+in float32 (silu, softmax, rms_norm, rope), and only on a GPU: Triton's
+interpreter reads and writes bfloat16 correctly but computes bfloat16
+arithmetic and ``dot`` wrongly (``x + y`` and ``x * 2`` give garbage in Triton
+3.9), so on the CPU those cases are skipped.  The GEMM kernels and sdpa use
+``dot`` on the input dtype and add uses native arithmetic; they are tested
+in float32 and float16 only.
+"""
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ntsym  # selects the interpreter (without a GPU) before triton is imported
+from examples import add, addmm, bmm, conv2d, mm, rms_norm, rope, sdpa, silu, softmax
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+TOL = {
+    torch.float32: dict(atol=1e-5, rtol=1e-5),
+    torch.float16: dict(atol=1e-2, rtol=1e-2),
+    torch.bfloat16: dict(atol=2e-2, rtol=2e-2),
+}
+GEMM_TOL = {**TOL, torch.float32: dict(atol=1e-4, rtol=1e-4)}
+
+BF16 = pytest.param(
+    torch.bfloat16,
+    marks=pytest.mark.skipif(INTERPRETED, reason="Triton's interpreter computes bfloat16 wrongly"),
+)
+DTYPES = [torch.float32, torch.float16]
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def check(out, ref, dtype, tol=TOL):
+    assert out.dtype == dtype
+    assert out.shape == ref.shape
+    torch.testing.assert_close(out.float(), ref.float(), **tol[dtype])
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.randn(*shape).to(dtype)
+
+
+# -- element-wise ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("size", [1, 1000])
+def test_add(size, dtype):
+    x, y = randn(size, dtype=dtype), randn(size, dtype=dtype)
+    check(add.add(x, y), x.float() + y.float(), dtype)
+
+
+def test_add_strided():
+    x, y = randn(3000)[::3], randn(2000)[::2]
+    check(add.add(x, y), x + y, torch.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [BF16])
+@pytest.mark.parametrize("shape", [(1000,), (3, 7, 5)])
+def test_silu(shape, dtype):
+    x = randn(*shape, dtype=dtype)
+    check(silu.silu(x), F.silu(x.float()), dtype)
+
+
+def test_silu_transposed():
+    x = randn(20, 30).t()
+    check(silu.silu(x), F.silu(x), torch.float32)
+
+
+# -- row-wise -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [BF16])
+@pytest.mark.parametrize("shape", [(5, 300), (3, 17), (1, 1)])
+def test_softmax(shape, dtype):
+    x = randn(*shape, dtype=dtype)
+    check(softmax.softmax(x), torch.softmax(x.float(), -1), dtype)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_dims_and_strides(dim):
+    x = randn(6, 4, 9).transpose(0, 2)  # (9, 4, 6), not contiguous
+    check(softmax.softmax(x, dim), torch.softmax(x, dim), torch.float32)
+
+
+def test_softmax_large_magnitudes_and_inf():
+    x = randn(3, 50) * 100
+    x[1, ::3] = float("-inf")
+    check(softmax.softmax(x), torch.softmax(x, -1), torch.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_wise_long_rows(dtype):
+    x = randn(2, 3000, dtype=dtype)
+    check(softmax.softmax(x), torch.softmax(x.float(), -1), dtype)
+    check(rms_norm.rms_norm(x), F.rms_norm(x.float(), (3000,), eps=1e-6), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [BF16])
+@pytest.mark.parametrize("shape", [(4, 300), (3, 5, 33)])
+def test_rms_norm(shape, dtype):
+    x = randn(*shape, dtype=dtype)
+    check(rms_norm.rms_norm(x), F.rms_norm(x.float(), shape[-1:], eps=1e-6), dtype)
+
+
+def test_rms_norm_transposed_and_eps():
+    x = randn(40, 6).t()
+    check(rms_norm.rms_norm(x, eps=0.5), F.rms_norm(x, (40,), eps=0.5), torch.float32)
+
+
+# -- GEMMs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m, k, n", [(50, 40, 30), (17, 70, 9)])
+def test_mm(m, k, n, dtype):
+    a, b = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)
+    check(mm.mm(a, b), a.float() @ b.float(), dtype, GEMM_TOL)
+
+
+def test_mm_transposed():
+    a, b = randn(40, 50).t(), randn(30, 40).t()
+    check(mm.mm(a, b), a @ b, torch.float32, GEMM_TOL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mm_small_blocks(dtype):
+    """16x16x16 blocks: 4x2 programs, each looping over 7 blocks of K, the last partial."""
+    a, b, c = randn(50, 100, dtype=dtype), randn(100, 30, dtype=dtype), torch.empty(50, 30, dtype=dtype)
+    mm.kernel(a, b, c, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)
+    check(c, a.float() @ b.float(), dtype, GEMM_TOL)
+
+
+def test_mm_shape_mismatch_is_caught_at_launch():
+    with pytest.raises(ntsym.LaunchError):
+        mm.mm(randn(5, 4), randn(3, 6))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, -2.0)])
+def test_addmm(beta, alpha, dtype):
+    input, mat1, mat2 = randn(50, 30, dtype=dtype), randn(50, 40, dtype=dtype), randn(40, 30, dtype=dtype)
+    reference = torch.addmm(input.float(), mat1.float(), mat2.float(), beta=beta, alpha=alpha)
+    check(addmm.addmm(input, mat1, mat2, beta, alpha), reference, dtype, GEMM_TOL)
+
+
+def test_addmm_broadcast_bias_and_transposed():
+    bias, mat1, mat2 = randn(30), randn(40, 50).t(), randn(30, 40).t()
+    check(addmm.addmm(bias, mat1, mat2, 2, 3), torch.addmm(bias, mat1, mat2, beta=2, alpha=3), torch.float32, GEMM_TOL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bmm(dtype):
+    x, y = randn(3, 20, 40, dtype=dtype), randn(3, 40, 18, dtype=dtype)
+    check(bmm.bmm(x, y), torch.bmm(x.float(), y.float()), dtype, GEMM_TOL)
+
+
+def test_bmm_transposed():
+    x, y = randn(2, 40, 20).transpose(1, 2), randn(18, 2, 40).permute(1, 2, 0)
+    check(bmm.bmm(x, y), torch.bmm(x, y), torch.float32, GEMM_TOL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("input_shape, filter_shape", [((2, 3, 9, 10), (4, 3, 3, 2)), ((1, 5, 6, 7), (3, 5, 1, 1))])
+def test_conv2d(input_shape, filter_shape, dtype):
+    x, w = randn(*input_shape, dtype=dtype), randn(*filter_shape, dtype=dtype)
+    check(conv2d.conv2d(x, w), F.conv2d(x.float(), w.float()), dtype, GEMM_TOL)
+
+
+def test_conv2d_small_blocks():
+    x, w = randn(2, 3, 9, 10), randn(20, 3, 3, 2)
+    y = torch.empty(2, 20, 7, 9)
+    conv2d.kernel(x, w, y, BLOCK_SIZE_0=16, BLOCK_SIZE_1=16, BLOCK_SIZE_2=16)
+    check(y, F.conv2d(x, w), torch.float32, GEMM_TOL)
+
+
+def test_conv2d_channels_last():
+    x = randn(2, 4, 8, 8).to(memory_format=torch.channels_last)
+    w = randn(5, 4, 3, 3)
+    check(conv2d.conv2d(x, w), F.conv2d(x, w), torch.float32, GEMM_TOL)
+
+
+# -- rope ---------------------------------------------------------------------------------
+
+
+def rope_reference(x, sin, cos):
+    x1, x2 = x.float().chunk(2, dim=-1)
+    sin, cos = sin.float()[:, None, :], cos.float()[:, None, :]
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+
+
+def tables(s, half, dtype):
+    angles = torch.randn(s, half)
+    return angles.sin().to(dtype), angles.cos().to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [BF16])
+@pytest.mark.parametrize("shape", [(2, 6, 5, 16), (1, 3, 2, 20)])
+def test_rope(shape, dtype):
+    x = randn(*shape, dtype=dtype)
+    sin, cos = tables(shape[1], shape[3] // 2, dtype)
+    check(rope.rope(x, sin, cos), rope_reference(x, sin, cos), dtype)
+
+
+def test_rope_strided():
+    x = randn(2, 5, 6, 16).transpose(1, 2)  # (B, S, H, D) view of a (B, H, S, D) tensor
+    sin, cos = tables(6, 8, torch.float32)
+    check(rope.rope(x, sin, cos), rope_reference(x, sin, cos), torch.float32)
+
+
+# -- sdpa ---------------------------------------------------------------------------------
+
+
+def sdpa_reference(q, k, v, is_causal, scale=None):
+    return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=is_causal, scale=scale)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa(is_causal, dtype):
+    q, k, v = (randn(1, 2, 40, 16, dtype=dtype) for _ in range(3))
+    check(sdpa.sdpa(q, k, v, is_causal), sdpa_reference(q, k, v, is_causal), dtype, GEMM_TOL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_several_key_blocks(is_causal, dtype):
+    """Blocks of 16 queries and 16 keys: the online softmax runs over three key
+    blocks, the last one partial; fewer queries than keys; a given scale."""
+    q, k, v = randn(2, 1, 24, 16, dtype=dtype), randn(2, 1, 40, 16, dtype=dtype), randn(2, 1, 40, 16, dtype=dtype)
+    o = torch.empty_like(q)
+    sdpa.kernel(q, k, v, 0.3, is_causal, o, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16)
+    check(o, sdpa_reference(q, k, v, is_causal, scale=0.3), dtype, GEMM_TOL)
+
+
+def test_sdpa_transposed_and_odd_head_dim():
+    q, k, v = (randn(1, 33, 2, 12).transpose(1, 2) for _ in range(3))  # (B, H, S, D) views
+    check(sdpa.sdpa(q, k, v, True), sdpa_reference(q, k, v, True), torch.float32, GEMM_TOL)
