@@ -230,6 +230,7 @@ def spec(ir, generated):
             )
         )
     return Spec(
+        meta_by_name={m.symbol.name: m for m in ir.meta_params},
         name=ir.name,
         params=tuple(tensors),
         metas=tuple(ir.meta_params),

@@ -52,17 +52,25 @@ class Spec:
     aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: same index maps
     kernel_source: str = ""
     tuner: Any = None
+    call_params: Any = None  # filled on the first call
+    meta_by_name: dict = field(default_factory=dict)
+    interpreting: bool = False
+    written: frozenset = frozenset()
 
 
 def interpreting():
-    """Whether kernels run through Triton's interpreter (no GPU, or asked for)."""
-    value = os.environ.get("TRITON_INTERPRET", "")
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    return not _cuda_available()
+    """Whether kernels run through Triton's interpreter (no GPU, or asked for).
+    Decided once per process, when first asked."""
+    global _INTERPRETING
+    if _INTERPRETING is None:
+        value = os.environ.get("TRITON_INTERPRET", "")
+        _INTERPRETING = value.lower() in ("1", "true", "yes", "on") or not _cuda_available()
+    return _INTERPRETING
 
 
-@functools.lru_cache(maxsize=None)
+_INTERPRETING = None
+
+
 def _cuda_available():
     try:
         import torch
@@ -114,58 +122,91 @@ def check_shape(name, tensor, dim, expected):
         fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}: the arrangement fixes it")
 
 
-def check_arguments(spec, args):
+def _prepare(spec):
+    """Per-kernel facts for the checks, computed on the first call."""
     import torch
 
     params = [p for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
+    spec.call_params = tuple(
+        (p.name, p.kind, p.ndim, _torch_dtype(p.dtype) if p.dtype is not None else None, p.written)
+        for p in params
+    )
+    spec.supported = _supported()
+    spec.tensor_type = torch.Tensor
+    spec.interpreting = interpreting()
+    spec.written = frozenset(p.name for p in spec.params if p.written)
+
+
+def check_arguments(spec, args):
+    """Validate the call's arguments; return the tensors, in order."""
+    if spec.call_params is None:
+        _prepare(spec)
+    params = spec.call_params
     if len(args) != len(params):
-        fail(f"kernel `{spec.name}` takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}")
+        fail(f"kernel `{spec.name}` takes {len(params)} arguments ({', '.join(p[0] for p in params)}), got {len(args)}")
+    tensor_type = spec.tensor_type
     device = None
     tensors = []
-    for p, a in zip(params, args):
-        if p.kind == "tensor":
-            if not isinstance(a, torch.Tensor):
-                fail(f"`{p.name}` must be a torch.Tensor, got {type(a).__name__}")
-            if a.ndim != p.ndim:
-                fail(f"`{p.name}` must have {p.ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
-            if p.dtype is not None and _torch_dtype(p.dtype) is not None and a.dtype != _torch_dtype(p.dtype):
-                fail(f"`{p.name}` must have dtype {_torch_dtype(p.dtype)}, got {a.dtype}")
+    for (name, kind, ndim, dtype, written), a in zip(params, args):
+        if kind == "tensor":
+            if not isinstance(a, tensor_type):
+                fail(f"`{name}` must be a torch.Tensor, got {type(a).__name__}")
+            if a.ndim != ndim:
+                fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
+            if a.dtype not in spec.supported:
+                fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
+            if dtype is not None and a.dtype != dtype:
+                fail(f"`{name}` must have dtype {dtype}, got {a.dtype}")
             if device is None:
                 device = a.device
+                if device.type == "cpu" and not spec.interpreting:
+                    fail(f"`{name}` is on the CPU but kernels run on the GPU; move it with .cuda()")
             elif a.device != device:
-                fail(f"all tensors must be on one device: `{tensors[0][0]}` is on {device}, `{p.name}` on {a.device}")
-            if a.device.type == "cpu" and not interpreting():
-                fail(f"`{p.name}` is on the CPU but kernels run on the GPU; move it with .cuda()")
-            if a.dtype not in _SUPPORTED:
-                fail(f"`{p.name}` has dtype {a.dtype}, which Triton kernels cannot read")
-            if p.written and a.numel() > 1:
-                for d in range(a.ndim):
-                    if a.stride(d) == 0 and a.shape[d] > 1:
+                fail(f"all tensors must be on one device: `{tensors[0][0]}` is on {device}, `{name}` on {a.device}")
+            if written and 0 in a.stride():
+                for d, (n, st) in enumerate(zip(a.shape, a.stride())):
+                    if st == 0 and n > 1:
                         fail(
-                            f"`{p.name}` is written by the kernel but dimension {d} has stride 0 "
+                            f"`{name}` is written by the kernel but dimension {d} has stride 0 "
                             "(an expanded view): several programs would write one element; pass a "
                             "contiguous tensor"
                         )
-            tensors.append((p.name, a))
-        elif p.kind == "scalar":
-            if isinstance(a, torch.Tensor):
+            tensors.append((name, a))
+        elif kind == "scalar":
+            if isinstance(a, tensor_type):
                 if a.numel() != 1:
-                    fail(f"`{p.name}` is a scalar parameter; got a tensor of shape {tuple(a.shape)}")
+                    fail(f"`{name}` is a scalar parameter; got a tensor of shape {tuple(a.shape)}")
             elif not isinstance(a, (int, float, bool)):
-                fail(f"`{p.name}` must be a number, got {type(a).__name__}")
-    _check_aliasing(spec, tensors)
+                fail(f"`{name}` must be a number, got {type(a).__name__}")
+    if spec.written and len(tensors) > 1:
+        _check_aliasing(spec, tensors)
+
+
+def _extent(t):
+    """The byte range a tensor's elements span."""
+    start = t.data_ptr()
+    span = 1
+    for n, st in zip(t.shape, t.stride()):
+        if n == 0:
+            return start, start
+        span += (n - 1) * abs(st)
+    return start, start + span * t.element_size()
 
 
 def _check_aliasing(spec, tensors):
-    written = {p.name for p in spec.params if p.written}
-    for (na, a), (nb, b) in itertools.combinations(tensors, 2):
+    written = spec.written
+    extents = [_extent(t) for _, t in tensors]
+    for i, j in itertools.combinations(range(len(tensors)), 2):
+        (na, a), (nb, b) = tensors[i], tensors[j]
         if na not in written and nb not in written:
             continue
-        if a.numel() == 0 or b.numel() == 0 or not _overlap(a, b):
+        (a0, a1), (b0, b1) = extents[i], extents[j]
+        if not (a0 < b1 and b0 < a1):
             continue
         same = (
-            spec.aliasing.get((na, nb)) or spec.aliasing.get((nb, na))
-        ) and a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
+            (spec.aliasing.get((na, nb)) or spec.aliasing.get((nb, na)))
+            and a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
+        )
         if not same:
             fail(
                 f"`{na}` and `{nb}` share memory and the kernel writes "
@@ -173,21 +214,6 @@ def _check_aliasing(spec, tensors):
                 "programs write (their arrangements differ, or the views are not identical); "
                 "pass a separate output"
             )
-
-
-def _overlap(a, b):
-    sa, sb = a.untyped_storage(), b.untyped_storage()
-    if sa.data_ptr() != sb.data_ptr():
-        return False
-
-    def extent(t):
-        start = t.data_ptr()
-        span = sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride())) + 1
-        return start, start + span * t.element_size()
-
-    a0, a1 = extent(a)
-    b0, b1 = extent(b)
-    return a0 < b1 and b0 < a1
 
 
 def _torch_dtype(dtype):
@@ -213,16 +239,8 @@ def _supported():
     } | {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, n)}
 
 
-class _Lazy:
-    def __contains__(self, item):
-        return item in _supported()
-
-
-_SUPPORTED = _Lazy()
-
-
 def constexpr_value(spec, name, given):
-    meta = next(m for m in spec.metas if m.symbol.name == name)
+    meta = spec.meta_by_name[name]
     if given is None:
         if meta.meta:
             return None
@@ -246,37 +264,36 @@ def constexpr_value(spec, name, given):
 def needs_int64(tensors):
     """Whether some element offset can reach 2**31: then index math is 64-bit."""
     for t in tensors:
-        extent = sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()) if n > 0)
-        if extent >= 2**31 - 1 or any(n >= 2**31 - 1 for n in t.shape):
+        extent = 0
+        for n, st in zip(t.shape, t.stride()):
+            if n > 0:
+                extent += (n - 1) * (st if st >= 0 else -st)
+            if n >= 2**31 - 1:
+                return True
+        if extent >= 2**31 - 1:
             return True
     return False
 
 
 def launch(kernel, spec, grid, args, metas, derived, tensors, options=None):
     """Choose the configuration, then launch ``kernel`` over ``grid``."""
-    import torch
-
     int64 = needs_int64(tensors)
     from codegen import tuning
 
-    probe = tuning.default_config(spec, {k: v for k, v in metas.items() if v is not None})
-    if grid(dict(probe.meta))[0] == 0:  # an empty problem: no programs to run
-        return None
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options)
-    meta = dict(config.meta)
-    constexprs = dict(meta)
-    for name, fn in derived.items():
-        constexprs[name] = fn(meta)
-    constexprs[spec.int64_flag] = int64
-    grid_size = grid(meta)
-    if grid_size[0] == 0:  # no programs: nothing to compute
+    if config is None:  # an empty problem: no programs to run
         return None
-    device = tensors[0].device if tensors else None
-    kwargs = dict(constexprs)
-    if not interpreting():
-        kwargs["num_warps"] = config.num_warps
-        kwargs["num_stages"] = config.num_stages
-    if device is not None and device.type == "cuda":
+    kwargs = config.kwargs(derived, int64, spec)
+    grid_size = config.grid(grid)
+    if grid_size[0] == 0:
+        return None
+    if spec.interpreting:
+        kernel[grid_size](*args, **kwargs)
+        return None
+    device = tensors[0].get_device() if tensors else -1
+    import torch
+
+    if device >= 0 and device != torch.cuda.current_device():
         with torch.cuda.device(device):
             kernel[grid_size](*args, **kwargs)
     else:

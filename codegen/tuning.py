@@ -6,8 +6,12 @@ interpreter (CPU) no benchmarking happens: a fixed, sensible configuration is
 taken, so CPU runs stay fast and deterministic.
 """
 
+import hashlib
 import itertools
+import json
 import math
+import os
+import sys
 from dataclasses import dataclass
 
 from codegen import runtime
@@ -21,6 +25,27 @@ class Config:
     meta: tuple  # ((name, value), ...)
     num_warps: int = 4
     num_stages: int = 3
+
+    def kwargs(self, derived, int64, spec):
+        """The keyword arguments of the kernel launch (cached per config)."""
+        key = (int64, id(derived) if derived else 0)
+        cache = self.__dict__.setdefault("_kwargs", {})
+        if key not in cache:
+            meta = dict(self.meta)
+            kwargs = dict(meta)
+            for name, fn in derived.items():
+                kwargs[name] = fn(meta)
+            kwargs[spec.int64_flag] = int64
+            if not spec.interpreting:
+                kwargs["num_warps"] = self.num_warps
+                kwargs["num_stages"] = self.num_stages
+            if derived:
+                return kwargs  # derived values may depend on sizes: not cached
+            cache[key] = kwargs
+        return cache[key]
+
+    def grid(self, grid):
+        return grid(dict(self.meta))
 
     def __str__(self):
         parts = [f"{k}={v}" for k, v in self.meta]
@@ -82,58 +107,175 @@ def default_config(spec, fixed):
 
 
 _memory = {}
+BENCHMARKS_RUN = 0  # configurations timed in this process (tests read it)
+
+
+def _tune_in_interpreter():
+    return os.environ.get("NTSYM_TUNE_IN_INTERPRETER", "") == "1"
 
 
 def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None):
+    """The configuration for this call (None when the problem is empty)."""
+    fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
+    key = (id(spec), fixed_items, int64, tuple(options.items()) if options else ()) + _tensor_key(tensors)
+    config = _memory.get(key)
+    if config is not None:
+        return config
     options = options or {}
-    fixed = {k: v for k, v in metas.items() if v is not None}
+    fixed = dict(fixed_items)
+    probe = default_config(spec, fixed)
+    if grid(dict(probe.meta))[0] == 0:
+        return None
     if all(m.symbol.name in fixed for m in spec.metas if m.meta):
-        return Config(
-            tuple(sorted(fixed.items())),
+        config = Config(
+            fixed_items,
             options.get("num_warps") or spec.num_warps or 4,
             options.get("num_stages") or spec.num_stages or 3,
         )
-    if runtime.interpreting():
-        return default_config(spec, fixed)
-    key = (spec.name, id(kernel), tuple(sorted(fixed.items())), int64) + _tensor_key(tensors)
-    if key not in _memory:
-        _memory[key] = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed)
-    return _memory[key]
+    elif spec.interpreting and not _tune_in_interpreter():
+        config = probe  # the interpreter times nothing meaningful: no tuning
+    else:
+        disk_key = _disk_key(fixed_items, int64, tensors)
+        config = None if os.environ.get("NTSYM_RETUNE") == "1" else _load(spec, disk_key)
+        if config is None:
+            config = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed)
+            _store(spec, disk_key, config)
+        if os.environ.get("NTSYM_PRINT_TUNING") == "1":
+            chosen = ", ".join(f"{k}={v}" for k, v in config.meta)
+            print(
+                f"ntsym: {spec.name} {disk_key}: {chosen}, "
+                f"ntsym_options={{'num_warps': {config.num_warps}, 'num_stages': {config.num_stages}}}",
+                file=sys.stderr,
+            )
+    _memory[key] = config
+    return config
 
 
 def _tensor_key(tensors):
-    key = []
+    """Shapes, strides, dtypes, 16-byte alignment and device: what a tuned
+    choice may depend on."""
+    return tuple((t.shape, t.stride(), t.dtype, t.data_ptr() % 16, t.device) for t in tensors)
+
+
+def _disk_key(fixed_items, int64, tensors):
+    """The same facts as text, stable across processes (device by name)."""
+    import torch
+
+    parts = [f"fixed={list(fixed_items)}", f"int64={int64}"]
     for t in tensors:
-        key.append((tuple(t.shape), str(t.dtype), tuple(s == 1 for s in t.stride()), t.data_ptr() % 16 == 0, str(t.device)))
-    return tuple(key)
+        device = torch.cuda.get_device_name(t.device) if t.device.type == "cuda" else t.device.type
+        contiguous = [st == 1 for st in t.stride()]
+        parts.append(f"{tuple(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.data_ptr() % 16 == 0}:{device}")
+    return "|".join(parts)
+
+
+def _tuning_file(spec):
+    import triton
+
+    from codegen import cache
+
+    ident = "\n".join([spec.kernel_source, triton.__version__, _own_version()])
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:24]
+    folder = os.path.join(cache.cache_dir(), "tuning")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, f"{spec.name}_{digest}.json")
+
+
+def _own_version():
+    try:
+        from importlib.metadata import version
+
+        return version("ntsym")
+    except Exception:
+        return "unknown"
+
+
+def _read(path):
+    """The stored choices, or {} when the file is missing or damaged."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _load(spec, key):
+    entry = _read(_tuning_file(spec)).get(key)
+    try:
+        return Config(tuple((k, int(v)) for k, v in entry["meta"]), int(entry["num_warps"]), int(entry["num_stages"]))
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
+def _store(spec, key, config):
+    """Add one choice to the file: locked read-modify-write, atomic replace."""
+    import fcntl
+    import tempfile
+
+    path = _tuning_file(spec)
+    with open(path + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            data = _read(path)
+            data[key] = {"meta": [list(kv) for kv in config.meta], "num_warps": config.num_warps,
+                         "num_stages": config.num_stages}
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp_", suffix=".json")
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _time(spec, fn):
+    """Median milliseconds of ``fn``: do_bench on a GPU, a wall clock in the
+    interpreter (only when tuning there is asked for)."""
+    if spec.interpreting:
+        import time
+
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1e3)
+        return sorted(times)[1]
+    import triton.testing
+
+    return triton.testing.do_bench(fn, warmup=5, rep=20, return_mode="median")
 
 
 def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
-    import torch
-    import triton.testing
+    global BENCHMARKS_RUN
+    import time
 
     snapshot = [t.clone() for t in tensors]
     best, best_time = None, float("inf")
     configs = candidates(spec, fixed)
-    for config in configs:
-        meta = dict(config.meta)
-        kwargs = dict(meta)
-        for name, fn in derived.items():
-            kwargs[name] = fn(meta)
-        kwargs[spec.int64_flag] = int64
-        kwargs["num_warps"] = config.num_warps
-        kwargs["num_stages"] = config.num_stages
-        g = grid(meta)
+    start = time.perf_counter()
+    reported = False
+    for i, config in enumerate(configs):
+        kwargs = config.kwargs(derived, int64, spec)
+        g = config.grid(grid)
         try:
-            ms = triton.testing.do_bench(lambda: kernel[g](*args, **kwargs), warmup=5, rep=20)
+            ms = _time(spec, lambda: kernel[g](*args, **kwargs))
         except Exception as e:  # out of resources and the like: skip the config
-            runtime.logger.debug("config %s failed: %s", config, e)
+            runtime.logger.debug("ntsym: %s config %s failed: %s", spec.name, config, e)
             continue
+        finally:
+            BENCHMARKS_RUN += 1
         if ms < best_time:
             best, best_time = config, ms
+        elapsed = time.perf_counter() - start
+        if elapsed > 2 and (not reported or i == len(configs) - 1 or i % 4 == 0):
+            reported = True
+            runtime.logger.info(
+                "ntsym: tuning %s: %d/%d configs, best so far %s (%.4f ms), %.1f s",
+                spec.name, i + 1, len(configs), best, best_time, elapsed,
+            )
     for t, s in zip(tensors, snapshot):
         t.copy_(s)
     if best is None:
         runtime.fail(f"kernel `{spec.name}`: no configuration could be compiled and run")
-    runtime.logger.info("ntsym: %s tuned over %d configs: %s (%.3f ms)", spec.name, len(configs), best, best_time)
+    runtime.logger.info("ntsym: %s tuned over %d configs: %s (%.4f ms)", spec.name, len(configs), best, best_time)
     return best

@@ -72,6 +72,7 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None,
     from ntsym.proofs import aliasing_table
 
     spec.aliasing = aliasing_table(ir)
+    spec.kernel_source = generated.source
     module = cache.load(generated.source, ir.name)
     module.SPEC = spec
     module.CHECKS = generated.checks

@@ -1,0 +1,130 @@
+"""Auto-tuning: candidates, persistent choices, re-tuning, concurrency, and
+the interpreter's no-benchmark default."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import ntsym
+from codegen import tuning
+from ntsym import Tensor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, torch
+    sys.path.insert(0, {root!r})
+    import ntsym
+    from ntsym import Tensor
+    from codegen import tuning
+
+    B = ntsym.block_size(lower_bound=16, upper_bound=64)
+
+    def arrangement(x, y, B=B):
+        return x.tile((B,)), y.tile((B,))
+
+    def application(x, y):
+        y = x * 2
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)), num_warps=4, num_stages=2)
+    n = int(sys.argv[1])
+    x = torch.arange(n, dtype=torch.float32)
+    y = torch.empty_like(x)
+    kernel(x, y)
+    assert torch.equal(y, x * 2)
+    print(tuning.BENCHMARKS_RUN)
+    """
+)
+
+
+def run(tmp_path, n, **env):
+    script = tmp_path / "tune.py"
+    script.write_text(SCRIPT.format(root=ROOT))
+    environment = dict(os.environ, NTSYM_CACHE_DIR=str(tmp_path / "cache"), NTSYM_TUNE_IN_INTERPRETER="1",
+                       TRITON_INTERPRET="1", **env)
+    out = subprocess.run([sys.executable, str(script), str(n)], capture_output=True, text=True, env=environment)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def test_tuning_result_is_reused_by_a_second_process(tmp_path):
+    first, _ = run(tmp_path, 100)
+    assert first == 3  # B in {16, 32, 64}, one warps/stages setting
+    files = list((tmp_path / "cache" / "tuning").glob("*.json"))
+    assert len(files) == 1
+    (entry,) = json.loads(files[0].read_text()).values()
+    assert dict(entry["meta"])["B"] in (16, 32, 64)
+    second, _ = run(tmp_path, 100)
+    assert second == 0  # read from disk, nothing benchmarked
+    third, _ = run(tmp_path, 200)
+    assert third == 3  # another shape tunes again
+    assert len(json.loads(files[0].read_text())) == 2
+
+
+def test_retune_and_print(tmp_path):
+    run(tmp_path, 100)
+    again, err = run(tmp_path, 100, NTSYM_RETUNE="1", NTSYM_PRINT_TUNING="1")
+    assert again == 3
+    assert "B=" in err and "ntsym_options={'num_warps': 4, 'num_stages': 2}" in err
+
+
+def test_corrupted_tuning_file_is_ignored_and_rewritten(tmp_path):
+    run(tmp_path, 100)
+    (path,) = (tmp_path / "cache" / "tuning").glob("*.json")
+    path.write_text('{"truncated": ')
+    count, _ = run(tmp_path, 100)
+    assert count == 3
+    assert json.loads(path.read_text())
+
+
+def test_concurrent_writers_never_corrupt(tmp_path):
+    script = tmp_path / "tune.py"
+    script.write_text(SCRIPT.format(root=ROOT))
+    env = dict(os.environ, NTSYM_CACHE_DIR=str(tmp_path / "cache"), NTSYM_TUNE_IN_INTERPRETER="1", TRITON_INTERPRET="1")
+    procs = [subprocess.Popen([sys.executable, str(script), str(50 + 10 * i)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(4)]
+    for p in procs:
+        assert p.wait() == 0, p.stderr.read()
+    (path,) = (tmp_path / "cache" / "tuning").glob("*.json")
+    assert len(json.loads(path.read_text())) == 4
+
+
+def test_interpreter_takes_default_config_without_benchmarking():
+    B = ntsym.block_size()
+
+    def arrangement(x, y, B=B):
+        return x.tile((B,)), y.tile((B,))
+
+    def application(x, y):
+        y = x  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    import torch
+
+    before = tuning.BENCHMARKS_RUN
+    x = torch.randn(100)
+    y = torch.empty_like(x)
+    kernel(x, y)
+    if kernel._spec.interpreting:
+        assert tuning.BENCHMARKS_RUN == before
+    assert torch.equal(x, y)
+
+
+def test_candidates_respect_bounds_and_caps():
+    B = ntsym.block_size(lower_bound=16, upper_bound=64)
+
+    def arrangement(x, y, B=B):
+        return x.tile((B, B)), y.tile((B, B))
+
+    def application(x, y):
+        y = x  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)), max_num_configs=4)
+    configs = tuning.candidates(kernel._spec, {})
+    assert 1 <= len(configs) <= 4
+    assert all(16 <= dict(c.meta)["B"] <= 64 for c in configs)
