@@ -159,8 +159,10 @@ def _launcher(ir, emitter, kernel_name, checks, written):
     sig = "*args"
     if metas:
         sig += ", " + ", ".join(f"{m}=None" for m in metas)
-    lines.append(f"def launch({sig}, ntsym_options=None):")
+    lines.append(f"def launch({sig}, ntsym_options=None, **unknown):")
     body = []
+    body.append("if unknown:")
+    body.append("    runtime.unknown_keywords(SPEC, unknown)")
     body.append("runtime.check_arguments(SPEC, args)")
     body.append(f"{', '.join(pnames)}{',' if len(pnames) == 1 else ''} = args")
     for p in tensor_params:
@@ -210,7 +212,17 @@ def _launcher(ir, emitter, kernel_name, checks, written):
         f"{metas_dict}, derived, tensors, ntsym_options)"
     )
     src = "\n".join(lines + ["    " + b for b in body])
-    return ast.unparse(ast.parse(src))
+    launch = ast.parse(src).body[0]
+    # One launcher per kernel handle: kernels with the same source share the
+    # module (and the compiled Triton kernel) but not their facts.
+    factory = ast.parse(
+        f"def make_launch(SPEC, CHECKS, DISPLAY):\n"
+        f'    """The launcher, bound to one kernel\'s facts."""\n'
+        f"    KERNEL = {kernel_name}\n"
+        f"    return launch"
+    ).body[0]
+    factory.body.insert(2, launch)
+    return ast.unparse(factory)
 
 
 def spec(ir, generated):

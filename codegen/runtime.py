@@ -117,6 +117,14 @@ def fail_check(check, values, display=None):
     fail(f"{text}: {reason}")
 
 
+def unknown_keywords(spec, unknown):
+    known = ", ".join(sorted(spec.meta_by_name)) or "none"
+    fail(
+        f"kernel `{spec.name}` got unknown keyword argument(s) {', '.join(sorted(unknown))}; "
+        f"its compile-time parameters are: {known} (and ntsym_options)"
+    )
+
+
 def check_shape(name, tensor, dim, expected):
     if tensor.shape[dim] != expected:
         fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}: the arrangement fixes it")

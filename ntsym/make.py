@@ -16,13 +16,13 @@ runtime.LAUNCH_ERROR = LaunchError
 class Kernel:
     """A compiled ntsym kernel: call it like the application, with torch tensors."""
 
-    def __init__(self, ir, generated, module, spec):
+    def __init__(self, ir, generated, module, spec, launch):
         self.ir = ir
         self.name = ir.name
         self._generated = generated
         self._module = module
         self._spec = spec
-        self._launch = module.launch
+        self._launch = launch
         self.__name__ = ir.name
 
     def __call__(self, *args, **kwargs):
@@ -37,13 +37,13 @@ class Kernel:
     def kernel_source(self):
         src = self._generated.source
         start = src.index("@triton.jit\ndef " + self._generated.kernel_name)
-        end = src.index("\ndef launch(")
+        end = src.index("\ndef make_launch(")
         return src[start:end].rstrip() + "\n"
 
     @property
     def launcher_source(self):
         src = self._generated.source
-        return src[src.index("def launch("):]
+        return src[src.index("def make_launch("):]
 
     def explain(self):
         from ntsym.explain import explain_ir
@@ -74,11 +74,8 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None,
     spec.aliasing = aliasing_table(ir)
     spec.kernel_source = generated.source
     module = cache.load(generated.source, ir.name)
-    module.SPEC = spec
-    module.CHECKS = generated.checks
-    module.DISPLAY = _display_names(ir)
-    module.KERNEL = getattr(module, generated.kernel_name)
-    return Kernel(ir, generated, module, spec)
+    launch = module.make_launch(spec, generated.checks, _display_names(ir))
+    return Kernel(ir, generated, module, spec, launch)
 
 
 def _display_names(ir):
