@@ -1,0 +1,133 @@
+"""The costs users feel besides kernel time: ``make()`` wall time (SymPy work
+included), the first call (code generation, Triton compilation, tuning), and
+the steady-state host overhead of one launch of a tiny kernel, next to a plain
+``@triton.jit`` kernel launched directly.  Prints a markdown table.
+
+    python -m benchmarks.overhead            # on a GPU machine
+"""
+
+import os
+import statistics
+import tempfile
+import time
+
+# Cold caches for the first-call measurement.
+os.environ.setdefault("NTSYM_CACHE_DIR", tempfile.mkdtemp(prefix="ntsym_cache_"))
+os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton_cache_"))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+import ntsym  # noqa: E402
+import ntsym.language as ntl  # noqa: E402
+from ntsym import Tensor  # noqa: E402
+
+
+@triton.jit
+def plain_add_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+def add_parts():
+    block = ntsym.block_size()
+
+    def arrangement(input, other, output, BLOCK_SIZE=block):
+        return input.tile((BLOCK_SIZE,)), other.tile((BLOCK_SIZE,)), output.tile((BLOCK_SIZE,))
+
+    def application(input, other, output):
+        output = input + other  # noqa: F841
+
+    return arrangement, application, tuple(Tensor(1) for _ in range(3))
+
+
+def mm_parts():
+    bm, bn, bk = (ntsym.block_size(lower_bound=16) for _ in range(3))
+
+    def arrangement(input, other, output, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk):
+        output_arranged = output.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))
+        input_arranged = input.tile((BLOCK_SIZE_M, BLOCK_SIZE_K)).tile((1, -1))
+        input_arranged = input_arranged.expand((-1, output_arranged.shape[1]))
+        input_arranged.dtype = input_arranged.dtype.squeeze(0)
+        other_arranged = other.tile((BLOCK_SIZE_K, BLOCK_SIZE_N)).tile((-1, 1))
+        other_arranged = other_arranged.expand((output_arranged.shape[0], -1))
+        other_arranged.dtype = other_arranged.dtype.squeeze(1)
+        return input_arranged, other_arranged, output_arranged
+
+    def application(input, other, output):
+        accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+        for k in range(input.shape[0]):
+            accumulator += ntl.dot(input[k], other[k])
+        output = accumulator  # noqa: F841
+
+    return arrangement, application, (Tensor(2), Tensor(2), Tensor(2))
+
+
+def time_make(parts, repeat=5):
+    times = []
+    for _ in range(repeat):
+        arrangement, application, tensors = parts()
+        start = time.perf_counter()
+        kernel = ntsym.make(arrangement, application, tensors)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), kernel
+
+
+def host_us_per_call(fn, calls=3000):
+    """Host time of enqueuing one launch (no synchronisation inside the loop)."""
+    for _ in range(100):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+        torch.cuda.synchronize()
+    return min(samples)
+
+
+def main():
+    assert torch.cuda.is_available(), "run on a GPU machine"
+    rows = []
+    make_add, add_kernel = time_make(add_parts)
+    make_mm, mm_kernel = time_make(mm_parts)
+    rows.append(("make() add", f"{make_add * 1e3:.1f} ms"))
+    rows.append(("make() mm", f"{make_mm * 1e3:.1f} ms"))
+
+    x = torch.randn(1024, device="cuda", dtype=torch.float16)
+    y, z = torch.randn_like(x), torch.empty_like(x)
+    start = time.perf_counter()
+    add_kernel(x, y, z, BLOCK_SIZE=1024)
+    torch.cuda.synchronize()
+    rows.append(("first call add (BLOCK_SIZE fixed; generate + compile)", f"{(time.perf_counter() - start) * 1e3:.0f} ms"))
+    a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    c = torch.empty_like(a)
+    start = time.perf_counter()
+    mm_kernel(a, a, c)
+    torch.cuda.synchronize()
+    rows.append(("first call mm 512^3 (tuning: compile + time every candidate)", f"{(time.perf_counter() - start) * 1e3:.0f} ms"))
+    start = time.perf_counter()
+    mm_kernel(a, a, c)
+    torch.cuda.synchronize()
+    rows.append(("second call mm 512^3 (tuned choice cached)", f"{(time.perf_counter() - start) * 1e3:.2f} ms"))
+
+    ntsym_fixed = host_us_per_call(lambda: add_kernel(x, y, z, BLOCK_SIZE=1024))
+    ntsym_tuned = host_us_per_call(lambda: add_kernel(x, y, z))
+    plain = host_us_per_call(lambda: plain_add_kernel[(1,)](x, y, z, 1024, BLOCK=1024))
+    rows.append(("host µs per launch, plain @triton.jit add", f"{plain:.1f}"))
+    rows.append(("host µs per launch, ntsym add (BLOCK_SIZE given)", f"{ntsym_fixed:.1f} ({ntsym_fixed / plain:.2f}x)"))
+    rows.append(("host µs per launch, ntsym add (tuned)", f"{ntsym_tuned:.1f} ({ntsym_tuned / plain:.2f}x)"))
+
+    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  triton {triton.__version__}")
+    print("| measurement | value |")
+    print("|---|---|")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+
+
+if __name__ == "__main__":
+    main()
