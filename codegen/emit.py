@@ -10,20 +10,21 @@ from codegen.kernel import EmitError, KernelEmitter
 from codegen.printer import Printer, to_source
 
 HELPERS = {
-    "ntsym_floordiv": '''
+    "ntsym_floordiv": """
 @triton.jit
 def ntsym_floordiv(a, b):
-    """Floor division, exact for negative dividends too."""
+    \"\"\"Floor division for b > 0, exact for negative dividends too, whether //
+    truncates (tensors) or floors (compile-time Python integers).\"\"\"
     q = a // b
-    return tl.where((a % b != 0) & ((a < 0) != (b < 0)), q - 1, q)
-''',
-    "ntsym_mod": '''
+    return tl.where(a - q * b < 0, q - 1, q)
+""",
+    "ntsym_mod": """
 @triton.jit
 def ntsym_mod(a, b):
-    """The remainder with the divisor's sign, as in Python."""
-    r = a % b
-    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
-''',
+    \"\"\"The remainder in [0, b) for b > 0, whether % truncates or floors.\"\"\"
+    r = a - a // b * b
+    return tl.where(r < 0, r + b, r)
+""",
 }
 
 
@@ -126,6 +127,20 @@ def _signature_and_prologue(ir, emitter):
     # Split the program id over the grid, last dimension fastest; dimensions
     # of size one have index 0 (the lowering already substituted it).
     dims = [(v.name, g) for v, g in zip(ir.program_vars, ir.grid) if g != 1]
+    if len(dims) == 2 and _reuses_tiles(ir):
+        # Programs share tiles along both grid dimensions (a matrix product's
+        # rows and columns): visit them in groups of GROUP_SIZE rows so that
+        # the tiles they share stay in L2, as Triton's matmul tutorial does.
+        (m, gm), (n, gn) = dims
+        gm, gn = _paren(to_source(printer(gm))), _paren(to_source(printer(gn)))
+        code += (
+            f"\nper_group = {GROUP_SIZE} * {gn}"
+            f"\nfirst_{m} = pid // per_group * {GROUP_SIZE}"
+            f"\ngroup_rows = tl.minimum({gm} - first_{m}, {GROUP_SIZE})"
+            f"\n{m} = first_{m} + pid % per_group % group_rows"
+            f"\n{n} = pid % per_group // group_rows"
+        )
+        dims = []
     rest = "pid"
     for k in range(len(dims) - 1, -1, -1):
         name, g = dims[k]
@@ -142,6 +157,21 @@ def _signature_and_prologue(ir, emitter):
     for name, node in emitter.prologue_defs.values():
         prologue.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0))
     return params, prologue
+
+
+GROUP_SIZE = 8
+
+
+def _reuses_tiles(ir):
+    """Whether some arranged tensor is broadcast along a grid dimension (its
+    index map ignores that program index): programs then share its tiles."""
+    used = set(ir.program_vars)
+    for p in ir.params:
+        if p.kind == "tensor":
+            free = set().union(*(sympy.sympify(e).free_symbols for e in p.index)) if p.index else set()
+            if used - free:
+                return True
+    return False
 
 
 def _paren(text):

@@ -295,10 +295,40 @@ class KernelEmitter:
         printer = self.printer(names, ranges)
         try:
             pointer = ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=printer(offset))
-            mask = conjunction(printer(c) for c in kept)
+            if ranges and not set(ranges) <= offset.free_symbols:
+                # The tile repeats along some dimension (or is one element):
+                # give the pointers the tile's full shape.
+                shape = ast.Tuple(elts=[printer(ranges[vars[j]]) for j in vectorized], ctx=ast.Load())
+                pointer = ast.Call(
+                    func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="broadcast_to", ctx=ast.Load()),
+                    args=[pointer, shape],
+                    keywords=[],
+                )
+            mask = self._mask(kept, printer, ranges)
         except PrintError as e:
             raise self.error(f"cannot print index math for `{p.name}`: {e}", node) from None
         return pointer, mask
+
+    def _mask(self, conditions, printer, ranges):
+        """The conjunction of the conditions as one block of booleans.
+
+        Conditions on scalars only (program or loop indices) select whole
+        tiles; they are applied with ``tl.where`` rather than ``&``, which
+        Triton's interpreter mistypes when it broadcasts a scalar boolean."""
+        vector = [c for c in conditions if c.free_symbols & set(ranges)]
+        scalar = [c for c in conditions if not (c.free_symbols & set(ranges))]
+        block = conjunction(printer(c) for c in vector)
+        if not scalar:
+            return block
+        if block is None:  # a block that is all true, shaped like the tile
+            block = conjunction(printer(sympy.Lt(v, e)) for v, e in ranges.items())
+        if block is None:
+            return conjunction(printer(c) for c in scalar)
+        return ast.Call(
+            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="where", ctx=ast.Load()),
+            args=[conjunction(printer(c) for c in scalar), block, ast.Constant(False)],
+            keywords=[],
+        )
 
     def _known_range(self, value):
         free = value.free_symbols

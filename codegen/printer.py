@@ -138,16 +138,16 @@ class Printer:
     def _print_FloorDiv(self, expr):
         a, b = expr.args
         self._check_divisor(expr, b)
-        if self.nonnegative(a):
+        if self.mode == "host" or self.nonnegative(a):  # Python's // floors
             return _binop(self.doprint(a), ast.FloorDiv(), self.doprint(b))
         return _call("ntsym_floordiv", self.doprint(a), self.doprint(b))
 
     def _print_CeilDiv(self, expr):
         a, b = expr.args
         self._check_divisor(expr, b)
+        if self.mode == "host":  # the runtime's cdiv is exact for any sign
+            return _call("cdiv", self.doprint(a), self.doprint(b))
         if self.nonnegative(a):
-            if self.mode == "host":
-                return _call("cdiv", self.doprint(a), self.doprint(b))
             # (a + b - 1) // b: exact for a >= 0, and what tl.cdiv computes (which
             # Triton's interpreter cannot call).
             return _binop(self.doprint(a + b - 1), ast.FloorDiv(), self.doprint(b))
@@ -158,12 +158,18 @@ class Printer:
     def _print_Mod(self, expr):
         a, b = expr.args
         self._check_divisor(expr, b)
-        if self.nonnegative(a):
+        if self.mode == "host" or self.nonnegative(a):  # Python's % is exact
             return _binop(self.doprint(a), ast.Mod(), self.doprint(b))
         return _call("ntsym_mod", self.doprint(a), self.doprint(b))
 
     def _check_divisor(self, expr, b):
-        if b.is_positive is not True:
+        # Sizes are positive whenever a kernel runs (the launcher checks the
+        # facts the arrangement assumed), so a provably non-negative divisor
+        # is a positive one at run time.
+        # Divisors in index math are level sizes: expressions in sizes and
+        # block sizes that are at least 1 whenever the launch checks pass.
+        sized = all(s.is_nonnegative for s in b.free_symbols)
+        if b.is_zero or b.is_nonpositive or not (b.is_nonnegative or (sized and b.free_symbols)):
             raise PrintError(f"divisor of {expr} is not provably positive")
 
     def _print_floor(self, expr):
