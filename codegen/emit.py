@@ -18,6 +18,14 @@ def ntsym_floordiv(a, b):
     q = a // b
     return tl.where(a - q * b < 0, q - 1, q)
 """,
+    "ntsym_math_arg": """
+@triton.jit
+def ntsym_math_arg(x):
+    \"\"\"Half-precision operands of fp32-only math functions, in fp32.\"\"\"
+    if x.dtype == tl.float16 or x.dtype == tl.bfloat16:
+        x = x.to(tl.float32)
+    return x
+""",
     "ntsym_mod": """
 @triton.jit
 def ntsym_mod(a, b):

@@ -112,6 +112,9 @@ class _Ref:
         return ref
 
 
+FP32_MATH = {"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil"}
+
+
 class _SourceRef:
     """``x.source``: the whole source tensor of parameter ``x``."""
 
@@ -719,6 +722,16 @@ class KernelEmitter:
 
                 if not hasattr(tl, func.attr) and func.attr != "libdevice":
                     raise self.error(f"`{func.value.id}.{func.attr}` does not exist in ntsym.language", func)
+                if func.attr in FP32_MATH and len(node.args) == 1 and not node.keywords:
+                    # Triton's math functions take fp32/fp64 only: half
+                    # precision is computed in fp32, on CPU and GPU alike.
+                    self.helpers.add("ntsym_math_arg")
+                    arg = ast.Call(func=ast.Name(id="ntsym_math_arg", ctx=ast.Load()), args=[self.expr(node.args[0])], keywords=[])
+                    return ast.Call(
+                        func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=func.attr, ctx=ast.Load()),
+                        args=[arg],
+                        keywords=[],
+                    )
         return ast.Call(func=self.expr(func), args=[self.expr(a) for a in node.args], keywords=[self.keyword(k) for k in node.keywords])
 
     def offsets(self, ref, node):

@@ -296,7 +296,7 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None):
     if grid_size[0] == 0:
         return None
     if spec.interpreting:
-        kernel[grid_size](*args, **kwargs)
+        _interpret(kernel, grid_size, args, kwargs, spec)
         return None
     device = tensors[0].get_device() if tensors else -1
     import torch
@@ -307,3 +307,33 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None):
     else:
         kernel[grid_size](*args, **kwargs)
     return None
+
+
+def _interpret(kernel, grid, args, kwargs, spec):
+    """Run under Triton's interpreter, which computes bfloat16 arithmetic
+    wrongly (silently): bfloat16 tensors are given to it as float32 copies
+    with the same strides, and the ones the kernel writes are copied back
+    (rounded to bfloat16, as a GPU stores float32 results)."""
+    import torch
+
+    if not any(isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 for a in args):
+        kernel[grid](*args, **kwargs)
+        return
+    names = [p.name for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
+    staged, bases, written = list(args), {}, set()
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16:
+            # Stage the whole storage once, so views (expanded, overlapping,
+            # aliased between arguments) keep their exact layout.
+            storage = a.untyped_storage()
+            key = storage.data_ptr()
+            if key not in bases:
+                flat = torch.empty(0, dtype=torch.bfloat16, device=a.device).set_(storage)
+                bases[key] = (flat, flat.float())
+            staged[i] = bases[key][1].as_strided(a.size(), a.stride(), a.storage_offset())
+            if i < len(names) and names[i] in spec.written:
+                written.add(key)
+    kernel[grid](*staged, **kwargs)
+    for key in written:
+        flat, base = bases[key]
+        flat.copy_(base)
