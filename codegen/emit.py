@@ -63,7 +63,12 @@ def emit(ir):
         type_params=[],
         lineno=1,
     )
+    for stmt in prologue:
+        for node in ast.walk(stmt):
+            if hasattr(node, "lineno"):
+                node.lineno = 0
     kernel_src = to_source(ast.fix_missing_locations(func))
+    locations = _user_locations(func, kernel_src, emitter)
     checks = tuple(ir.checks) + tuple(emitter.checks)
     launcher_src = _launcher(ir, emitter, kernel_name, checks, written)
     helpers = [HELPERS[h].strip() for h in sorted(HELPERS) if h + "(" in kernel_src]
@@ -79,7 +84,25 @@ def emit(ir):
     header += ["", "from codegen import runtime", "from codegen.runtime import cdiv, next_power_of_2"]
     parts = ["\n".join(header)] + helpers + [kernel_src, launcher_src]
     source = "\n\n\n".join(parts) + "\n"
-    return Generated(source, kernel_name, "launch", checks, emitter.pow2, written)
+    generated = Generated(source, kernel_name, "launch", checks, emitter.pow2, written)
+    generated.locations = locations
+    return generated
+
+
+def _user_locations(func, kernel_src, emitter):
+    """Generated kernel line (text) -> (file, line, source line) of the
+    application statement it came from, to point errors at the user's code."""
+    reparsed = ast.parse(kernel_src).body[0]
+    lines = kernel_src.splitlines()
+    mapping = {}
+    for gen, orig in zip(ast.walk(reparsed), ast.walk(func)):
+        if isinstance(gen, ast.stmt) and getattr(orig, "lineno", 0):
+            text = lines[gen.lineno - 1].strip()
+            user = None
+            if emitter.source_lines and orig.lineno <= len(emitter.source_lines):
+                user = emitter.source_lines[orig.lineno - 1].strip()
+            mapping.setdefault(text, (emitter.filename, orig.lineno, user))
+    return mapping
 
 
 def _written(ir, body):

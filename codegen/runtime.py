@@ -52,6 +52,7 @@ class Spec:
     aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: same index maps
     kernel_source: str = ""
     tuner: Any = None
+    locations: dict = field(default_factory=dict)  # generated line -> user location
     call_params: Any = None  # filled on the first call
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False
@@ -283,6 +284,44 @@ def needs_int64(tensors):
     return False
 
 
+APPLICATION_ERROR = TypeError  # ntsym sets its ApplicationError
+
+
+def explain_failure(spec, error):
+    """Re-raise a Triton compilation or interpreter error as an error that
+    points at the application line it came from."""
+    import linecache
+    import traceback
+
+    text = None
+    node = getattr(error, "node", None)
+    src = getattr(error, "src", None)
+    if src and node is not None and getattr(node, "lineno", None):
+        src_lines = src.split("\n")
+        if 0 < node.lineno <= len(src_lines):
+            text = src_lines[node.lineno - 1].strip()
+    if text is None:
+        chain, e = [], error
+        while e is not None and e not in chain:
+            chain.append(e)
+            e = e.__cause__ or e.__context__
+        for e in chain:
+            for frame in traceback.extract_tb(e.__traceback__):
+                line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
+                if line in spec.locations:
+                    text = line
+    where = spec.locations.get(text) if text else None
+    first = str(error).strip().splitlines()
+    reason = first[-1] if first else type(error).__name__
+    if where is None:
+        return None
+    filename, lineno, line = where
+    message = f"kernel `{spec.name}`: {reason}\n  File \"{filename}\", line {lineno}"
+    if line:
+        message += f"\n    {line}"
+    return APPLICATION_ERROR(message)
+
+
 def launch(kernel, spec, grid, args, metas, derived, tensors, options=None):
     """Choose the configuration, then launch ``kernel`` over ``grid``."""
     int64 = needs_int64(tensors)
@@ -295,17 +334,25 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None):
     grid_size = config.grid(grid)
     if grid_size[0] == 0:
         return None
-    if spec.interpreting:
-        _interpret(kernel, grid_size, args, kwargs, spec)
-        return None
-    device = tensors[0].get_device() if tensors else -1
-    import torch
+    try:
+        if spec.interpreting:
+            _interpret(kernel, grid_size, args, kwargs, spec)
+            return None
+        device = tensors[0].get_device() if tensors else -1
+        import torch
 
-    if device >= 0 and device != torch.cuda.current_device():
-        with torch.cuda.device(device):
+        if device >= 0 and device != torch.cuda.current_device():
+            with torch.cuda.device(device):
+                kernel[grid_size](*args, **kwargs)
+        else:
             kernel[grid_size](*args, **kwargs)
-    else:
-        kernel[grid_size](*args, **kwargs)
+    except Exception as error:
+        if isinstance(error, LAUNCH_ERROR):
+            raise
+        mapped = explain_failure(spec, error)
+        if mapped is None:
+            raise
+        raise mapped from error
     return None
 
 

@@ -11,6 +11,7 @@ from ntsym.errors import ApplicationError, CodegenError, LaunchError
 from ntsym.lower import lower
 
 runtime.LAUNCH_ERROR = LaunchError
+runtime.APPLICATION_ERROR = ApplicationError
 
 
 class Kernel:
@@ -73,6 +74,7 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None,
 
     spec.aliasing = aliasing_table(ir)
     spec.kernel_source = generated.source
+    spec.locations = generated.locations
     module = cache.load(generated.source, ir.name)
     launch = module.make_launch(spec, generated.checks, _display_names(ir))
     return Kernel(ir, generated, module, spec, launch)

@@ -337,3 +337,18 @@ def test_aliasing_that_programs_would_race_on_is_an_error():
         mm(a, b, a)
     with pytest.raises(LaunchError, match="share memory"):
         k_copy(a.view(-1)[1:], a.view(-1)[:-1])
+
+
+def test_triton_errors_point_at_the_application_line():
+    def arrangement(x, y):
+        return x.tile((16, 16)), y.tile((16, 16))
+
+    def app(x, y):
+        z = ntl.dot(x, ntl.zeros((8, 8), dtype=ntl.float32))
+        y = z  # noqa: F841
+
+    k = ntsym.make(arrangement, app, (Tensor(2), Tensor(2)))
+    with pytest.raises(ApplicationError) as info:
+        k(torch.randn(16, 16), torch.empty(16, 16))
+    text = str(info.value)
+    assert "test_proofs.py" in text and "z = ntl.dot(x, ntl.zeros((8, 8), dtype=ntl.float32))" in text
