@@ -58,11 +58,16 @@ def _configs(gpu_configs, interpreter_config):
 _AUTOTUNE_HAS_CACHE_RESULTS = "cache_results" in inspect.signature(triton.autotune).parameters
 
 
-def _autotune(configs, key):
-    """``triton.autotune`` that keeps its results on disk where this Triton can."""
+def _autotune(configs, key, prune=None):
+    """``triton.autotune`` that keeps its results on disk where this Triton can.
+
+    ``prune(configs, named_args, **kwargs)`` drops configs before benchmarking.
+    """
     kwargs = {}
     if _AUTOTUNE_HAS_CACHE_RESULTS and not INTERPRET:
         kwargs["cache_results"] = True
+    if prune is not None and not INTERPRET:
+        kwargs["prune_configs_by"] = {"early_config_prune": prune}
     return triton.autotune(configs=configs, key=key, **kwargs)
 
 
@@ -357,6 +362,7 @@ _CONV_CONFIGS = _configs(
 @triton.jit
 def _conv2d_kernel(x_ptr, w_ptr, y_ptr, R, S, P, Q, GEMM_M, GEMM_N, GEMM_K,
                    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq,
+                   W_CONTIGUOUS: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     # GEMM view: rows m = (n, p, q), columns = output channels k, reduction = (c, r, s).
     pid_m, pid_n = _grouped_program_ids(tl.program_id(0), GEMM_M, GEMM_N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -383,8 +389,12 @@ def _conv2d_kernel(x_ptr, w_ptr, y_ptr, R, S, P, Q, GEMM_M, GEMM_N, GEMM_K,
         k_mask = kk < GEMM_K
         a = tl.load(x_ptr + x_rows[:, None] + (c * sxc + r * sxh + s * sxw)[None, :],
                     mask=k_mask[None, :], other=0.0)
-        b = tl.load(w_ptr + (c * swc + r * swr + s * sws)[:, None] + w_cols[None, :],
-                    mask=k_mask[:, None], other=0.0)
+        if W_CONTIGUOUS:
+            # weight[k, c, r, s] sits at k * C*R*S + (c, r, s): the tile is contiguous along the reduction.
+            w_rows = kk
+        else:
+            w_rows = c * swc + r * swr + s * sws
+        b = tl.load(w_ptr + w_rows[:, None] + w_cols[None, :], mask=k_mask[:, None], other=0.0)
         acc = tl.dot(a, b, acc)
     y_ptrs = y_ptr + (n_img.to(tl.int64) * syn + p * syp + q * syq)[:, None] + kout[None, :].to(tl.int64) * syk
     mask = (offs_m[:, None] < GEMM_M) & (offs_n[None, :] < GEMM_N)
@@ -407,6 +417,7 @@ def conv2d(input, weight):
     _conv2d_kernel[_tile_grid(gemm_m, gemm_n)](
         input, weight, out, R, S, P, Q, gemm_m, gemm_n, gemm_k,
         *input.stride(), *weight.stride(), *out.stride(),
+        W_CONTIGUOUS=weight.is_contiguous(),
     )
     return out
 
@@ -418,7 +429,25 @@ def conv2d(input, weight):
 _ROW_CONFIGS = _configs([_cfg(w) for w in (1, 2, 4, 8, 16)], _cfg(4))
 
 
-@_autotune(_ROW_CONFIGS, key=["N", "BLOCK_N"])
+def _row_config_fits(config, block):
+    """Whether ``config`` gives each thread 1 to 64 elements of a row of ``block`` elements.
+
+    Far more than that spills registers (and takes ptxas minutes to compile).
+    """
+    return 1 <= block // (32 * config.num_warps) <= 64
+
+
+def _row_configs_for(configs, block):
+    kept = [c for c in configs if _row_config_fits(c, block)]
+    return kept or [max(configs, key=lambda c: c.num_warps)]
+
+
+def _prune_row_configs(configs, named_args, **kwargs):
+    return _row_configs_for(configs, kwargs.get("BLOCK_N", named_args.get("BLOCK_N")))
+
+
+
+@_autotune(_ROW_CONFIGS, key=["N", "BLOCK_N"], prune=_prune_row_configs)
 @triton.jit
 def _rms_norm_kernel(x_ptr, y_ptr, N, stride_xm, stride_xn, stride_ym, stride_yn, eps,
                      BLOCK_N: tl.constexpr):
@@ -431,7 +460,7 @@ def _rms_norm_kernel(x_ptr, y_ptr, N, stride_xm, stride_xn, stride_ym, stride_yn
     tl.store(y_ptr + row * stride_ym + offs * stride_yn, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@_autotune(_ROW_CONFIGS, key=["N", "BLOCK_N"])
+@_autotune(_ROW_CONFIGS, key=["N", "BLOCK_N"], prune=_prune_row_configs)
 @triton.jit
 def _softmax_kernel(x_ptr, y_ptr, N, stride_xm, stride_xn, stride_ym, stride_yn, BLOCK_N: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
@@ -493,12 +522,13 @@ def _rope_kernel(x_ptr, sin_ptr, cos_ptr, y_ptr, n_rows, S, H, HALF,
                  sxb, sxs, sxh, sxd, s_sin_s, s_sin_d, s_cos_s, s_cos_d, syb, sys, syh, syd,
                  BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
     # Each program rotates BLOCK_R rows (b, s, h) of head_dim 2 * HALF.
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    # Row indices fit int32 (the wrapper checks); offsets are int64.
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < n_rows
-    h = rows % H
+    h = (rows % H).to(tl.int64)
     bs = rows // H
-    s = bs % S
-    b = bs // S
+    s = (bs % S).to(tl.int64)
+    b = (bs // S).to(tl.int64)
     d = tl.arange(0, BLOCK_D)
     mask = row_mask[:, None] & (d < HALF)[None, :]
     x_lo = x_ptr + (b * sxb + s * sxs + h * sxh)[:, None] + d[None, :] * sxd
@@ -527,6 +557,8 @@ def rope(input, sin, cos):
     n_rows = Bsz * S * H
     if n_rows == 0 or half == 0:
         return out
+    if n_rows >= 2**31 - 1024:
+        raise ValueError("rope: more than 2**31 rows")
 
     def grid(meta):
         return (triton.cdiv(n_rows, meta["BLOCK_R"]),)
@@ -556,18 +588,19 @@ _SDPA_CONFIGS = _configs(
 
 
 @triton.jit
-def _attn_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+def _attn_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
                 offs_m, offs_d, S_K, lo, hi, qk_scale,
                 HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
                 CAUSAL_MASK: tl.constexpr, EVEN_N: tl.constexpr):
-    """Online-softmax update over key blocks [lo, hi)."""
+    """Online-softmax update over the key blocks [lo, hi).
+
+    ``k_ptrs`` (HEAD_DIM x BLOCK_N) and ``v_ptrs`` (BLOCK_N x HEAD_DIM) point at key ``lo``.
+    """
     offs_n0 = tl.arange(0, BLOCK_N)
     d_mask = offs_d < HEAD_DIM
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         offs_n = start_n + offs_n0
-        k_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd  # (D, BLOCK_N)
-        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd  # (BLOCK_N, D)
         if EVEN_N:
             k = tl.load(k_ptrs, mask=d_mask[:, None], other=0.0)
         else:
@@ -588,6 +621,8 @@ def _attn_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_v
             v = tl.load(v_ptrs, mask=d_mask[None, :] & (offs_n < S_K)[:, None], other=0.0)
         acc = tl.dot(p.to(v.dtype), v, acc)
         m_i = m_ij
+        k_ptrs += BLOCK_N * stride_kn
+        v_ptrs += BLOCK_N * stride_vn
     return acc, l_i, m_i
 
 
@@ -602,15 +637,21 @@ def _sdpa_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, H, S_Q, S_K,
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
     h = (pid_bh % H).to(tl.int64)
-    q_base = q_ptr + b * sqb + h * sqh
+    first_m = (start_m * BLOCK_M).to(tl.int64)
+    # Program-level offsets in int64; offsets inside one (BLOCK, HEAD_DIM) tile in int32.
+    q_base = q_ptr + b * sqb + h * sqh + first_m * sqm
+    o_base = o_ptr + b * sob + h * soh + first_m * som
     k_base = k_ptr + b * skb + h * skh
     v_base = v_ptr + b * svb + h * svh
-    o_base = o_ptr + b * sob + h * soh
 
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rows = tl.arange(0, BLOCK_M)
+    offs_m = start_m * BLOCK_M + rows
     offs_d = tl.arange(0, BLOCK_D)
+    offs_n = tl.arange(0, BLOCK_N)
     qo_mask = (offs_m < S_Q)[:, None] & (offs_d < HEAD_DIM)[None, :]
-    q = tl.load(q_base + offs_m[:, None] * sqm + offs_d[None, :] * sqd, mask=qo_mask, other=0.0)
+    q = tl.load(q_base + rows[:, None] * sqm + offs_d[None, :] * sqd, mask=qo_mask, other=0.0)
+    k_tile = offs_n[None, :] * skn + offs_d[:, None] * skd  # (BLOCK_D, BLOCK_N): K^T
+    v_tile = offs_n[:, None] * svn + offs_d[None, :] * svd  # (BLOCK_N, BLOCK_D)
 
     m_i = tl.full((BLOCK_M,), -float("inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
@@ -621,20 +662,21 @@ def _sdpa_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, H, S_Q, S_K,
         # Key j is seen by query i when j <= i (top-left aligned, as torch's is_causal).
         # Key blocks wholly below the diagonal need no mask ...
         diag = start_m * BLOCK_M
-        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base, v_base, skn, skd, svn, svd,
+        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base + k_tile, v_base + v_tile, skn, svn,
                                     offs_m, offs_d, S_K, 0, tl.minimum(diag, S_K), qk_scale,
                                     HEAD_DIM, BLOCK_N, False, EVEN_N)
         # ... and the blocks on it do.
-        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base, v_base, skn, skd, svn, svd,
+        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base + first_m * skn + k_tile,
+                                    v_base + first_m * svn + v_tile, skn, svn,
                                     offs_m, offs_d, S_K, diag, tl.minimum(diag + BLOCK_M, S_K), qk_scale,
                                     HEAD_DIM, BLOCK_N, True, EVEN_N)
     else:
-        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base, v_base, skn, skd, svn, svd,
+        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base + k_tile, v_base + v_tile, skn, svn,
                                     offs_m, offs_d, S_K, 0, S_K, qk_scale,
                                     HEAD_DIM, BLOCK_N, False, EVEN_N)
 
     acc = acc / l_i[:, None]
-    tl.store(o_base + offs_m[:, None] * som + offs_d[None, :] * sod, acc.to(o_ptr.dtype.element_ty), mask=qo_mask)
+    tl.store(o_base + rows[:, None] * som + offs_d[None, :] * sod, acc.to(o_ptr.dtype.element_ty), mask=qo_mask)
 
 
 def sdpa(q, k, v, is_causal=False, scale=None):
@@ -693,3 +735,19 @@ AUTOTUNED_KERNELS = {
     "silu": ["_silu_kernel"],
     "softmax": ["_softmax_kernel"],
 }
+
+
+def configs_to_compile(task, *args, **kwargs):
+    """(kernel name, config index) pairs that ``FUNCTIONS[task](*args, **kwargs)`` may compile.
+
+    For warming Triton's compile cache ahead of time, one config at a time.
+    """
+    pairs = []
+    for name in AUTOTUNED_KERNELS[task]:
+        configs = globals()[name].configs
+        if task in ("rms_norm", "softmax"):
+            usable = _row_configs_for(configs, triton.next_power_of_2(args[0].shape[-1]))
+        else:
+            usable = configs
+        pairs += [(name, i) for i, c in enumerate(configs) if c in usable]
+    return pairs

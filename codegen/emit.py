@@ -110,11 +110,9 @@ def _written(ir, body):
     tensors = {p.name for p in ir.params if p.kind == "tensor"}
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "store":
-            ptr = node.args[0]
-            while isinstance(ptr, ast.BinOp):
-                ptr = ptr.left
-            if isinstance(ptr, ast.Name) and ptr.id.endswith("_ptr") and ptr.id[:-4] in tensors:
-                names.add(ptr.id[:-4])
+            for ptr in ast.walk(node.args[0]):
+                if isinstance(ptr, ast.Name) and ptr.id.endswith("_ptr") and ptr.id[:-4] in tensors:
+                    names.add(ptr.id[:-4])
     return names
 
 
@@ -222,6 +220,11 @@ def _launcher(ir, emitter, kernel_name, checks, written):
         sig += ", " + ", ".join(f"{m}=None" for m in metas)
     lines.append(f"def launch({sig}, ntsym_options=None, **unknown):")
     body = []
+    metas_tuple = "(" + "".join(f"{m}, " for m in metas) + ")"
+    body.append(f"key = runtime.call_key(args, {metas_tuple}, ntsym_options)")
+    body.append("entry = CALLS.get(key)")
+    body.append("if entry is not None and not unknown:  # seen before: checks passed, config chosen")
+    body.append("    return runtime.fast_launch(KERNEL, SPEC, entry, args)")
     body.append("if unknown:")
     body.append("    runtime.unknown_keywords(SPEC, unknown)")
     body.append("runtime.check_arguments(SPEC, args)")
@@ -270,7 +273,7 @@ def _launcher(ir, emitter, kernel_name, checks, written):
     body.append(f"tensors = ({', '.join(p.name for p in tensor_params)}{',' if len(tensor_params) == 1 else ''})")
     body.append(
         f"return runtime.launch(KERNEL, SPEC, grid, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
-        f"{metas_dict}, derived, tensors, ntsym_options)"
+        f"{metas_dict}, derived, tensors, ntsym_options, key, args)"
     )
     src = "\n".join(lines + ["    " + b for b in body])
     launch = ast.parse(src).body[0]
@@ -280,9 +283,10 @@ def _launcher(ir, emitter, kernel_name, checks, written):
         f"def make_launch(SPEC, CHECKS, DISPLAY):\n"
         f'    """The launcher, bound to one kernel\'s facts."""\n'
         f"    KERNEL = {kernel_name}\n"
+        f"    CALLS = SPEC.calls\n"
         f"    return launch"
     ).body[0]
-    factory.body.insert(2, launch)
+    factory.body.insert(3, launch)
     return ast.unparse(factory)
 
 
@@ -302,7 +306,15 @@ def spec(ir, generated):
                 value=p.value,
             )
         )
+    template, position = [], 0
+    for p in ir.params:
+        if p.kind == "constexpr" and p.value is not None:
+            template.append(("value", p.value))
+            continue
+        template.append(("scalar" if p.kind == "scalar" else "arg", position))
+        position += 1
     return Spec(
+        arg_template=tuple(template),
         meta_by_name={m.symbol.name: m for m in ir.meta_params},
         name=ir.name,
         params=tuple(tensors),

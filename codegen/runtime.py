@@ -54,6 +54,8 @@ class Spec:
     tuner: Any = None
     locations: dict = field(default_factory=dict)  # generated line -> user location
     call_params: Any = None  # filled on the first call
+    arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)
+    calls: dict = field(default_factory=dict)  # call_key -> _Entry (validated calls)
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False
     written: frozenset = frozenset()
@@ -322,21 +324,105 @@ def explain_failure(spec, error):
     return APPLICATION_ERROR(message)
 
 
-def launch(kernel, spec, grid, args, metas, derived, tensors, options=None):
+def call_key(args, metas, options):
+    """What a call's validation and configuration depend on, except the data
+    pointers: shapes, strides, dtypes, devices, scalar types, given constexprs."""
+    key = []
+    for a in args:
+        shape = getattr(a, "shape", None)
+        if shape is not None and hasattr(a, "stride"):
+            key.append((shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
+        else:
+            key.append(type(a))
+    key.append(metas)
+    if options:
+        key.append(tuple(sorted(options.items())))
+    return tuple(key)
+
+
+class _Entry:
+    """A validated call shape: everything the launch needs but the tensors."""
+
+    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device")
+
+    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device):
+        self.grid = grid
+        self.tail = tail
+        self.kwargs = kwargs
+        self.spans = spans
+        self.tensor_positions = tensor_positions
+        self.device = device
+
+
+def fast_launch(kernel, spec, entry, args):
+    """Launch a call whose shapes were validated before: only aliasing, which
+    depends on the data pointers, is checked again."""
+    if entry.spans is not None and spec.written:
+        pointers = [args[i].data_ptr() for i in entry.tensor_positions]
+        for a in range(len(pointers)):
+            for b in range(a + 1, len(pointers)):
+                if pointers[a] < pointers[b] + entry.spans[b] and pointers[b] < pointers[a] + entry.spans[a]:
+                    # Possible overlap: let the full check decide (and raise).
+                    _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
+                    break
+    if entry.grid is None:
+        return None
+    call = []
+    for kind, value in spec.arg_template:
+        if kind == "arg":
+            call.append(args[value])
+        elif kind == "scalar":
+            call.append(scalar(args[value]))
+        else:
+            call.append(value)
+    call.extend(entry.tail)
+    if spec.interpreting:
+        _interpret(kernel, entry.grid, call, entry.kwargs, spec)
+        return None
+    if entry.device >= 0:
+        import torch
+
+        if entry.device != torch.cuda.current_device():
+            with torch.cuda.device(entry.device):
+                kernel[entry.grid](*call, **entry.kwargs)
+            return None
+    kernel[entry.grid](*call, **entry.kwargs)
+    return None
+
+
+def _remember(spec, key, grid, args, kwargs, tensors, user_args):
+    if key is None:
+        return
+    positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
+    spans = None
+    if len(positions) > 1:
+        spans = []
+        for i in positions:
+            start, end = _extent(user_args[i])
+            spans.append(end - start)
+    params = len(spec.arg_template)
+    device = tensors[0].get_device() if tensors else -1
+    spec.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device)
+
+
+def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=None, user_args=None):
     """Choose the configuration, then launch ``kernel`` over ``grid``."""
     int64 = needs_int64(tensors)
     from codegen import tuning
 
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options)
     if config is None:  # an empty problem: no programs to run
+        _remember(spec, key, None, args, None, tensors, user_args or args)
         return None
     kwargs = config.kwargs(derived, int64, spec)
     grid_size = config.grid(grid)
     if grid_size[0] == 0:
+        _remember(spec, key, None, args, None, tensors, user_args or args)
         return None
     try:
         if spec.interpreting:
             _interpret(kernel, grid_size, args, kwargs, spec)
+            _remember(spec, key, grid_size, args, kwargs, tensors, user_args or args)
             return None
         device = tensors[0].get_device() if tensors else -1
         import torch
@@ -346,6 +432,7 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None):
                 kernel[grid_size](*args, **kwargs)
         else:
             kernel[grid_size](*args, **kwargs)
+        _remember(spec, key, grid_size, args, kwargs, tensors, user_args or args)
     except Exception as error:
         if isinstance(error, LAUNCH_ERROR):
             raise

@@ -124,6 +124,7 @@ def test_cpu_tensors_when_compiled_for_gpu(monkeypatch):
     k(x, y) if not torch.cuda.is_available() else None
     runtime._prepare(k._spec)
     monkeypatch.setattr(k._spec, "interpreting", False)
+    k._spec.calls.clear()
     with pytest.raises(LaunchError, match="is on the CPU but kernels run on the GPU"):
         k(x, y)
 
