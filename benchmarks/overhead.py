@@ -18,6 +18,7 @@ os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton_cache_
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+import triton.testing  # noqa: E402
 
 import ntsym  # noqa: E402
 import ntsym.language as ntl  # noqa: E402
@@ -121,6 +122,10 @@ def main():
     rows.append(("host µs per launch, plain @triton.jit add", f"{plain:.1f}"))
     rows.append(("host µs per launch, ntsym add (BLOCK_SIZE given)", f"{ntsym_fixed:.1f} ({ntsym_fixed / plain:.2f}x)"))
     rows.append(("host µs per launch, ntsym add (tuned)", f"{ntsym_tuned:.1f} ({ntsym_tuned / plain:.2f}x)"))
+    entry = next(e for k, e in add_kernel._spec.calls.items() if None in k[-1])
+    rows.append(("tuned add config (1024 elements)", ", ".join(f"{k}={v}" for k, v in entry.kwargs.items())))
+    rows.append(("GPU ms, ntsym add tuned / plain", f"{triton.testing.do_bench(lambda: add_kernel(x, y, z)):.4f} / "
+                 f"{triton.testing.do_bench(lambda: plain_add_kernel[(1,)](x, y, z, 1024, BLOCK=1024)):.4f}"))
 
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  triton {triton.__version__}")
     print("| measurement | value |")

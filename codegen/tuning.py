@@ -249,7 +249,9 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
     global BENCHMARKS_RUN
     import time
 
-    snapshot = [t.clone() for t in tensors]
+    # Timing runs the kernel many times: keep what it writes, to restore it.
+    names = [p.name for p in spec.params if p.kind == "tensor"]
+    snapshot = [(t, t.clone()) for name, t in zip(names, tensors) if name in spec.written]
     best, best_time = None, float("inf")
     configs = candidates(spec, fixed)
     start = time.perf_counter()
@@ -273,8 +275,8 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
                 "ntsym: tuning %s: %d/%d configs, best so far %s (%.4f ms), %.1f s",
                 spec.name, i + 1, len(configs), best, best_time, elapsed,
             )
-    for t, s in zip(tensors, snapshot):
-        t.copy_(s)
+    for t, saved in snapshot:
+        t.copy_(saved)
     if best is None:
         runtime.fail(f"kernel `{spec.name}`: no configuration could be compiled and run")
     runtime.logger.info("ntsym: %s tuned over %d configs: %s (%.4f ms)", spec.name, len(configs), best, best_time)
