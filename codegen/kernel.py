@@ -793,7 +793,9 @@ class KernelEmitter:
                 raise self.error(f"inlined function `{key}` may return only at its end", n)
         # Names the inlined function refers to through its own module.
         _, scope = self.ir.inline_functions[key]
+        outer_pre = self.pre
         stmts = self.statements(pre + body)
+        self.pre = outer_pre
         if statement:
             return stmts
         self.pre.extend(stmts)

@@ -1,0 +1,111 @@
+"""Application features real kernels use: sub-tile stores, inlined calls,
+scalars, offsets, source access, annotated constexprs, loads done once."""
+
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Symbol, Tensor
+
+B = Symbol("B", constexpr=True)
+
+
+def test_store_into_sub_tiles():
+    def arrangement(x, y):
+        return x.tile((1, 4)).tile((1, -1)).squeeze(1), y.tile((1, 4)).tile((1, -1)).squeeze(1)
+
+    def application(x, y):
+        for k in range(x.shape[1]):
+            y[0, k] = x[0, k] * 2
+
+    k = ntsym.make(arrangement, application, (Tensor(shape=(3, 12)), Tensor(shape=(3, 12))))
+    x = torch.randn(3, 12)
+    y = torch.empty_like(x)
+    k(x, y)
+    torch.testing.assert_close(y, x * 2)
+
+
+def helper(a, b):
+    return a * b + 1
+
+
+def scaled(x, alpha, out):
+    out = x * alpha  # noqa: F841
+
+
+def test_inlined_calls_and_scalars():
+    def application(x, alpha, y):
+        t = helper(x, 2.0)
+        scaled(t, alpha, y)
+
+    k = ntsym.make(lambda x, a, y: (x.tile((B,)), a, y.tile((B,))), application, (Tensor(1), Tensor(0), Tensor(1)))
+    assert "def helper" not in k.source and "scaled" not in k.kernel_source.split("\n", 2)[1]
+    x = torch.randn(50)
+    y = torch.empty_like(x)
+    k(x, 3.0, y, B=16)
+    torch.testing.assert_close(y, (x * 2 + 1) * 3)
+
+
+def test_constexpr_scalar_with_value():
+    def application(x, flag, y):
+        if flag:
+            y = x + 1  # noqa: F841
+        else:
+            y = x - 1  # noqa: F841
+
+    for value, delta in ((True, 1), (False, -1)):
+        k = ntsym.make(lambda x, f, y: (x.tile((B,)), f, y.tile((B,))), application,
+                       (Tensor(1), Tensor(0, constexpr=True, value=value), Tensor(1)))
+        x = torch.randn(20)
+        y = torch.empty_like(x)
+        k(x, y, B=32)  # the constexpr with a value is not passed
+        torch.testing.assert_close(y, x + delta)
+
+
+def test_offsets_and_source_access():
+    def application(x, y):
+        positions = x.offsets(0)
+        y = ntl.where(positions % 2 == 0, x, x.source[positions // 2])  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    x = torch.arange(40, dtype=torch.float32)
+    y = torch.empty_like(x)
+    k(x, y, B=16)
+    i = torch.arange(40)
+    torch.testing.assert_close(y, torch.where(i % 2 == 0, x, x[i // 2]))
+
+
+def test_source_shape_and_stride():
+    def application(x, y):
+        y = x * 0 + x.source.shape[0] * 100 + x.source.stride(0)  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    base = torch.zeros(60)
+    y = torch.empty(30)
+    k(base[::2], y, B=16)
+    assert (y == 30 * 100 + 2).all()
+
+
+def test_annotated_local_constexpr():
+    def application(x, y):
+        precision: ntl.constexpr = "ieee"  # noqa: F841
+        y = x  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    assert 'precision: tl.constexpr = "ieee"' in k.kernel_source or "precision: tl.constexpr = 'ieee'" in k.kernel_source
+    x = torch.randn(10)
+    y = torch.empty_like(x)
+    k(x, y, B=16)
+    assert torch.equal(x, y)
+
+
+def test_parameter_read_several_times_is_loaded_once():
+    def application(x, y):
+        y = x * x + x  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    assert k.kernel_source.count("tl.load(") == 1
+    x = torch.randn(10)
+    y = torch.empty_like(x)
+    k(x, y, B=16)
+    torch.testing.assert_close(y, x * x + x)
