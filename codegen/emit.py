@@ -290,6 +290,28 @@ def _launcher(ir, emitter, kernel_name, checks, written):
     return ast.unparse(factory)
 
 
+def _streamed_tiles(ir):
+    """For tensors whose tiles a loop streams through (more than two levels):
+    (tensor position, a function of the meta values giving the tile's element
+    count).  The tuner estimates pipelined shared memory from these."""
+    metas = [m.symbol for m in ir.meta_params]
+    tiles = []
+    position = 0
+    for p in ir.params:
+        if p.kind != "tensor":
+            continue
+        if len(p.levels) > 2:
+            count = sympy.Mul(*p.levels[-1])
+            if count.free_symbols <= set(metas):
+                fn = sympy.lambdify(metas, count, modules=[{}, "math"])
+                dims = tuple(
+                    tuple(sorted(s.name for s in sympy.sympify(d).free_symbols)) for d in p.levels[-1]
+                )
+                tiles.append((position, fn, tuple(m.name for m in metas), dims))
+        position += 1
+    return tuple(tiles)
+
+
 def spec(ir, generated):
     """Facts the runtime needs, as plain data (stored beside the module)."""
     from codegen.runtime import Spec, TensorSpec
@@ -324,4 +346,5 @@ def spec(ir, generated):
         num_stages=ir.num_stages,
         max_num_configs=ir.max_num_configs,
         index_maps={p.name: (p.index, p.level_vars) for p in ir.params if p.kind == "tensor"},
+        streamed_tiles=_streamed_tiles(ir),
     )

@@ -48,6 +48,7 @@ class Spec:
     num_stages: Any = None
     max_num_configs: Any = None
     index_maps: dict = field(default_factory=dict)
+    streamed_tiles: tuple = ()  # (tensor position, elements(meta...), meta names)
     checks: tuple = ()
     aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: same index maps
     kernel_source: str = ""

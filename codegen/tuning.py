@@ -52,8 +52,86 @@ class Config:
         return ", ".join(parts + [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"])
 
 
-def candidates(spec, fixed):
+def shared_memory(spec, config, tensors):
+    """Estimated shared memory of a configuration: the tiles loops stream
+    through, times the pipeline depth (Triton buffers num_stages - 1 ahead)."""
+    meta = dict(config.meta)
+    total = 0
+    for position, count, names, _ in spec.streamed_tiles:
+        try:
+            elements = count(*(meta[n] for n in names))
+        except KeyError:
+            continue
+        total += int(elements) * tensors[position].element_size()
+    return total * max(1, config.num_stages - 1)
+
+
+def device_shared_memory(device):
+    try:
+        import triton
+
+        props = triton.runtime.driver.active.utils.get_device_properties(device.index or 0)
+        return props["max_shared_mem"]
+    except Exception:
+        return None
+
+
+def candidates(spec, fixed, tensors=None):
     """All configurations to consider, given the values the caller fixed."""
+    configs = _candidates(spec, fixed)
+    if tensors and spec.streamed_tiles and tensors[0].device.type == "cuda":
+        limit = device_shared_memory(tensors[0].device)
+        if limit:
+            fitting = [c for c in configs if shared_memory(spec, c, tensors) <= limit]
+            configs = fitting or configs[:1]
+    return configs
+
+
+# Block shapes that serve matrix products well on NVIDIA GPUs (Triton's matmul
+# tutorial's list, plus larger tiles for Hopper): (rows, columns, reduction).
+GEMM_SHAPES = [
+    (128, 256, 64), (256, 128, 64), (128, 128, 64), (128, 128, 32), (64, 256, 32),
+    (128, 64, 32), (64, 128, 32), (64, 128, 64), (128, 64, 64), (64, 64, 64),
+    (64, 32, 32), (32, 64, 32), (32, 32, 32), (16, 64, 64), (64, 16, 64),
+]
+
+
+def _gemm_roles(spec, free):
+    """For a matrix-product-like kernel (two streamed tiles sharing one block
+    size): the meta names of (rows, columns, reduction), else None."""
+    if len(spec.streamed_tiles) != 2 or len(free) != 3:
+        return None
+    (_, _, _, a), (_, _, _, b) = spec.streamed_tiles
+    if len(a) != 2 or len(b) != 2 or not all(len(d) == 1 for d in a + b):
+        return None
+    (a0,), (a1,) = a
+    (b0,), (b1,) = b
+    if a1 != b0 or len({a0, a1, b1}) != 3:
+        return None
+    names = {m.symbol.name for m in free}
+    return (a0, b1, a1) if {a0, b1, a1} == names else None
+
+
+def _candidates(spec, fixed):
+    free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
+    roles = _gemm_roles(spec, free)
+    if roles is not None:
+        by_name = {m.symbol.name: m for m in free}
+        stages = [spec.num_stages] if spec.num_stages else [3, 4]
+        configs = []
+        for shape in GEMM_SHAPES:
+            if all(v in by_name[r].candidates for r, v in zip(roles, shape)):
+                meta = dict(fixed)
+                meta.update(dict(zip(roles, shape)))
+                warps = spec.num_warps or (8 if shape[0] * shape[1] >= 128 * 128 else 4)
+                configs += [Config(tuple(sorted(meta.items())), warps, st) for st in stages]
+        limit = spec.max_num_configs or DEFAULT_MAX_CONFIGS
+        if configs:
+            return configs[:limit]
+    return _spread_candidates(spec, fixed)
+
+
+def _spread_candidates(spec, fixed):
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
     values = [m.candidates for m in free]
     warps = [spec.num_warps] if spec.num_warps else [4, 8]
@@ -253,7 +331,7 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
     names = [p.name for p in spec.params if p.kind == "tensor"]
     snapshot = [(t, t.clone()) for name, t in zip(names, tensors) if name in spec.written]
     best, best_time = None, float("inf")
-    configs = candidates(spec, fixed)
+    configs = candidates(spec, fixed, tensors)
     start = time.perf_counter()
     reported = False
     for i, config in enumerate(configs):
