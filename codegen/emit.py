@@ -236,10 +236,14 @@ def _launcher(ir, emitter, kernel_name, checks, written):
         strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
         body.append(f"{', '.join(sizes)}{',' if p.ndim == 1 else ''} = {p.name}.shape")
         body.append(f"{', '.join(strides)}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
+    for p in tensor_params:  # after every size is read: shapes may refer to others
         for d, s in enumerate(p.source_sizes):
             if not isinstance(s, sympy.Symbol):
                 body.append(f"runtime.check_shape({p.name!r}, {p.name}, {d}, {to_source(host(s))})")
-    for i, check in enumerate(checks):
+    meta_names = {m.symbol.name for m in ir.meta_params}
+    late = [(i, c) for i, c in enumerate(checks) if {s.name for s in c.relation.free_symbols} & meta_names]
+    early = [(i, c) for i, c in enumerate(checks) if (i, c) not in late]
+    for i, check in early:
         rel = to_source(host(check.relation))
         values = sorted({s.name for s in check.relation.free_symbols}, key=lambda s: s)
         body.append(f"if not ({rel}):")
@@ -250,6 +254,18 @@ def _launcher(ir, emitter, kernel_name, checks, written):
     # Sizes whose values must be known at compile time.
     grid_expr = " * ".join(_paren(to_source(host(g))) for g in ir.grid) or "1"
     metas_dict = "{" + ", ".join(f"{m!r}: {m}" for m in metas) + "}"
+    if late:
+        # Checks that depend on block sizes run once the configuration is chosen.
+        body.append("def late_checks(meta):")
+        for m in metas:
+            body.append(f"    {m} = meta[{m!r}]")
+        for i, check in late:
+            rel = to_source(host(check.relation))
+            values = sorted({s.name for s in check.relation.free_symbols})
+            body.append(f"    if not ({rel}):")
+            body.append(f"        runtime.fail_check(CHECKS[{i}], {{{', '.join(f'{v!r}: {v}' for v in values)}}}, DISPLAY)")
+    else:
+        body.append("late_checks = None")
     body.append(f"def grid(meta):")
     for m in metas:
         body.append(f"    {m} = meta[{m!r}]")
@@ -273,7 +289,7 @@ def _launcher(ir, emitter, kernel_name, checks, written):
     body.append(f"tensors = ({', '.join(p.name for p in tensor_params)}{',' if len(tensor_params) == 1 else ''})")
     body.append(
         f"return runtime.launch(KERNEL, SPEC, grid, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
-        f"{metas_dict}, derived, tensors, ntsym_options, key, args)"
+        f"{metas_dict}, derived, tensors, ntsym_options, key, args, late_checks)"
     )
     src = "\n".join(lines + ["    " + b for b in body])
     launch = ast.parse(src).body[0]

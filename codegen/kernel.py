@@ -135,6 +135,8 @@ class KernelEmitter:
         self.uses_libdevice = False
         self.helpers = set()
         self.cache_stack = [{}]
+        self.pre = self.top_pre = []
+        self.maybe_written = set()
         func = ir.application
         self.filename = getattr(func, "ntsym_filename", "<application>")
         try:
@@ -145,6 +147,7 @@ class KernelEmitter:
         self.locals = set()
         self.int64_flag = "NTSYM_INT64"
         self.size_subs = {}
+        self.local_values = {}  # local name -> its value in sizes, when known
 
     # -- errors -------------------------------------------------------------
 
@@ -171,8 +174,10 @@ class KernelEmitter:
         if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
             return sympy.Integer(node.value)
         if isinstance(node, ast.Name):
-            if node.id in self.tensors:
+            if node.id in self.tensors and node.id not in self.locals:
                 raise self.error(f"`{node.id}` is a tensor, not an index", node)
+            if node.id in self.local_values:
+                return self.local_values[node.id]
             return sympy.Symbol(node.id, integer=True)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -self.to_sympy(node.operand)
@@ -197,8 +202,25 @@ class KernelEmitter:
             node,
         )
 
+    def _size_value(self, node):
+        """The value of an integer expression in sizes and block sizes, if it is
+        one (``n = x.shape[0]``), else None."""
+        try:
+            value = self.to_sympy(node)
+        except EmitError:
+            return None
+        known = set(self.ir.symbols.values()) | set(self.ir.program_vars)
+        return value if value.free_symbols <= known else None
+
     def shape_value(self, node):
         """SymPy value of ``x.shape[i]`` / ``x.dtype.shape[i]`` nodes, else None."""
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.UnaryOp)
+            and isinstance(node.slice.op, ast.USub)
+            and isinstance(node.slice.operand, ast.Constant)
+        ):
+            node = ast.Subscript(value=node.value, slice=ast.Constant(-node.slice.operand.value), ctx=ast.Load())
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             base = node.value
             if isinstance(base, ast.Attribute) and base.attr == "shape":
@@ -349,6 +371,8 @@ class KernelEmitter:
         relation = _sizes_relation(size, bound)
         if relation is sympy.true:
             return
+        if not relation.free_symbols <= set(self.ir.symbols.values()):
+            return  # the bound involves values of the application: not checkable
         if isinstance(relation, sympy.Eq) and relation.lhs.is_Symbol and relation.rhs.is_Symbol:
             # Checked at launch, so the kernel may use one size for both.
             self.size_subs[relation.lhs] = relation.rhs
@@ -437,6 +461,7 @@ class KernelEmitter:
 
     def emit_body(self):
         func = self.ir.application
+        self.maybe_written = _assigned_parameters(func, self.ir.inline_functions, set(self.tensors))
         for arg in func.args.args:
             if arg.arg not in self.params:
                 raise self.error(f"parameter `{arg.arg}` has no tensor", arg)
@@ -448,6 +473,8 @@ class KernelEmitter:
         for stmt in stmts:
             pre = []
             self.pre = pre
+            if len(self.cache_stack) == 1:
+                self.top_pre = pre
             result = self.statement(stmt)
             out.extend(pre)
             if isinstance(result, list):
@@ -534,6 +561,10 @@ class KernelEmitter:
             value = self.expr(value_node)
             self.locals.add(target.id)
             self.invalidate(target.id)
+            self.local_values.pop(target.id, None)
+            known = self._size_value(value_node)
+            if known is not None and len(self.cache_stack) == 1:
+                self.local_values[target.id] = known
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             for e in target.elts:
@@ -634,14 +665,18 @@ class KernelEmitter:
         """The value of a tile: loaded once per block where possible."""
         whole = not ref.fixed and ref.depth == 1
         if whole:
-            cache = self.cache_stack[-1]
             for c in self.cache_stack:
                 if ref.param.name in c:
                     return ast.Name(id=c[ref.param.name], ctx=ast.Load())
             name = f"{ref.param.name}_tile"
             while name in self.locals:
                 name += "_"
-            self.pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=self.load(ref, node), lineno=0))
+            # A tile the application never writes is the same in every loop
+            # iteration: load it once, before the outermost statement using it.
+            hoist = ref.param.name not in self.maybe_written
+            cache = self.cache_stack[0] if hoist else self.cache_stack[-1]
+            pre = self.top_pre if hoist else self.pre
+            pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=self.load(ref, node), lineno=0))
             cache[ref.param.name] = name
             return ast.Name(id=name, ctx=ast.Load())
         return self.load(ref, node)
@@ -802,6 +837,30 @@ class KernelEmitter:
         if result is None:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
         return ast.Name(id=result, ctx=ast.Load())
+
+
+def _assigned_parameters(func, inline_functions, params):
+    """Parameters the application may write: assigned in it, or passed to an
+    inlined function (conservatively)."""
+    written = set()
+    inlined = set(inline_functions)
+    for node in ast.walk(func):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.For):
+            targets = [node.target]
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name) and sub.id in params:
+                    written.add(sub.id)
+        if isinstance(node, ast.Call):
+            callee = ast.unparse(node.func)
+            if callee in inlined:
+                written |= {a.id for a in node.args if isinstance(a, ast.Name) and a.id in params}
+    return written
 
 
 def _constant(value):

@@ -406,7 +406,8 @@ def _remember(spec, key, grid, args, kwargs, tensors, user_args):
     spec.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device)
 
 
-def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=None, user_args=None):
+def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=None, user_args=None,
+           late_checks=None):
     """Choose the configuration, then launch ``kernel`` over ``grid``."""
     int64 = needs_int64(tensors)
     from codegen import tuning
@@ -415,6 +416,8 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=
     if config is None:  # an empty problem: no programs to run
         _remember(spec, key, None, args, None, tensors, user_args or args)
         return None
+    if late_checks is not None:
+        late_checks(dict(config.meta))
     kwargs = config.kwargs(derived, int64, spec)
     grid_size = config.grid(grid)
     if grid_size[0] == 0:

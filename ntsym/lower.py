@@ -436,7 +436,17 @@ class _Proof:
                 self.subs = {k: v.xreplace({sb: sa}) for k, v in self.subs.items()}
                 self.subs[sb] = sa
                 return
-        # Not reducible to the sizes alone: check the exact shapes at launch.
+        # Equal for every block size needs equality with block sizes of 1: a
+        # relation between sizes alone, checked at launch before anything runs
+        # (N*(H-R+1)*(W-S+1) == N'*P*Q for an implicit-GEMM convolution).
+        tuned = metas and all(getattr(m, "meta", False) for m in metas)
+        if tuned and not self._block_symbols(a1 - b1) and (a1 - b1).free_symbols:
+            message = f"{self.describe(a1)} must equal {self.describe(b1)} ({where})"
+            self._require(sympy.Eq(a1, b1), message, reason)
+            marker = sympy.Dummy("same", integer=True, positive=True)
+            if sympy.expand(a.subs(a1, marker) - b.subs(b1, marker)) == 0:
+                return
+        # Otherwise check the exact shapes at launch, with the chosen block sizes.
         message = f"{where} must be equal"
         self._require(sympy.Eq(a, b), message, "checked with the chosen block sizes")
 
@@ -526,12 +536,13 @@ def _meta_params(proof):
     """Meta (auto-tuned) and call-time constexpr symbols, sizes excluded."""
     sizes = {a.symbol for a in proof.size_args()}
     found = {}
+    exprs = [c.relation for c in proof.checks]  # a check may name a block size alone
     for t in proof.arranged:
-        exprs = [s for shape, _ in t.levels for s in shape] + list(t.index) + list(t.conditions)
-        for e in exprs:
-            for s in sympy.sympify(e).free_symbols:
-                if isinstance(s, Symbol) and s.constexpr and s not in sizes:
-                    found.setdefault(s.name, s)
+        exprs += [s for shape, _ in t.levels for s in shape] + list(t.index) + list(t.conditions)
+    for e in exprs:
+        for s in sympy.sympify(e).free_symbols:
+            if isinstance(s, Symbol) and s.constexpr and s not in sizes:
+                found.setdefault(s.name, s)
     result = []
     for name in sorted(found):
         s = found[name]
