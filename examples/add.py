@@ -1,4 +1,8 @@
-"""Vector addition: the paper's Listing 3, with an auto-tuned block size."""
+"""Vector addition: the paper's Listing 3, with an auto-tuned block size.
+
+The kernel and ``add`` take 1-D tensors of one length (any strides) and add in
+their dtype.
+"""
 
 import torch
 
@@ -32,7 +36,8 @@ def add(input, other):
 if __name__ == "__main__":
     from examples._common import device, report
 
-    size = 98432 if device() == "cuda" else 10000
-    x = torch.randn(size, device=device())
-    y = torch.randn(size, device=device())
+    size = 16777216 if device() == "cuda" else 10000
+    dtype = torch.float16 if device() == "cuda" else torch.float32
+    x = torch.randn(size, device=device(), dtype=dtype)
+    y = torch.randn(size, device=device(), dtype=dtype)
     report("add", add(x, y), x + y, 1e-6, 1e-6, lambda: add(x, y), lambda: x + y)

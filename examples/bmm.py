@@ -3,6 +3,7 @@
 The arrangement is mm's with a leading batch dimension: programs run over
 ``(batch, row block, column block)``, and each gets a row of ``input`` tiles and a
 column of ``other`` tiles of its batch, which mm's application multiplies.
+Block sizes are auto-tuned, at least 16 (``dot``'s minimum).
 """
 
 import torch

@@ -385,6 +385,8 @@ class _Proof:
             return
         if relation is sympy.false:
             raise ArrangementError(message + " — which can never hold")
+        if any(c.relation == relation for c in self.checks):
+            return
         self.checks.append(Check(relation, message, reason))
         self.facts.append(("checked", relation, reason))
 

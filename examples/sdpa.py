@@ -1,0 +1,100 @@
+"""Scaled dot-product attention, FlashAttention-2 style.
+
+``q``, ``k``, ``v`` and the output are ``(B, H, S, D)``.  Each program takes a
+block of queries of one head (auto-tuned ``BLOCK_SIZE_M``) and loops over the
+key/value blocks of that head (auto-tuned ``BLOCK_SIZE_N``), keeping a running
+max ``m``, a running sum ``l`` and an unnormalized float32 accumulator: the
+online softmax, in base 2.  Keys past the sequence end, and with ``is_causal``
+keys after the query (top-left aligned, as in torch), get ``-inf`` scores.
+The causal kernel visits every key block and masks, rather than stopping at
+the diagonal, so it costs as much as the non-causal one.  ``k`` and ``v`` share
+their length, which may differ from ``q``'s; all share ``D``, which is padded to
+a power of two (at least 16 on a GPU: ``dot``'s minimum) and must fit in one
+tile.  ``scale`` defaults to ``1/sqrt(D)``; ``is_causal`` is a compile-time flag.
+"""
+
+import math
+
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def arrangement(
+    q,
+    k,
+    v,
+    scale,
+    is_causal,
+    o,
+    BLOCK_SIZE_M=ntsym.block_size(lower_bound=16, upper_bound=128),
+    BLOCK_SIZE_N=ntsym.block_size(lower_bound=16, upper_bound=128),
+):
+    def arrange_q_or_o(x):
+        arranged = x.tile((1, 1, BLOCK_SIZE_M, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1))
+        return arranged
+
+    def arrange_k_or_v(x):
+        arranged = x.tile((1, 1, BLOCK_SIZE_N, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1))
+        arranged = arranged.tile((1, 1, -1, -1))
+        arranged = arranged.expand((-1, -1, q_arranged.shape[2], -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 3))
+        return arranged
+
+    q_arranged = arrange_q_or_o(q)
+
+    return q_arranged, arrange_k_or_v(k), arrange_k_or_v(v), scale, is_causal, arrange_q_or_o(o)
+
+
+def application(q, k, v, scale, is_causal, o):
+    q_loaded = q  # loaded once, outside the loop
+    scale_log2 = scale * 1.4426950408889634  # exp(x) == exp2(x * log2(e))
+    acc = ntl.zeros(o.shape, dtype=ntl.float32)
+    m = ntl.full((q.shape[0],), float("-inf"), dtype=ntl.float32)
+    l = ntl.zeros((q.shape[0],), dtype=ntl.float32)
+
+    for i in range(k.shape[0]):
+        key = ntl.trans(k[i].offsets(2))
+        s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
+        s = ntl.where(key < k.source.shape[2], s, float("-inf"))
+        if is_causal:
+            s = ntl.where(q.offsets(2) >= key, s, float("-inf"))
+
+        m_new = ntl.maximum(m, ntl.max(s, 1))
+        p = ntl.exp2(s - m_new[:, None])
+        alpha = ntl.exp2(m - m_new)
+        acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
+        l = l * alpha + ntl.sum(p, 1)
+        m = m_new
+
+    o = acc / l[:, None]  # noqa: F841
+
+
+tensors = (Tensor(4), Tensor(4), Tensor(4), Tensor(0), Tensor(0, constexpr=True), Tensor(4))
+
+kernel = ntsym.make(arrangement, application, tensors)
+
+
+def sdpa(q, k, v, is_causal=False, scale=None):
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    kernel(q, k, v, scale, bool(is_causal), o)
+    return o
+
+
+if __name__ == "__main__":
+    from examples._common import device, report
+
+    shape = (4, 48, 1024, 64) if device() == "cuda" else (1, 2, 40, 16)
+    dtype = torch.float16 if device() == "cuda" else torch.float32
+    q, k, v = (torch.randn(shape, device=device(), dtype=dtype) for _ in range(3))
+    reference = torch.nn.functional.scaled_dot_product_attention
+    for causal in (False, True):
+        report(
+            f"sdpa (is_causal={causal})", sdpa(q, k, v, causal), reference(q, k, v, is_causal=causal),
+            1e-2, 1e-2, lambda: sdpa(q, k, v, causal), lambda: reference(q, k, v, is_causal=causal),
+        )
