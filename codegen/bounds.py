@@ -133,3 +133,20 @@ def nonnegative(expr, ranges):
     """Whether ``expr >= 0`` for every value of the variables."""
     low = lower(expr, ranges)
     return low is not None and _positive(low + 1)
+
+
+def drop_implied(conditions, ranges):
+    """Remove conditions another one implies: ``a // d < n`` follows from
+    ``a < n * d`` (a flattened index within its bound has its leading
+    coordinate within its own)."""
+    kept = list(conditions)
+    for c in conditions:
+        if isinstance(c, sympy.StrictLessThan) and isinstance(c.lhs, FloorDiv):
+            a, d = c.lhs.args
+            stronger = sympy.Lt(a, c.rhs * d)
+            if stronger in kept or any(
+                isinstance(k, sympy.StrictLessThan) and k.lhs == a and sympy.expand(k.rhs - c.rhs * d) == 0
+                for k in kept
+            ):
+                kept.remove(c)
+    return kept

@@ -148,6 +148,7 @@ class KernelEmitter:
         self.int64_flag = "NTSYM_INT64"
         self.size_subs = {}
         self.local_values = {}  # local name -> its value in sizes, when known
+        self.hoisted = {}  # loop-invariant index math computed once: key -> name
 
     # -- errors -------------------------------------------------------------
 
@@ -317,9 +318,11 @@ class KernelEmitter:
                 break
             if not bounds.holds(c, all_ranges):
                 kept.append(c)
+        kept = bounds.drop_implied(kept, all_ranges)
         printer = self.printer(names, ranges)
         try:
-            pointer = ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=printer(offset))
+            offset_node = self._hoisted_sum(p, offset, printer, set(ranges))
+            pointer = ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=offset_node)
             if ranges and not set(ranges) <= offset.free_symbols:
                 # The tile repeats along some dimension (or is one element):
                 # give the pointers the tile's full shape.
@@ -334,6 +337,31 @@ class KernelEmitter:
             raise self.error(f"cannot print index math for `{p.name}`: {e}", node) from None
         return pointer, mask
 
+    def _invariant(self, expr, vectorized):
+        """Whether ``expr`` is the same in every iteration of every loop: it
+        depends only on program ids, block indices, sizes and block sizes."""
+        allowed = set(self.ir.program_vars) | vectorized | set(self.ir.symbols.values())
+        return expr.free_symbols <= allowed
+
+    def _hoisted_sum(self, p, offset, printer, vectorized):
+        """Print ``offset``; inside loops, the part that no loop changes is
+        computed once, before the outermost statement (loop-invariant code
+        motion for index math Triton would otherwise redo every iteration)."""
+        if not self.loop_ranges:
+            return printer(offset)
+        terms = _distributed_terms(offset)
+        invariant = [t for t in terms if self._invariant(t, vectorized)]
+        if not invariant or len(invariant) == len(terms):
+            return printer(offset)
+        part = sympy.Add(*invariant)
+        key = (p.name, part)
+        if key not in self.hoisted:
+            name = f"{p.name}_base_{len(self.hoisted)}"
+            self.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=printer(part), lineno=0))
+            self.hoisted[key] = name
+        rest = sympy.Add(*[t for t in terms if t not in invariant])
+        return ast.BinOp(left=ast.Name(id=self.hoisted[key], ctx=ast.Load()), op=ast.Add(), right=printer(rest))
+
     def _mask(self, conditions, printer, ranges):
         """The conjunction of the conditions as one block of booleans.
 
@@ -343,6 +371,16 @@ class KernelEmitter:
         vector = [c for c in conditions if c.free_symbols & set(ranges)]
         scalar = [c for c in conditions if not (c.free_symbols & set(ranges))]
         block = conjunction(printer(c) for c in vector)
+        if self.loop_ranges:
+            fixed = [c for c in vector if self._invariant(c, set(ranges))]
+            if fixed and len(fixed) < len(vector):
+                key = ("mask", tuple(fixed))
+                if key not in self.hoisted:
+                    name = f"mask_{len(self.hoisted)}"
+                    self.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=conjunction(printer(c) for c in fixed), lineno=0))
+                    self.hoisted[key] = name
+                rest = conjunction(printer(c) for c in vector if c not in fixed)
+                block = ast.BinOp(left=ast.Name(id=self.hoisted[key], ctx=ast.Load()), op=ast.BitAnd(), right=rest)
         if not scalar:
             return block
         if block is None:  # a block that is all true, shaped like the tile
@@ -837,6 +875,21 @@ class KernelEmitter:
         if result is None:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
         return ast.Name(id=result, ctx=ast.Load())
+
+
+def _distributed_terms(expr):
+    """The terms of ``expr`` with products of sums distributed one level
+    (``s * (a + b)`` gives ``s*a`` and ``s*b``); function arguments untouched."""
+    terms = []
+    for term in sympy.Add.make_args(expr):
+        if isinstance(term, sympy.Mul):
+            sums = [f for f in term.args if isinstance(f, sympy.Add)]
+            if len(sums) == 1:
+                rest = sympy.Mul(*[f for f in term.args if f is not sums[0]])
+                terms.extend(rest * t for t in sums[0].args)
+                continue
+        terms.append(term)
+    return terms
 
 
 def _assigned_parameters(func, inline_functions, params):
