@@ -236,6 +236,12 @@ def _launcher(ir, emitter, kernel_name, checks, written):
         strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
         body.append(f"{', '.join(sizes)}{',' if p.ndim == 1 else ''} = {p.name}.shape")
         body.append(f"{', '.join(strides)}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
+    for p in tensor_params:  # sizes declared with bounds or as powers of two
+        for d, s in enumerate(p.source_sizes):
+            lo, hi = getattr(s, "lower_bound", None), getattr(s, "upper_bound", None)
+            pow2 = bool(getattr(s, "power_of_two", False))
+            if isinstance(s, sympy.Symbol) and (lo is not None or hi is not None or pow2):
+                body.append(f"runtime.check_size({p.name!r}, {d}, {s.name}, {lo!r}, {hi!r}, {pow2!r})")
     for p in tensor_params:  # after every size is read: shapes may refer to others
         for d, s in enumerate(p.source_sizes):
             if not isinstance(s, sympy.Symbol):

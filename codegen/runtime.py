@@ -129,6 +129,17 @@ def unknown_keywords(spec, unknown):
     )
 
 
+def check_size(name, dim, value, lower, upper, power_of_two):
+    """A size declared with ``shape_options`` bounds or as a power of two."""
+    where = f"{name}.shape[{dim}] (={value})"
+    if lower is not None and value < lower:
+        fail(f"{where} must be at least {lower}: its shape_options say so")
+    if upper is not None and value > upper:
+        fail(f"{where} must be at most {upper}: its shape_options say so")
+    if power_of_two and (value <= 0 or value & (value - 1)):
+        fail(f"{where} must be a power of two: its shape_options say so (tiles over it are unpadded)")
+
+
 def check_shape(name, tensor, dim, expected):
     if tensor.shape[dim] != expected:
         fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}: the arrangement fixes it")

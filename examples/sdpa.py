@@ -10,7 +10,7 @@ The causal kernel visits every key block and masks, rather than stopping at
 the diagonal, so it costs as much as the non-causal one.  ``k`` and ``v`` share
 their length, which may differ from ``q``'s; all share ``D``, which is padded to
 a power of two (at least 16 on a GPU: ``dot``'s minimum) and must fit in one
-tile.  ``scale`` defaults to ``1/sqrt(D)``; ``is_causal`` is a compile-time flag.
+tile; power-of-two head dimensions take an unpadded, unmasked kernel.  ``scale`` defaults to ``1/sqrt(D)``; ``is_causal`` is a compile-time flag.
 """
 
 import math
@@ -78,11 +78,22 @@ tensors = (Tensor(4), Tensor(4), Tensor(4), Tensor(0), Tensor(0, constexpr=True)
 
 kernel = ntsym.make(arrangement, application, tensors)
 
+# The usual head dimensions are powers of two: declared so, their tiles need no
+# padding and no masks (a compile-time size, checked at launch).
+head = (None, None, None, {"power_of_two": True})
+kernel_pow2_head = ntsym.make(
+    arrangement,
+    application,
+    (Tensor(4, shape_options=head), Tensor(4, shape_options=head), Tensor(4, shape_options=head),
+     Tensor(0), Tensor(0, constexpr=True), Tensor(4, shape_options=head)),
+)
+
 
 def sdpa(q, k, v, is_causal=False, scale=None):
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    kernel(q, k, v, scale, bool(is_causal), o)
+    d = q.shape[-1]
+    (kernel_pow2_head if d & (d - 1) == 0 else kernel)(q, k, v, scale, bool(is_causal), o)
     return o
 
 

@@ -150,7 +150,12 @@ class Tensor:
         for d in range(ndim):
             entry = None if shape is None else shape[d]
             if entry is None:
-                symbol = Symbol(f"{self.name}_size_{d}", **options[d])
+                opts = dict(options[d])
+                if opts.get("power_of_two"):
+                    # Tiles over it are unpadded blocks: their extent is the
+                    # size itself, which Triton needs at compile time.
+                    opts["constexpr"] = True
+                symbol = Symbol(f"{self.name}_size_{d}", **opts)
                 symbol.is_size = True
                 sizes.append(symbol)
             else:

@@ -352,3 +352,16 @@ def test_triton_errors_point_at_the_application_line():
         k(torch.randn(16, 16), torch.empty(16, 16))
     text = str(info.value)
     assert "test_proofs.py" in text and "z = ntl.dot(x, ntl.zeros((8, 8), dtype=ntl.float32))" in text
+
+
+def test_power_of_two_sizes_need_no_padding_and_are_checked():
+    opts = (None, {"power_of_two": True})
+    k = ntsym.make(lambda x, y: (x.tile((1, -1)), y.tile((1, -1))), copy_app,
+                   (Tensor(2, shape_options=opts), Tensor(2, shape_options=opts)))
+    assert "NTSYM_BLOCK" not in k.kernel_source and "mask=" not in k.kernel_source
+    x = torch.randn(3, 8)
+    y = torch.empty_like(x)
+    k(x, y)
+    assert torch.equal(x, y)
+    with pytest.raises(LaunchError, match=r"x.shape\[1\] \(=6\) must be a power of two"):
+        k(torch.randn(3, 6), torch.empty(3, 6))
