@@ -120,8 +120,9 @@ def test_matrix_has_at_least_thirty_cases():
 
 def test_cpu_tensors_when_compiled_for_gpu(monkeypatch):
     k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), copy_app, (Tensor(1), Tensor(1)))
-    x, y = torch.zeros(8), torch.zeros(8)
-    k(x, y) if not torch.cuda.is_available() else None
+    x, y = torch.zeros(8, device="cpu"), torch.zeros(8, device="cpu")
+    if not torch.cuda.is_available():
+        k(x, y)
     runtime._prepare(k._spec)
     monkeypatch.setattr(k._spec, "interpreting", False)
     k._spec.calls.clear()
