@@ -60,12 +60,13 @@ class Symbol(sympy.Symbol):
         )
 
     def _hashable_content(self):
+        # Only comparable values: SymPy sorts symbols by this tuple.
         return super()._hashable_content() + (
-            self.meta,
-            self.constexpr,
-            self.lower_bound,
-            self.upper_bound,
-            self.power_of_two,
+            int(self.meta),
+            int(self.constexpr),
+            -1 if self.lower_bound is None else self.lower_bound,
+            -1 if self.upper_bound is None else self.upper_bound,
+            int(self.power_of_two),
         )
 
     def __repr__(self):
