@@ -14,57 +14,18 @@ def _is_int(x):
     return isinstance(x, sympy.Integer)
 
 
-class FloorDiv(sympy.Function):
-    """``floor(a / b)`` for integers ``a`` and ``b > 0``."""
+class _Division(sympy.Function):
+    """Integer division of ``a`` by ``b > 0``, rounding as ``_round`` does."""
 
     is_integer = True
 
     @classmethod
-    def eval(cls, a, b):
+    def _simplify(cls, a, b):
+        """The cases both roundings share: exact quotients and common factors."""
         if b == 1:
             return a
         if _is_int(a) and _is_int(b):
-            return sympy.Integer(int(a) // int(b))
-        if a == 0:
-            return sympy.S.Zero
-        if a == b:
-            return sympy.S.One
-        # (b * q + r) // b == q + r // b when b divides the first term exactly.
-        if isinstance(a, sympy.Add):
-            whole, rest = [], []
-            for term in a.args:
-                (whole if _divides(b, term) else rest).append(term)
-            if whole:
-                quotient = sympy.Add(*[sympy.cancel(t / b) for t in whole])
-                return quotient + cls(sympy.Add(*rest), b)
-        elif _divides(b, a):
-            return sympy.cancel(a / b)
-        if isinstance(a, FloorDiv):
-            return cls(a.args[0], a.args[1] * b)
-        g = _common_factor(a, b)
-        if g != 1:
-            return cls(sympy.cancel(a / g), sympy.cancel(b / g))
-
-    def _eval_is_nonnegative(self):
-        a, b = self.args
-        if a.is_nonnegative and b.is_positive:
-            return True
-
-    def _sympystr(self, printer):
-        return f"({printer.parenthesize(self.args[0], 50)} // {printer.parenthesize(self.args[1], 100)})"
-
-
-class CeilDiv(sympy.Function):
-    """``ceil(a / b)`` for integers ``a`` and ``b > 0``; printed ``cdiv(a, b)``."""
-
-    is_integer = True
-
-    @classmethod
-    def eval(cls, a, b):
-        if b == 1:
-            return a
-        if _is_int(a) and _is_int(b):
-            return sympy.Integer(-(-int(a) // int(b)))
+            return sympy.Integer(cls._round(int(a), int(b)))
         if a == 0:
             return sympy.S.Zero
         if a == b:
@@ -74,11 +35,49 @@ class CeilDiv(sympy.Function):
         g = _common_factor(a, b)
         if g != 1:
             return cls(sympy.cancel(a / g), sympy.cancel(b / g))
+        return None
 
     def _eval_is_nonnegative(self):
         a, b = self.args
         if a.is_nonnegative and b.is_positive:
             return True
+
+
+class FloorDiv(_Division):
+    """``floor(a / b)`` for integers ``a`` and ``b > 0``."""
+
+    @staticmethod
+    def _round(a, b):
+        return a // b
+
+    @classmethod
+    def eval(cls, a, b):
+        # (b * q + r) // b == q + r // b when b divides the first term exactly.
+        if isinstance(a, sympy.Add) and b != 1:
+            whole, rest = [], []
+            for term in a.args:
+                (whole if _divides(b, term) else rest).append(term)
+            if whole and rest:
+                quotient = sympy.Add(*[sympy.cancel(t / b) for t in whole])
+                return quotient + cls(sympy.Add(*rest), b)
+        if isinstance(a, FloorDiv):
+            return cls(a.args[0], a.args[1] * b)
+        return cls._simplify(a, b)
+
+    def _sympystr(self, printer):
+        return f"({printer.parenthesize(self.args[0], 50)} // {printer.parenthesize(self.args[1], 100)})"
+
+
+class CeilDiv(_Division):
+    """``ceil(a / b)`` for integers ``a`` and ``b > 0``; printed ``cdiv(a, b)``."""
+
+    @staticmethod
+    def _round(a, b):
+        return -(-a // b)
+
+    @classmethod
+    def eval(cls, a, b):
+        return cls._simplify(a, b)
 
     def _eval_is_positive(self):
         a, b = self.args
