@@ -367,6 +367,5 @@ def spec(ir, generated):
         num_warps=ir.num_warps,
         num_stages=ir.num_stages,
         max_num_configs=ir.max_num_configs,
-        index_maps={p.name: (p.index, p.level_vars) for p in ir.params if p.kind == "tensor"},
         streamed_tiles=_streamed_tiles(ir),
     )

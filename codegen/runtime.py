@@ -47,12 +47,10 @@ class Spec:
     num_warps: Any = None
     num_stages: Any = None
     max_num_configs: Any = None
-    index_maps: dict = field(default_factory=dict)
     streamed_tiles: tuple = ()  # (tensor position, elements(meta...), meta names)
     checks: tuple = ()
     aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: same index maps
     kernel_source: str = ""
-    tuner: Any = None
     locations: dict = field(default_factory=dict)  # generated line -> user location
     call_params: Any = None  # filled on the first call
     arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)

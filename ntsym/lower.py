@@ -307,10 +307,6 @@ def _rename_source(tensor, renames):
 # -- proofs ------------------------------------------------------------------
 
 
-def _meta_values(expr):
-    return [s for s in sympy.sympify(expr).free_symbols if getattr(s, "constexpr", False) and getattr(s, "meta", False)]
-
-
 def _fmt(e):
     return str(e)
 
