@@ -403,13 +403,11 @@ def run_case(case):
 )
 @given(kernel_cases())
 def test_generated_kernels_match_model(case):
+    # SymPy's cache is kept across examples on purpose: it mixes the equal but
+    # distinct symbols of successive kernels (every make() creates its own
+    # `x_size_0`, every example its own `BLOCK_0`), as a long-lived process does
+    # (test_two_kernels_with_the_same_parameter_names).
     note(case_text(case))
-    # Known bug worked around: equal but distinct Symbol objects (every make()
-    # creates its own `x_size_0`, every example its own `BLOCK_0`) make SymPy's
-    # ordering raise TypeError when SymPy's cache mixes them in one expression
-    # (test_two_kernels_with_the_same_parameter_names).  An empty cache keeps
-    # each example's symbols apart; nothing else is skipped.
-    sympy.core.cache.clear_cache()
     run_case(case)
 
 
