@@ -249,11 +249,13 @@ def _launcher(ir, emitter, kernel_name, checks, written):
     meta_names = {m.symbol.name for m in ir.meta_params}
     late = [(i, c) for i, c in enumerate(checks) if {s.name for s in c.relation.free_symbols} & meta_names]
     early = [(i, c) for i, c in enumerate(checks) if (i, c) not in late]
-    for i, check in early:
+    def check_lines(i, check, indent=""):
         rel = to_source(host(check.relation))
-        values = sorted({s.name for s in check.relation.free_symbols}, key=lambda s: s)
-        body.append(f"if not ({rel}):")
-        body.append(f"    runtime.fail_check(CHECKS[{i}], {{{', '.join(f'{v!r}: {v}' for v in values)}}}, DISPLAY)")
+        values = ", ".join(f"{v!r}: {v}" for v in sorted({s.name for s in check.relation.free_symbols}))
+        return [f"{indent}if not ({rel}):", f"{indent}    runtime.fail_check(CHECKS[{i}], {{{values}}}, DISPLAY)"]
+
+    for i, check in early:
+        body.extend(check_lines(i, check))
     for m in ir.meta_params:
         name = m.symbol.name
         body.append(f"{name} = runtime.constexpr_value(SPEC, {name!r}, {name})")
@@ -266,10 +268,7 @@ def _launcher(ir, emitter, kernel_name, checks, written):
         for m in metas:
             body.append(f"    {m} = meta[{m!r}]")
         for i, check in late:
-            rel = to_source(host(check.relation))
-            values = sorted({s.name for s in check.relation.free_symbols})
-            body.append(f"    if not ({rel}):")
-            body.append(f"        runtime.fail_check(CHECKS[{i}], {{{', '.join(f'{v!r}: {v}' for v in values)}}}, DISPLAY)")
+            body.extend(check_lines(i, check, "    "))
     else:
         body.append("late_checks = None")
     body.append(f"def grid(meta):")

@@ -386,18 +386,24 @@ def fast_launch(kernel, spec, entry, args):
         else:
             call.append(value)
     call.extend(entry.tail)
+    _run(kernel, entry.grid, call, entry.kwargs, spec, entry.device)
+    return None
+
+
+def _run(kernel, grid, args, kwargs, spec, device):
+    """Launch through the interpreter, or on ``device`` (Triton launches on the
+    current CUDA device: switch to the tensors' one when it differs)."""
     if spec.interpreting:
-        _interpret(kernel, entry.grid, call, entry.kwargs, spec)
-        return None
-    if entry.device >= 0:
+        _interpret(kernel, grid, args, kwargs, spec)
+        return
+    if device >= 0:
         import torch
 
-        if entry.device != torch.cuda.current_device():
-            with torch.cuda.device(entry.device):
-                kernel[entry.grid](*call, **entry.kwargs)
-            return None
-    kernel[entry.grid](*call, **entry.kwargs)
-    return None
+        if device != torch.cuda.current_device():
+            with torch.cuda.device(device):
+                kernel[grid](*args, **kwargs)
+            return
+    kernel[grid](*args, **kwargs)
 
 
 def _remember(spec, key, grid, args, kwargs, tensors, user_args):
@@ -421,31 +427,21 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=
     int64 = needs_int64(tensors)
     from codegen import tuning
 
+    user_args = user_args or args
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options)
     if config is None:  # an empty problem: no programs to run
-        _remember(spec, key, None, args, None, tensors, user_args or args)
+        _remember(spec, key, None, args, None, tensors, user_args)
         return None
     if late_checks is not None:
         late_checks(dict(config.meta))
     kwargs = config.kwargs(derived, int64, spec)
     grid_size = config.grid(grid)
     if grid_size[0] == 0:
-        _remember(spec, key, None, args, None, tensors, user_args or args)
+        _remember(spec, key, None, args, None, tensors, user_args)
         return None
     try:
-        if spec.interpreting:
-            _interpret(kernel, grid_size, args, kwargs, spec)
-            _remember(spec, key, grid_size, args, kwargs, tensors, user_args or args)
-            return None
-        device = tensors[0].get_device() if tensors else -1
-        import torch
-
-        if device >= 0 and device != torch.cuda.current_device():
-            with torch.cuda.device(device):
-                kernel[grid_size](*args, **kwargs)
-        else:
-            kernel[grid_size](*args, **kwargs)
-        _remember(spec, key, grid_size, args, kwargs, tensors, user_args or args)
+        _run(kernel, grid_size, args, kwargs, spec, tensors[0].get_device() if tensors else -1)
+        _remember(spec, key, grid_size, args, kwargs, tensors, user_args)
     except Exception as error:
         if isinstance(error, LAUNCH_ERROR):
             raise

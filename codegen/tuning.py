@@ -153,20 +153,21 @@ def _spread_candidates(spec, fixed):
     limit = spec.max_num_configs or DEFAULT_MAX_CONFIGS
     if not spec.num_warps:
         stages = [spec.num_stages] if spec.num_stages else [3, 4]
-        per = max(1, len(stages))
-        keep = max(1, limit // per)
-        if len(combos) > keep:
-            step = len(combos) / keep
-            combos = [combos[int(i * step)] for i in range(keep)]
+        combos = _evenly(combos, limit // max(1, len(stages)))
         pair = lambda meta: math.prod(sorted(v for _, v in meta)[-2:])  # noqa: E731
         return [Config(meta, _warps_for(pair(meta)), st) for _, meta in combos for st in stages][:limit]
-    per_combo = max(1, len(warps) * len(stages))
-    keep = max(1, limit // per_combo)
-    if len(combos) > keep:
-        step = len(combos) / keep
-        combos = [combos[int(i * step)] for i in range(keep)]
+    combos = _evenly(combos, limit // max(1, len(warps) * len(stages)))
     configs = [Config(meta, w, s) for _, meta in combos for w, s in itertools.product(warps, stages)]
     return configs[:limit]
+
+
+def _evenly(items, count):
+    """At most ``count`` (at least one) of ``items``, evenly spread."""
+    count = max(1, count)
+    if len(items) <= count:
+        return items
+    step = len(items) / count
+    return [items[int(i * step)] for i in range(count)]
 
 
 def _warps_for(elements):
