@@ -135,6 +135,8 @@ def _kernel_args(ir, emitter):
             args.append((p.name, True))
     for a in ir.size_args:
         args.append((a.symbol.name, a.constexpr))
+    for tensor, flag in sorted(emitter.contiguity_flags.items()):
+        args.append((flag, True))
     for m in ir.meta_params:
         args.append((m.symbol.name, True))
     for n, s in emitter.pow2.items():
@@ -276,12 +278,15 @@ def _launcher(ir, emitter, kernel_name, checks, written):
         body.append(f"    {m} = meta[{m!r}]")
     body.append(f"    return ({grid_expr},)")
     args = []
+    flags = {flag: tensor for tensor, flag in emitter.contiguity_flags.items()}
     for name, constexpr in _kernel_args(ir, emitter):
         if name in metas or name == emitter.int64_flag:
             continue
         if name.startswith("NTSYM_BLOCK_"):
             continue
-        if name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:
+        if name in flags:
+            args.append(f"runtime.contiguous({flags[name]}, ({''.join(t.name + ', ' for t in tensor_params)}))")
+        elif name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:
             args.append(name[:-4])
         elif name in baked:
             args.append(repr(baked[name]))

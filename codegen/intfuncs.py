@@ -139,3 +139,57 @@ def _divides(b, a):
     q = sympy.cancel(a / b)
     num, den = q.as_numer_denom()
     return den == 1 and q.is_integer is True
+
+
+def recombine(expr):
+    """``expr`` with digit decompositions folded back into what they decompose.
+
+    Flattening dimensions splits an index ``x`` into ``x // (b*c)``,
+    ``(x // c) % b`` and ``x % c``; with matching weights (the strides of a
+    contiguous tensor: ``b*c``, ``c``, ``1``) they sum to ``x`` again.  The
+    identity used, for integer ``y = x // c`` and positive ``b`` and ``c``::
+
+        k * (y % b) + k * b * (x // (c*b)) == k * y
+
+    One remainder disappears per step; a larger weight on the quotient keeps
+    its excess (``(r - 1) * k * b * (x // (c*b))``).
+    """
+    terms = list(sympy.Add.make_args(sympy.expand(expr)))
+    changed = True
+    while changed:
+        changed = False
+        for j, term in enumerate(terms):
+            k, mod = _factor_of(term, Mod)
+            if mod is None:
+                continue
+            y, b = mod.args
+            x, c = y.args if isinstance(y, FloorDiv) else (y, sympy.S.One)
+            for i, other in enumerate(terms):
+                w, quotient = _factor_of(other, FloorDiv)
+                if i == j or quotient is None or quotient.args[0] != x:
+                    continue
+                if sympy.expand(quotient.args[1] - c * b) != 0:
+                    continue
+                ratio = sympy.cancel(w / (k * b))
+                if ratio.as_numer_denom()[1] != 1:
+                    continue
+                merged = [k * y, sympy.factor((ratio - 1) * k * b) * quotient]
+                terms = [t for n, t in enumerate(terms) if n not in (i, j)] + merged
+                changed = True
+                break
+            if changed:
+                break
+    return sympy.Add(*terms)
+
+
+def _factor_of(term, kind):
+    """``(weight, f)`` when ``term`` is ``weight * f`` with ``f`` the only
+    factor of type ``kind`` (to the first power), else ``(None, None)``."""
+    factors = sympy.Mul.make_args(term)
+    found = [f for f in factors if isinstance(f, kind)]
+    if len(found) != 1:
+        return None, None
+    rest = [f for f in factors if f is not found[0]]
+    if any(isinstance(f, (Mod, FloorDiv)) or f.has(found[0]) for f in rest):
+        return None, None
+    return sympy.Mul(*rest), found[0]

@@ -13,7 +13,7 @@ import math
 import sympy
 
 from codegen import bounds
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from codegen.intfuncs import CeilDiv, FloorDiv, Mod, recombine
 from codegen.ir import Check
 from codegen.printer import Printer, PrintError, conjunction, to_source
 
@@ -149,6 +149,7 @@ class KernelEmitter:
         self.size_subs = {}
         self.local_values = {}  # local name -> its value in sizes, when known
         self.hoisted = {}  # loop-invariant index math computed once: key -> name
+        self.contiguity_flags = {}  # tensor name -> constexpr flag: the tensor is contiguous
 
     # -- errors -------------------------------------------------------------
 
@@ -320,10 +321,24 @@ class KernelEmitter:
                 kept.append(c)
         kept = bounds.drop_implied(kept, all_ranges)
         printer = self.printer(names, ranges)
+        contiguous = self._contiguous_offset(p, index, offset)
         try:
             offset_node = self._hoisted_sum(p, offset, printer, set(ranges))
+            used = offset.free_symbols
+            if contiguous is not None:
+                # For a contiguous tensor (a constexpr flag, set at launch)
+                # the strides are products of sizes and flattened dimensions
+                # merge back: fewer divisions, and addresses Triton can see
+                # are consecutive (vectorized loads).
+                flag = self.contiguity_flags.setdefault(p.name, f"{p.name}_contiguous")
+                offset_node = ast.IfExp(
+                    test=ast.Name(id=flag, ctx=ast.Load()),
+                    body=self._hoisted_sum(p, contiguous, printer, set(ranges)),
+                    orelse=offset_node,
+                )
+                used = used & contiguous.free_symbols
             pointer = ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=offset_node)
-            if ranges and not set(ranges) <= offset.free_symbols:
+            if ranges and not set(ranges) <= used:
                 # The tile repeats along some dimension (or is one element):
                 # give the pointers the tile's full shape.
                 shape = ast.Tuple(elts=[printer(ranges[vars[j]]) for j in vectorized], ctx=ast.Load())
@@ -336,6 +351,19 @@ class KernelEmitter:
         except PrintError as e:
             raise self.error(f"cannot print index math for `{p.name}`: {e}", node) from None
         return pointer, mask
+
+    def _contiguous_offset(self, p, index, offset):
+        """The element offset of ``index`` in ``p`` if ``p`` is contiguous,
+        when that takes fewer divisions than ``offset`` (any strides), else None."""
+        if not p.strides or not all(isinstance(s, sympy.Symbol) for s in p.strides):
+            return None
+        weights, running = [], sympy.S.One
+        for n in reversed(p.sizes):
+            weights.append(running)
+            running = running * n.xreplace(self.size_subs)
+        weights.reverse()
+        simpler = recombine(sympy.Add(*[i * w for i, w in zip(index, weights)]))
+        return simpler if _divisions(simpler) < _divisions(offset) else None
 
     def _invariant(self, expr, vectorized):
         """Whether ``expr`` is the same in every iteration of every loop: it
@@ -875,6 +903,10 @@ class KernelEmitter:
         if result is None:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
         return ast.Name(id=result, ctx=ast.Load())
+
+
+def _divisions(expr):
+    return sum(1 for e in sympy.preorder_traversal(expr) if isinstance(e, (FloorDiv, Mod, CeilDiv)))
 
 
 def _distributed_terms(expr):

@@ -296,6 +296,13 @@ def needs_int64(tensors):
     return False
 
 
+def contiguous(tensor, tensors):
+    """Whether ``tensor`` may take the kernel's contiguous-layout addresses:
+    it is contiguous and the index math is 32-bit (those addresses multiply
+    sizes, which only strides are widened for)."""
+    return tensor.is_contiguous() and not needs_int64(tensors)
+
+
 APPLICATION_ERROR = TypeError  # ntsym sets its ApplicationError
 
 

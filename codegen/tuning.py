@@ -244,7 +244,9 @@ def _disk_key(fixed_items, int64, tensors):
     for t in tensors:
         device = torch.cuda.get_device_name(t.device) if t.device.type == "cuda" else t.device.type
         contiguous = [st == 1 for st in t.stride()]
-        parts.append(f"{tuple(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.data_ptr() % 16 == 0}:{device}")
+        parts.append(
+            f"{tuple(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{t.data_ptr() % 16 == 0}:{device}"
+        )
     return "|".join(parts)
 
 

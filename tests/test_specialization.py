@@ -1,0 +1,104 @@
+"""Layout specialization: contiguous tensors take simpler addresses.
+
+A flattened dimension is indexed by division and remainder; for a contiguous
+tensor the weights of those digits are products of sizes and they fold back
+into the flat index (``recombine``).  The kernel keeps both forms behind a
+compile-time flag set at launch, so any layout stays correct."""
+
+import itertools
+import random
+
+import sympy
+import torch
+
+import ntsym
+from codegen import runtime
+from codegen.intfuncs import FloorDiv, Mod, recombine
+from ntsym import Symbol, Tensor
+
+B = Symbol("B", constexpr=True)
+
+
+def _value(expr, env):
+    if isinstance(expr, FloorDiv):
+        a, b = (_value(e, env) for e in expr.args)
+        return a // b
+    if isinstance(expr, Mod):
+        a, b = (_value(e, env) for e in expr.args)
+        return a % b
+    if expr.is_Symbol:
+        return env[expr]
+    if expr.is_Number:
+        return int(expr)
+    args = [_value(e, env) for e in expr.args]
+    if isinstance(expr, sympy.Add):
+        return sum(args)
+    if isinstance(expr, sympy.Mul):
+        out = 1
+        for a in args:
+            out *= a
+        return out
+    if isinstance(expr, sympy.Pow):
+        return args[0] ** args[1]
+    raise TypeError(expr)
+
+
+def test_recombine_folds_digits_back():
+    x, r, s, c, k, p, q, n, m = sympy.symbols("x r s c k p q n m", integer=True, positive=True)
+    weight = r * s * FloorDiv(x, r * s) + s * Mod(FloorDiv(x, s), r) + Mod(x, s) + c * r * s * n
+    assert recombine(weight) == c * r * s * n + x
+    # A larger weight on the quotient keeps its excess.
+    out = k * p * q * FloorDiv(m, p * q) + p * q * n + q * Mod(FloorDiv(m, q), p) + Mod(m, q)
+    folded = recombine(out)
+    assert not folded.has(Mod)
+    assert sympy.expand(folded - (m + p * q * n + (k - 1) * p * q * FloorDiv(m, p * q))) == 0
+    # Weights that do not match stay as they are.
+    mismatched = s * FloorDiv(x, r * s) + Mod(x, s)
+    assert recombine(mismatched) == mismatched
+    rng = random.Random(3)
+    for expr in (weight, out, mismatched):
+        for _ in range(200):
+            env = {v: rng.randint(1, 7) for v in (r, s, c, k, p, q, n)}
+            env[x], env[m] = rng.randint(-100, 100), rng.randint(-100, 100)
+            assert _value(recombine(expr), env) == _value(expr, env)
+
+
+def _flatten_kernel():
+    def arrangement(x, y):
+        return x.flatten().tile((B,)), y.flatten().tile((B,))
+
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    return ntsym.make(arrangement, application, (Tensor(3), Tensor(3)))
+
+
+def test_contiguous_flag_gives_flat_addresses_and_any_layout_works():
+    kernel = _flatten_kernel()
+    src = kernel.kernel_source
+    assert "x_contiguous: tl.constexpr" in src and "y_contiguous: tl.constexpr" in src
+    flat = [line for line in src.splitlines() if "if x_contiguous else" in line]
+    assert flat and "//" not in flat[0].split("if x_contiguous else")[0]
+    base = torch.randn(5, 6, 7)
+    layouts = {
+        "contiguous": base,
+        "transposed": base.permute(2, 0, 1),
+        "sliced": torch.randn(5, 12, 7)[:, ::2],
+        "expanded": torch.randn(5, 1, 7).expand(5, 6, 7),
+    }
+    for (xname, x), (yname, y_layout) in itertools.product(layouts.items(), [("contiguous", None), ("transposed", (1, 0, 2))]):
+        y = torch.zeros(x.shape)
+        if y_layout:
+            y = torch.zeros(tuple(x.shape[i] for i in y_layout)).permute(*[y_layout.index(i) for i in range(3)])
+        kernel(x, y, B=16)
+        torch.testing.assert_close(y, x * 2, msg=f"input {xname}, output {yname}")
+
+
+def test_contiguous_addresses_only_with_32_bit_index_math():
+    small = torch.empty((4, 5), device="meta")
+    huge = torch.empty((2**16, 2**16), device="meta")
+    assert runtime.contiguous(small, (small,))
+    assert not runtime.contiguous(small.t(), (small,))
+    # Contiguous addresses multiply sizes, which only strides are widened for.
+    assert not runtime.contiguous(huge, (huge,))
+    assert not runtime.contiguous(small, (small, huge))
