@@ -81,30 +81,33 @@ def lower(expr, ranges):
 
 
 def _positive(expr):
+    """Whether ``expr > 0`` is proved, by SymPy or after replacing each
+    ``c * b * (a // b)`` or ``c * b * cdiv(a, b)`` by a lower bound of it
+    without the division (``a - b + 1 <= b * (a // b) <= a`` and
+    ``a <= b * cdiv(a, b) <= a + b - 1``, taking the end the sign of ``c`` needs)."""
     expr = sympy.expand(expr)
     if expr.is_positive:
         return True
-    # n - cdiv(n, b) * b + ... : use cdiv(n, b) * b <= n + b - 1 and
-    # floor(n / b) * b <= n when SymPy cannot see it.
     rewritten = expr.replace(
-        lambda e: isinstance(e, sympy.Mul) and _floor_times(e) is not None,
-        lambda e: _floor_times(e),
+        lambda e: isinstance(e, sympy.Mul) and _division_times_lower(e) is not None,
+        lambda e: _division_times_lower(e),
     )
     return rewritten != expr and sympy.expand(rewritten).is_positive is True
 
 
-def _floor_times(e):
-    """For ``FloorDiv(a, b) * b`` (times a positive coefficient) a larger
-    expression without the division (valid as an upper bound of e), else None."""
+def _division_times_lower(e):
+    """A lower bound of ``e = c * b * (a // b)`` (or ``cdiv``) without the
+    division, else None."""
     coeff, rest = e.as_coeff_Mul()
-    if coeff.is_negative:
-        return None
     factors = list(sympy.Mul.make_args(rest))
     for f in factors:
-        if isinstance(f, FloorDiv):
+        if isinstance(f, (FloorDiv, CeilDiv)):
             others = sympy.Mul(*[g for g in factors if g is not f])
-            if sympy.simplify(others - f.args[1]) == 0:
-                return coeff * f.args[0]
+            a, b = f.args
+            if sympy.expand(others - b) != 0 or b.is_positive is not True:
+                continue
+            low, high = (a - b + 1, a) if isinstance(f, FloorDiv) else (a, a + b - 1)
+            return coeff * (low if coeff.is_positive else high)
     return None
 
 
