@@ -92,7 +92,28 @@ def _positive(expr):
         lambda e: isinstance(e, sympy.Mul) and _division_times_lower(e) is not None,
         lambda e: _division_times_lower(e),
     )
-    return rewritten != expr and sympy.expand(rewritten).is_positive is True
+    if rewritten != expr and sympy.expand(rewritten).is_positive is True:
+        return True
+    # cdiv(a, b) is a // b or one more.
+    terms = [_ceil_lower(t) for t in sympy.Add.make_args(sympy.expand(rewritten))]
+    ceil_free = sympy.Add(*terms)
+    return ceil_free != rewritten and sympy.expand(ceil_free).is_positive is True
+
+
+def _ceil_lower(term):
+    """A lower bound of the term ``c * cdiv(a, b) * rest`` (``rest >= 0``) in
+    floor division: ``c * (a // b) * rest`` for ``c > 0``, ``c * (a // b + 1) * rest``
+    for ``c < 0``; other terms as they are."""
+    coeff, rest = term.as_coeff_Mul()
+    factors = list(sympy.Mul.make_args(rest))
+    ceils = [f for f in factors if isinstance(f, CeilDiv)]
+    if len(ceils) != 1:
+        return term
+    others = sympy.Mul(*[g for g in factors if g is not ceils[0]])
+    if others.is_nonnegative is not True or others.has(CeilDiv):
+        return term
+    floor = FloorDiv(*ceils[0].args)
+    return coeff * (floor if coeff.is_positive else floor + 1) * others
 
 
 def _division_times_lower(e):

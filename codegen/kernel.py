@@ -7,6 +7,7 @@ math comes from the index maps (SymPy) through :mod:`codegen.printer`.
 """
 
 import ast
+import contextlib
 import copy
 import math
 
@@ -150,6 +151,10 @@ class KernelEmitter:
         self.local_values = {}  # local name -> its value in sizes, when known
         self.hoisted = {}  # loop-invariant index math computed once: key -> name
         self.contiguity_flags = {}  # tensor name -> constexpr flag: the tensor is contiguous
+        self.loop_trips = {}  # loop variable -> its trip count (loop_ranges may be narrower)
+        self.index_values = {}  # local name -> its value as index math (offsets of tiles)
+        self.tile_vars = {}  # tile index variable -> its extent (in index_values)
+        self.track = True  # whether assignments here dominate what follows
 
     # -- errors -------------------------------------------------------------
 
@@ -401,14 +406,16 @@ class KernelEmitter:
         block = conjunction(printer(c) for c in vector)
         if self.loop_ranges:
             fixed = [c for c in vector if self._invariant(c, set(ranges))]
-            if fixed and len(fixed) < len(vector):
+            if fixed:
                 key = ("mask", tuple(fixed))
                 if key not in self.hoisted:
                     name = f"mask_{len(self.hoisted)}"
                     self.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=conjunction(printer(c) for c in fixed), lineno=0))
                     self.hoisted[key] = name
-                rest = conjunction(printer(c) for c in vector if c not in fixed)
-                block = ast.BinOp(left=ast.Name(id=self.hoisted[key], ctx=ast.Load()), op=ast.BitAnd(), right=rest)
+                block = ast.Name(id=self.hoisted[key], ctx=ast.Load())
+                if len(fixed) < len(vector):
+                    rest = conjunction(printer(c) for c in vector if c not in fixed)
+                    block = ast.BinOp(left=block, op=ast.BitAnd(), right=rest)
         if not scalar:
             return block
         if block is None:  # a block that is all true, shaped like the tile
@@ -429,9 +436,9 @@ class KernelEmitter:
     def _loop_check(self, value, size, param, node):
         """``x[k]`` with ``k`` looping over ``range(n)``: the level must have
         exactly ``n`` tiles, or the loop reads a partial or overflowing range."""
-        if not (value.is_Symbol and value in self.loop_ranges):
+        if not (value.is_Symbol and value in self.loop_trips):
             return
-        bound = self.loop_ranges[value]
+        bound = self.loop_trips[value]
         if bound == size or sympy.expand(bound - size) == 0:
             return
         relation = _sizes_relation(size, bound)
@@ -442,14 +449,14 @@ class KernelEmitter:
         if isinstance(relation, sympy.Eq) and relation.lhs.is_Symbol and relation.rhs.is_Symbol:
             # Checked at launch, so the kernel may use one size for both.
             self.size_subs[relation.lhs] = relation.rhs
-        self.checks.append(
-            Check(
-                relation,
-                f"`{param.name}` is indexed by `{value}`, which runs over range({bound}), but that "
-                f"level of `{param.name}` has {size} tiles",
-                f"the loop over `{value}` reads `{param.name}`",
-            )
+        check = Check(
+            relation,
+            f"`{param.name}` is indexed by `{value}`, which runs over range({bound}), but that "
+            f"level of `{param.name}` has {size} tiles",
+            f"the loop over `{value}` reads `{param.name}`",
         )
+        if check not in self.checks:  # a peeled loop body is emitted twice
+            self.checks.append(check)
 
     def arange_name(self, p, depth, j, pos, count, extent):
         key = (p.name, depth, j, pos, count)
@@ -595,10 +602,15 @@ class KernelEmitter:
             return self.for_loop(stmt)
         if isinstance(stmt, ast.If):
             test = self.expr(stmt.test)
-            return ast.copy_location(ast.If(test=test, body=self.block(stmt.body), orelse=self.block(stmt.orelse) if stmt.orelse else []), stmt)
+            with self._branch(stmt.body + stmt.orelse):
+                body = self.block(stmt.body)
+                orelse = self.block(stmt.orelse) if stmt.orelse else []
+            return ast.copy_location(ast.If(test=test, body=body, orelse=orelse), stmt)
         if isinstance(stmt, ast.While):
-            test = self.expr(stmt.test)
-            return ast.copy_location(ast.While(test=test, body=self.block(stmt.body), orelse=[]), stmt)
+            with self._branch(stmt.body + [stmt.test]):
+                test = self.expr(stmt.test)
+                body = self.block(stmt.body)
+            return ast.copy_location(ast.While(test=test, body=body, orelse=[]), stmt)
         if isinstance(stmt, ast.Pass):
             return stmt
         if isinstance(stmt, ast.Return):
@@ -628,6 +640,11 @@ class KernelEmitter:
             self.locals.add(target.id)
             self.invalidate(target.id)
             self.local_values.pop(target.id, None)
+            self.index_values.pop(target.id, None)
+            if self.track:
+                index = self.index_value(value_node)
+                if index is not None:
+                    self.index_values[target.id] = index
             known = self._size_value(value_node)
             if known is not None and len(self.cache_stack) == 1:
                 self.local_values[target.id] = known
@@ -637,6 +654,8 @@ class KernelEmitter:
                 if e.id in self.tensors and e.id not in self.locals:
                     raise self.error(f"unpacking into the parameter `{e.id}` is not supported; assign it alone", stmt)
                 self.locals.add(e.id)
+                self.index_values.pop(e.id, None)
+                self.local_values.pop(e.id, None)
             return ast.copy_location(ast.Assign(targets=[target], value=self.expr(value_node)), stmt)
         raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)
 
@@ -657,6 +676,7 @@ class KernelEmitter:
             )
         var = sympy.Symbol(stmt.target.id, integer=True)
         args = it.args
+        bound = None
         if len(args) == 1:
             try:
                 bound = self.to_sympy(args[0])
@@ -664,11 +684,152 @@ class KernelEmitter:
                 bound = None
             if bound is not None:
                 self.loop_ranges[var] = bound
+                self.loop_trips[var] = bound
         self.locals.add(stmt.target.id)
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
+        assigned = _assigned_names(stmt.body) | {stmt.target.id}
+        self._forget(assigned)
+        # A loop over the blocks of a size, cdiv(n, b) of them, is peeled:
+        # the first n // b iterations see whole blocks, where masks and
+        # comparisons against n may be proved away; the last one keeps them.
+        main = None
+        peel = (
+            isinstance(bound, CeilDiv)
+            and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords
+            and not any(isinstance(n, (ast.For, ast.While)) for b in stmt.body for n in ast.walk(b))
+        )
+        if peel:
+            counter = self.counter
+            self.loop_ranges[var] = FloorDiv(*bound.args)
+            main = self.block(copy.deepcopy(stmt.body))
+            self._forget(assigned)
+            self.counter = counter  # the same temporaries in both bodies
+            self.loop_ranges[var] = bound
         body = self.block(stmt.body)
         self.loop_ranges.pop(var, None)
-        return ast.copy_location(ast.For(target=stmt.target, iter=new_iter, body=body, orelse=[]), stmt)
+        self.loop_trips.pop(var, None)
+        self._forget(assigned)
+        loop = ast.copy_location(ast.For(target=stmt.target, iter=new_iter, body=body, orelse=[]), stmt)
+        if main is None or ast.dump(ast.Module(body=main, type_ignores=[])) == ast.dump(ast.Module(body=body, type_ignores=[])):
+            return loop
+        whole = self.printer()(FloorDiv(*bound.args))
+        first = ast.For(
+            target=stmt.target,
+            iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[whole], keywords=[]),
+            body=main,
+            orelse=[],
+        )
+        loop.iter = ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(whole), new_iter.args[0]], keywords=[])
+        return [ast.copy_location(first, stmt), loop]
+
+    def _forget(self, names):
+        for name in names:
+            self.index_values.pop(name, None)
+
+    @contextlib.contextmanager
+    def _branch(self, stmts):
+        """Statements that may or may not run: what they assign is not
+        known after them, and their assignments do not dominate."""
+        assigned = _assigned_names(stmts)
+        self._forget(assigned)
+        saved, self.track = self.track, False
+        try:
+            yield
+        finally:
+            self.track = saved
+            self._forget(assigned)
+
+    # -- index values: what a local holds, as index math ------------------------
+
+    def index_value(self, node):
+        """The value of ``node`` as SymPy index math over loop variables, tile
+        index variables, sizes and block sizes, or None.  Only values built
+        from one tile's offsets (moved around by ``trans`` or new axes, which
+        keep the set of values) and scalars are followed."""
+        try:
+            return self._index_value(node)
+        except (_NotIndex, EmitError):
+            return None
+
+    def _index_value(self, node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return sympy.Integer(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in self.index_values:
+                return self.index_values[node.id]
+            var = sympy.Symbol(node.id, integer=True)
+            if var in self.loop_trips:
+                return var
+            if node.id in self.local_values:
+                return self.local_values[node.id]
+            raise _NotIndex
+        shape = self.shape_value(node)
+        if shape is not None:
+            return shape
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 1 and not node.keywords:
+            ref = self.resolve(node.func.value)
+            if isinstance(ref, _Ref) and node.func.attr == "offsets":
+                return self._offsets_value(ref, node)
+            if (
+                node.func.attr == "trans"
+                and isinstance(node.func.value, ast.Name)
+                and self.ir.module_aliases.get(node.func.value.id) == "tl"
+            ):
+                return self._index_value(node.args[0])
+        if isinstance(node, ast.Subscript):
+            keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if all(
+                (isinstance(k, ast.Constant) and k.value is None)
+                or (isinstance(k, ast.Slice) and k.lower is None and k.upper is None and k.step is None)
+                for k in keys
+            ) and self.resolve(node.value) is None:
+                return self._index_value(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -self._index_value(node.operand)
+        if isinstance(node, ast.BinOp):
+            a, b = self._index_value(node.left), self._index_value(node.right)
+            if a.free_symbols & b.free_symbols & set(self.tile_vars):
+                raise _NotIndex  # elementwise pairs of one tile's values: not followed
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            if isinstance(node.op, ast.FloorDiv) and b.is_positive:
+                return FloorDiv(a, b)
+            if isinstance(node.op, ast.Mod) and b.is_positive:
+                return Mod(a, b)
+        raise _NotIndex
+
+    def _offsets_value(self, ref, node):
+        if not isinstance(node.args[0], ast.Constant):
+            raise _NotIndex
+        d = node.args[0].value
+        p = ref.param
+        if not isinstance(d, int) or not -p.ndim <= d < p.ndim:
+            raise _NotIndex
+        subs = {var: value for var, (value, _, _) in ref.fixed.items()}
+        vars = p.level_vars[ref.depth]
+        for j in ref.dims:
+            self.tile_vars[vars[j]] = block_extent_expr(p.levels[ref.depth][j], self.pow2)
+        return p.index[d].xreplace(subs)
+
+    def proved(self, node):
+        """Whether the comparison ``node`` holds for every element and every
+        iteration it can see (its sides' tile values compared pairwise in
+        any arrangement: they may share no tile variable)."""
+        relations = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge}
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in relations):
+            return False
+        a, b = self.index_value(node.left), self.index_value(node.comparators[0])
+        if a is None or b is None:
+            return False
+        tiles = set(self.tile_vars)
+        if a.free_symbols & b.free_symbols & tiles:
+            return False
+        ranges = {**self.base_ranges(), **self.tile_vars}
+        return bounds.holds(relations[type(node.ops[0])](a, b), ranges)
 
     def keyword(self, k):
         return ast.keyword(arg=k.arg, value=self.expr(k.value))
@@ -823,6 +984,13 @@ class KernelEmitter:
 
                 if not hasattr(tl, func.attr) and func.attr != "libdevice":
                     raise self.error(f"`{func.value.id}.{func.attr}` does not exist in ntsym.language", func)
+                if func.attr == "where" and len(node.args) == 3 and self.proved(node.args[0]):
+                    # Proved for every element: Triton folds the select away.
+                    return ast.Call(
+                        func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="where", ctx=ast.Load()),
+                        args=[ast.Constant(True)] + [self.expr(a) for a in node.args[1:]],
+                        keywords=[self.keyword(k) for k in node.keywords],
+                    )
                 if func.attr in FP32_MATH and len(node.args) == 1 and not node.keywords:
                     # Triton's math functions take fp32/fp64 only: half
                     # precision is computed in fp32, on CPU and GPU alike.
@@ -903,6 +1071,19 @@ class KernelEmitter:
         if result is None:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
         return ast.Name(id=result, ctx=ast.Load())
+
+
+class _NotIndex(Exception):
+    pass
+
+
+def _assigned_names(stmts):
+    names = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
 
 
 def _divisions(expr):

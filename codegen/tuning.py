@@ -76,15 +76,29 @@ def device_shared_memory(device):
         return None
 
 
-def candidates(spec, fixed, tensors=None):
-    """All configurations to consider, given the values the caller fixed."""
+def candidates(spec, fixed, tensors=None, programs=None):
+    """The configurations to time, given the values the caller fixed:
+    those whose streamed tiles fit in shared memory and, where some do, that
+    run enough programs to occupy half the GPU's multiprocessors (``programs``
+    gives a configuration's grid size); at most ``max_num_configs``."""
     configs = _candidates(spec, fixed)
-    if tensors and spec.streamed_tiles and tensors[0].device.type == "cuda":
-        limit = device_shared_memory(tensors[0].device)
-        if limit:
-            fitting = [c for c in configs if shared_memory(spec, c, tensors) <= limit]
-            configs = fitting or configs[:1]
-    return configs
+    if tensors and tensors[0].device.type == "cuda":
+        if spec.streamed_tiles:
+            limit = device_shared_memory(tensors[0].device)
+            if limit:
+                fitting = [c for c in configs if shared_memory(spec, c, tensors) <= limit]
+                configs = fitting or configs[:1]
+        if programs is not None:
+            half = device_multiprocessors(tensors[0].device) // 2
+            busy = [c for c in configs if programs(c) >= half]
+            configs = busy or configs
+    return configs[: spec.max_num_configs or DEFAULT_MAX_CONFIGS]
+
+
+def device_multiprocessors(device):
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 # Block shapes that serve matrix products well on NVIDIA GPUs (Triton's matmul
@@ -92,7 +106,7 @@ def candidates(spec, fixed, tensors=None):
 GEMM_SHAPES = [
     (128, 256, 64), (256, 128, 64), (128, 128, 64), (128, 128, 32), (64, 256, 32),
     (128, 64, 32), (64, 128, 32), (64, 128, 64), (128, 64, 64), (64, 64, 64),
-    (64, 32, 32), (32, 64, 32), (32, 32, 32), (16, 64, 64), (64, 16, 64),
+    (64, 32, 64), (32, 64, 64), (64, 32, 32), (32, 64, 32), (32, 32, 32), (16, 64, 64), (64, 16, 64),
 ]
 
 
@@ -125,9 +139,8 @@ def _candidates(spec, fixed):
                 meta.update(dict(zip(roles, shape)))
                 warps = spec.num_warps or (8 if shape[0] * shape[1] >= 128 * 128 else 4)
                 configs += [Config(tuple(sorted(meta.items())), warps, st) for st in stages]
-        limit = spec.max_num_configs or DEFAULT_MAX_CONFIGS
         if configs:
-            return configs[:limit]
+            return configs
     return _spread_candidates(spec, fixed)
 
 
@@ -334,7 +347,7 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
     names = [p.name for p in spec.params if p.kind == "tensor"]
     snapshot = [(t, t.clone()) for name, t in zip(names, tensors) if name in spec.written]
     best, best_time = None, float("inf")
-    configs = candidates(spec, fixed, tensors)
+    configs = candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
     start = time.perf_counter()
     reported = False
     for i, config in enumerate(configs):

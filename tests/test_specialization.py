@@ -122,3 +122,79 @@ def test_range_prover_bounds_rounded_products_soundly():
         # brute force agrees wherever the prover claims a bound
         assert all(xv < env_b * (env_n // env_b) for xv in range(env_n)) or not bounds.holds(
             sympy.Lt(x, b * FloorDiv(n, b)), {x: n})
+
+
+# -- loops over blocks: whole blocks first, the partial one last --------------
+
+import ntsym.language as ntl  # noqa: E402
+
+BS = Symbol("BS", constexpr=True)
+
+
+def _row_sums(application, scalar=False):
+    def arrangement(x, y, *rest):
+        x_arranged = x.tile((1, BS)).tile((1, -1)).squeeze(1)
+        return (x_arranged, y.tile((1, 1)).squeeze(1), *rest)
+
+    tensors = (Tensor(2, other=1e6), Tensor(2)) + ((Tensor(0, constexpr=True),) if scalar else ())
+    return ntsym.make(arrangement, application, tensors)
+
+
+def _masked_sum(x, y):
+    acc = ntl.zeros(x[0, 0].shape, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        col = x[0, k].offsets(1)
+        acc += ntl.where(col < x.source.shape[1], x[0, k], 0.0)
+    y = ntl.sum(acc, 1)[:, None]  # noqa: F841
+
+
+def test_loop_over_blocks_is_peeled_and_the_comparison_proved_in_whole_blocks():
+    kernel = _row_sums(_masked_sum)
+    src = kernel.kernel_source
+    loops = [line.strip() for line in src.splitlines() if line.strip().startswith("for k in")]
+    assert loops == ["for k in range(x_size_1 // BS):", "for k in range(x_size_1 // BS, (BS + x_size_1 - 1) // BS):"]
+    main = src[src.index(loops[0]):src.index(loops[1])]
+    tail = src[src.index(loops[1]):]
+    assert "tl.where(True" in main and "mask=" not in main
+    assert "tl.where(True" not in tail and "mask=" in tail
+    for n in (16, 21, 3):  # whole blocks only, a partial last block, a partial only block
+        x = torch.randn(5, n)
+        y = torch.empty(5, 1)
+        kernel(x, y, BS=8)
+        torch.testing.assert_close(y[:, 0], x.sum(1), msg=f"n={n}")
+
+
+def _reassigned_in_branch(x, y, far):
+    acc = ntl.zeros(x[0, 0].shape, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        col = x[0, k].offsets(1)
+        if far:
+            col = col + 1000
+        acc += ntl.where(col < x.source.shape[1], x[0, k], 0.0)
+    y = ntl.sum(acc, 1)[:, None]  # noqa: F841
+
+
+def _from_the_previous_iteration(x, y):
+    acc = ntl.zeros(x[0, 0].shape, dtype=ntl.float32)
+    col = x[0, 0].offsets(1) + 1000
+    for k in range(x.shape[1]):
+        acc += ntl.where(col < x.source.shape[1], x[0, k], 0.0)
+        col = x[0, k].offsets(1)
+    y = ntl.sum(acc, 1)[:, None]  # noqa: F841
+
+
+def test_values_that_may_differ_are_not_proved():
+    kernel = _row_sums(_reassigned_in_branch, scalar=True)
+    assert "tl.where(True" not in kernel.kernel_source
+    x = torch.randn(4, 20)
+    y = torch.empty(4, 1)
+    kernel(x, y, True, BS=8)
+    torch.testing.assert_close(y[:, 0], torch.zeros(4))
+    kernel = _row_sums(_from_the_previous_iteration)
+    assert "tl.where(True" not in kernel.kernel_source
+    y = torch.empty(4, 1)
+    kernel(x, y, BS=8)
+    # Block k is kept where block k - 1 was in bounds: all but the first block,
+    # padding of the last one included (read as `other`, 1e6).
+    expected = x[:, 8:].sum(1) + 4 * 1e6
+    torch.testing.assert_close(y[:, 0], expected)
