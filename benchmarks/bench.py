@@ -358,8 +358,9 @@ def environment(device):
         "commit": None,
     }
     try:
-        env["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                       text=True, timeout=10).stdout.strip() or None
+        env["commit"] = os.environ.get("NTSYM_BENCH_COMMIT") or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10,
+        ).stdout.strip() or None
     except Exception:
         pass
     if str(device).startswith("cuda"):

@@ -315,8 +315,10 @@ class KernelEmitter:
         all_ranges = {**self.base_ranges(), **ranges}
         for var, (value, _, _) in ref.fixed.items():
             all_ranges.update(self._known_range(value) or {})
+        # Implied conditions go first, while what implies them is still
+        # there: a condition proved true implies its consequences too.
         kept = []
-        for c in dict.fromkeys(conditions):
+        for c in bounds.drop_implied(list(dict.fromkeys(conditions)), all_ranges):
             if c is sympy.true:
                 continue
             if c is sympy.false:
@@ -324,7 +326,6 @@ class KernelEmitter:
                 break
             if not bounds.holds(c, all_ranges):
                 kept.append(c)
-        kept = bounds.drop_implied(kept, all_ranges)
         printer = self.printer(names, ranges)
         contiguous = self._contiguous_offset(p, index, offset)
         try:
