@@ -189,17 +189,9 @@ class KernelEmitter:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -self.to_sympy(node.operand)
         if isinstance(node, ast.BinOp):
-            a, b = self.to_sympy(node.left), self.to_sympy(node.right)
-            if isinstance(node.op, ast.Add):
-                return a + b
-            if isinstance(node.op, ast.Sub):
-                return a - b
-            if isinstance(node.op, ast.Mult):
-                return a * b
-            if isinstance(node.op, ast.FloorDiv) and b.is_positive:
-                return FloorDiv(a, b)
-            if isinstance(node.op, ast.Mod) and b.is_positive:
-                return Mod(a, b)
+            value = _arithmetic(node.op, self.to_sympy(node.left), self.to_sympy(node.right))
+            if value is not None:
+                return value
         shape = self.shape_value(node)
         if shape is not None:
             return shape
@@ -791,16 +783,9 @@ class KernelEmitter:
             a, b = self._index_value(node.left), self._index_value(node.right)
             if a.free_symbols & b.free_symbols & set(self.tile_vars):
                 raise _NotIndex  # elementwise pairs of one tile's values: not followed
-            if isinstance(node.op, ast.Add):
-                return a + b
-            if isinstance(node.op, ast.Sub):
-                return a - b
-            if isinstance(node.op, ast.Mult):
-                return a * b
-            if isinstance(node.op, ast.FloorDiv) and b.is_positive:
-                return FloorDiv(a, b)
-            if isinstance(node.op, ast.Mod) and b.is_positive:
-                return Mod(a, b)
+            value = _arithmetic(node.op, a, b)
+            if value is not None:
+                return value
         raise _NotIndex
 
     def _offsets_value(self, ref, node):
@@ -1072,6 +1057,22 @@ class KernelEmitter:
         if result is None:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
         return ast.Name(id=result, ctx=ast.Load())
+
+
+def _arithmetic(op, a, b):
+    """``a op b`` in SymPy for the integer operators of index math (division
+    and remainder by a positive divisor only), else None."""
+    if isinstance(op, ast.Add):
+        return a + b
+    if isinstance(op, ast.Sub):
+        return a - b
+    if isinstance(op, ast.Mult):
+        return a * b
+    if isinstance(op, ast.FloorDiv) and b.is_positive:
+        return FloorDiv(a, b)
+    if isinstance(op, ast.Mod) and b.is_positive:
+        return Mod(a, b)
+    return None
 
 
 class _NotIndex(Exception):
