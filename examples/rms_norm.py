@@ -3,9 +3,8 @@
 ``y = x / sqrt(mean(x**2) + eps)``, computed in float32.  The tile is a whole
 row, ``(1, -1)``, padded to the next power of two (padded lanes read 0, so the
 sum of squares is exact; the mean divides by the true row length,
-``input.source.shape[1]``).  Limits: a row must fit in one block (Triton
-allows 2**20 elements; on a GPU rows beyond a few tens of thousands of
-elements spill registers).  ``eps`` is a scalar argument.
+``input.source.shape[1]``).  The row length is a compile-time size
+(``constexpr``, at most 2**15 elements, checked at launch), as in ``softmax``.  ``eps`` is a scalar argument.
 """
 
 import torch
@@ -24,7 +23,10 @@ def application(input, eps, output):
     output = x * ntl.rsqrt(ntl.sum(x * x) / input.source.shape[1] + eps)  # noqa: F841
 
 
-kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(0), Tensor(2)))
+rows = (None, {"constexpr": True, "upper_bound": 2**15})  # a row is one tile
+tensors = (Tensor(2, shape_options=rows), Tensor(0), Tensor(2, shape_options=rows))
+
+kernel = ntsym.make(arrangement, application, tensors)
 
 
 def rms_norm(x, eps=1e-6):

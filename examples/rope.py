@@ -9,7 +9,8 @@ is part of the source tensors, so ntsym knows both halves exist).  Each program
 takes one position of one sequence and a block of heads (auto-tuned): a
 ``(heads, D/2)`` tile of each half, ``input[0]`` and ``input[1]``, and one row
 of each table, expanded over the batch and the head blocks.  Computes in
-float32 and stores in the output's dtype; ``D/2`` is padded to a power of two.
+float32 and stores in the output's dtype; ``D/2`` is padded to a power of two
+and is a compile-time size (``constexpr``, at most 2**12, checked at launch).
 """
 
 import torch
@@ -43,8 +44,14 @@ def application(input, sin, cos, output):
     output[1] = x1 * sin + x2 * cos
 
 
+half = {"constexpr": True, "upper_bound": 2**12}  # D/2 is one tile
 halves = (None, None, None, 2, None)  # (B, S, H, 2, D/2)
-tensors = (Tensor(shape=halves), Tensor(2), Tensor(2), Tensor(shape=halves))
+tensors = (
+    Tensor(shape=halves, shape_options=(None, None, None, None, half)),
+    Tensor(2, shape_options=(None, half)),
+    Tensor(2, shape_options=(None, half)),
+    Tensor(shape=halves, shape_options=(None, None, None, None, half)),
+)
 
 kernel = ntsym.make(arrangement, application, tensors)
 

@@ -8,9 +8,10 @@ online softmax, in base 2.  Keys past the sequence end, and with ``is_causal``
 keys after the query (top-left aligned, as in torch), get ``-inf`` scores.
 The causal kernel visits every key block and masks, rather than stopping at
 the diagonal, so it costs as much as the non-causal one.  ``k`` and ``v`` share
-their length, which may differ from ``q``'s; all share ``D``, which is padded to
-a power of two (at least 16 on a GPU: ``dot``'s minimum) and must fit in one
-tile; power-of-two head dimensions take an unpadded, unmasked kernel.  ``scale`` defaults to ``1/sqrt(D)``; ``is_causal`` is a compile-time flag.
+their length, which may differ from ``q``'s; all share ``D``, a compile-time size
+(``constexpr``, at most 256, checked at launch) padded to a power of two (at
+least 16 on a GPU: ``dot``'s minimum); power-of-two head dimensions take an
+unpadded, unmasked kernel.  ``scale`` defaults to ``1/sqrt(D)``; ``is_causal`` is a compile-time flag.
 """
 
 import math
@@ -74,13 +75,17 @@ def application(q, k, v, scale, is_causal, o):
     o = acc / l[:, None]  # noqa: F841
 
 
-tensors = (Tensor(4), Tensor(4), Tensor(4), Tensor(0), Tensor(0, constexpr=True), Tensor(4))
+head = (None, None, None, {"constexpr": True, "upper_bound": 256})  # D is one tile
+tensors = (
+    Tensor(4, shape_options=head), Tensor(4, shape_options=head), Tensor(4, shape_options=head),
+    Tensor(0), Tensor(0, constexpr=True), Tensor(4, shape_options=head),
+)
 
 kernel = ntsym.make(arrangement, application, tensors)
 
 # The usual head dimensions are powers of two: declared so, their tiles need no
 # padding and no masks (a compile-time size, checked at launch).
-head = (None, None, None, {"power_of_two": True})
+head = (None, None, None, {"constexpr": True, "upper_bound": 256, "power_of_two": True})
 kernel_pow2_head = ntsym.make(
     arrangement,
     application,

@@ -1,10 +1,12 @@
 """Row-wise softmax: one program per row, the whole row in one tile.
 
-The tile is ``(1, -1)``: a full row, padded to the next power of two (ntsym
-derives that block size from the row length at launch, so each new row length
-compiles a new kernel).  Padded lanes read ``-inf`` and drop out of the max and
-the sum.  Limits: a row must fit in one block (Triton allows 2**20 elements;
-on a GPU rows beyond a few tens of thousands of elements spill registers).
+The tile is ``(1, -1)``: a full row, padded to the next power of two.  The row
+length is a compile-time size (``constexpr``, bounded by ``upper_bound``; both
+checked at launch), so each new row length compiles a new kernel, and the same
+source also loads under NineToothed, whose auto-tuner needs that bound.  Padded
+lanes read ``-inf`` and drop out of the max and the sum.  Limits: rows of at most
+2**15 elements (on a GPU, rows beyond a few tens of thousands of elements spill
+registers).
 ``softmax`` moves ``dim`` last and flattens the other dimensions.
 """
 
@@ -24,7 +26,10 @@ def application(input, output):
     output = numerator / ntl.sum(numerator)  # noqa: F841
 
 
-kernel = ntsym.make(arrangement, application, (Tensor(2, other=float("-inf")), Tensor(2)))
+rows = (None, {"constexpr": True, "upper_bound": 2**15})  # a row is one tile
+tensors = (Tensor(2, other=float("-inf"), shape_options=rows), Tensor(2, shape_options=rows))
+
+kernel = ntsym.make(arrangement, application, tensors)
 
 
 def softmax(x, dim=-1):
