@@ -339,6 +339,45 @@ def _time(spec, fn):
     return triton.testing.do_bench(fn, warmup=5, rep=20, return_mode="median")
 
 
+def compile_threads():
+    """Threads that compile tuning candidates side by side: ``NTSYM_COMPILE_THREADS``,
+    or one per CPU up to 16 (1 compiles them one by one, as the timing loop meets them)."""
+    value = os.environ.get("NTSYM_COMPILE_THREADS", "")
+    if value.strip():
+        return max(1, int(value))
+    return max(1, min(16, os.cpu_count() or 1))
+
+
+def compile_ahead(kernel, spec, grid, args, configs, derived, int64, tensors):
+    """Compile every candidate before any is timed, in a thread pool: Triton's
+    compiler spends its time in MLIR/LLVM passes and ``ptxas``, mostly outside the
+    GIL.  The binaries land in Triton's in-memory and on-disk caches, where the
+    timing loop finds them.  A config that fails to compile is left to the timing
+    loop, which skips it.  Returns the threads used (0: nothing done)."""
+    threads = min(compile_threads(), len(configs))
+    if spec.interpreting or threads < 2 or not hasattr(kernel, "warmup"):
+        return 0
+    from concurrent.futures import ThreadPoolExecutor
+
+    devices = {t.device for t in tensors if t.device.type == "cuda"}
+    device = devices.pop() if len(devices) == 1 else None
+
+    def warm(config):
+        try:
+            if device is not None:
+                import torch
+
+                torch.cuda.set_device(device)  # the current device is per thread
+            kernel.warmup(*args, grid=config.grid(grid), **config.kwargs(derived, int64, spec))
+        except Exception as e:
+            runtime.logger.debug("ntsym: %s config %s did not compile: %s", spec.name, config, e)
+
+    warm(configs[0])  # one first, on this thread: sets up the kernel's per-device state
+    with ThreadPoolExecutor(threads, thread_name_prefix="ntsym-compile") as pool:
+        list(pool.map(warm, configs[1:]))
+    return threads
+
+
 def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
     global BENCHMARKS_RUN
     import time
@@ -349,6 +388,12 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
     best, best_time = None, float("inf")
     configs = candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
     start = time.perf_counter()
+    compiled = compile_ahead(kernel, spec, grid, args, configs, derived, int64, tensors)
+    if compiled:
+        runtime.logger.info(
+            "ntsym: %s: compiled %d configs in %d threads, %.1f s",
+            spec.name, len(configs), compiled, time.perf_counter() - start,
+        )
     reported = False
     for i, config in enumerate(configs):
         kwargs = config.kwargs(derived, int64, spec)

@@ -128,3 +128,53 @@ def test_candidates_respect_bounds_and_caps():
     configs = tuning.candidates(kernel._spec, {})
     assert 1 <= len(configs) <= 4
     assert all(16 <= dict(c.meta)["B"] <= 64 for c in configs)
+
+
+class _RecordingKernel:
+    """Stands in for a JIT function: records each warmup, fails on one config."""
+
+    def __init__(self, fail_on):
+        import threading
+
+        self.calls, self.threads, self.fail_on = [], set(), fail_on
+        self._lock = threading.Lock()
+
+    def warmup(self, *args, grid, **kwargs):
+        import threading
+
+        with self._lock:
+            self.calls.append((args, grid, kwargs["B"], kwargs["num_warps"]))
+            self.threads.add(threading.current_thread().name)
+        if kwargs["B"] == self.fail_on:
+            raise RuntimeError("out of resources")
+
+
+def _compile_ahead_setup():
+    from types import SimpleNamespace
+
+    spec = SimpleNamespace(name="k", interpreting=False, int64_flag="NTSYM_INT64")
+    configs = [tuning.Config((("B", b),), w, 2) for b in (16, 32, 64) for w in (4, 8)]
+    return spec, configs, (lambda meta: (100 // meta["B"],))
+
+
+def test_compile_ahead_warms_every_candidate_in_threads(monkeypatch):
+    spec, configs, grid = _compile_ahead_setup()
+    kernel = _RecordingKernel(fail_on=32)
+    monkeypatch.setenv("NTSYM_COMPILE_THREADS", "3")
+    threads = tuning.compile_ahead(kernel, spec, grid, ("x", "y"), configs, {}, False, ())
+    assert threads == 3
+    # every config once, a failing one included (the timing loop skips it later)
+    assert sorted((b, w) for _, _, b, w in kernel.calls) == sorted((dict(c.meta)["B"], c.num_warps) for c in configs)
+    assert all(args == ("x", "y") and g == (100 // b,) for args, g, b, _ in kernel.calls)
+    assert any(name.startswith("ntsym-compile") for name in kernel.threads)
+
+
+def test_compile_ahead_off_with_one_thread_and_in_the_interpreter(monkeypatch):
+    spec, configs, grid = _compile_ahead_setup()
+    kernel = _RecordingKernel(fail_on=None)
+    monkeypatch.setenv("NTSYM_COMPILE_THREADS", "1")
+    assert tuning.compile_ahead(kernel, spec, grid, (), configs, {}, False, ()) == 0
+    monkeypatch.setenv("NTSYM_COMPILE_THREADS", "4")
+    spec.interpreting = True
+    assert tuning.compile_ahead(kernel, spec, grid, (), configs, {}, False, ()) == 0
+    assert kernel.calls == []
