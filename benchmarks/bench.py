@@ -615,7 +615,7 @@ def parse_args(argv=None):
     p.add_argument("--sweep", action="store_true", help="also sweep mm (square sizes) and softmax (columns)")
     p.add_argument("--out", default=None, help="output folder (default: benchmarks/results; none for --cpu-smoke)")
     p.add_argument("--precompile", action="store_true",
-                   help="compile the baselines' auto-tuning configs in parallel worker processes first")
+                   help="compile the Triton baselines' and NineToothed's auto-tuning configs in parallel worker processes first")
     p.add_argument("--workers", type=int, default=None, help="worker processes for --precompile")
     p.add_argument("--cpu-smoke", action="store_true",
                    help="tiny shapes on the CPU through Triton's interpreter: correctness only, no timing")
@@ -687,7 +687,8 @@ def main(argv=None):
 
     import triton  # noqa: F401  (after TRITON_INTERPRET is settled)
 
-    if args.precompile and not args.cpu_smoke and "triton" in args.impls:
+    precompiled = [i for i in ("triton", "ninetoothed") if i in args.impls]
+    if args.precompile and not args.cpu_smoke and precompiled:
         from benchmarks.precompile import precompile
 
         jobs = [(t, shapes_of[t]) for t in args.tasks]
@@ -697,7 +698,7 @@ def main(argv=None):
             if "softmax" in args.tasks:
                 jobs += [("softmax", ((T.SWEEP_SOFTMAX_ROWS, n),)) for n in T.SWEEP_SOFTMAX_COLS]
         try:
-            precompile(jobs, str(dtype).replace("torch.", ""), args.workers, log=log)
+            precompile(jobs, str(dtype).replace("torch.", ""), args.workers, log=log, impls=precompiled)
         except Exception:
             log("precompile failed; going on without it\n" + traceback.format_exc(limit=3))
 

@@ -4,10 +4,18 @@ the steady-state host overhead of one launch of a tiny kernel, next to a plain
 ``@triton.jit`` kernel launched directly.  Prints a markdown table.
 
     python -m benchmarks.overhead            # on a GPU machine
+
+Host time per launch is measured in interleaved rounds (each round times every
+variant once, in turn), so drifts of clock speed and the order of measurement
+weigh on all variants alike; the table gives the median over rounds.  The first
+call of an auto-tuned mm is measured in fresh processes with cold caches, with
+candidates compiled side by side (the default) and one by one.
 """
 
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -76,19 +84,47 @@ def time_make(parts, repeat=5):
     return statistics.median(times), kernel
 
 
-def host_us_per_call(fn, calls=3000):
-    """Host time of enqueuing one launch (no synchronisation inside the loop)."""
-    for _ in range(100):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(calls):
+def host_us_per_call(fns, calls=1000, rounds=21):
+    """Host µs of enqueuing one launch (no synchronisation inside a batch) for each
+    of ``fns`` {name: fn}: per round, each fn times a batch of ``calls`` launches in
+    turn; returns {name: list of per-round µs}."""
+    for fn in fns.values():
+        for _ in range(100):
             fn()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
-        torch.cuda.synchronize()
-    return min(samples)
+    torch.cuda.synchronize()
+    samples = {name: [] for name in fns}
+    for r in range(rounds):
+        order = list(fns.items())
+        if r % 2:
+            order.reverse()  # neither variant always goes first
+        for name, fn in order:
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            samples[name].append((time.perf_counter() - start) / calls * 1e6)
+            torch.cuda.synchronize()
+    return samples
+
+
+def first_call_mm(n=512):
+    """Child process: ms of the first call of an auto-tuned mm (cold caches)."""
+    _, kernel = time_make(mm_parts, repeat=1)
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    c = torch.empty_like(a)
+    start = time.perf_counter()
+    kernel(a, a, c)
+    torch.cuda.synchronize()
+    print(f"{(time.perf_counter() - start) * 1e3:.0f}")
+
+
+def first_call_mm_in_child(**env):
+    environment = dict(os.environ, NTSYM_CACHE_DIR=tempfile.mkdtemp(prefix="ntsym_cache_"),
+                       TRITON_CACHE_DIR=tempfile.mkdtemp(prefix="triton_cache_"), **env)
+    out = subprocess.run([sys.executable, "-m", "benchmarks.overhead", "--first-call-mm"], env=environment,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return f"failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"
+    return f"{int(out.stdout.strip().splitlines()[-1])} ms"
 
 
 def main():
@@ -105,23 +141,36 @@ def main():
     add_kernel(x, y, z, BLOCK_SIZE=1024)
     torch.cuda.synchronize()
     rows.append(("first call add (BLOCK_SIZE fixed; generate + compile)", f"{(time.perf_counter() - start) * 1e3:.0f} ms"))
+    from codegen import tuning
+
+    rows.append((f"first call mm 512^3, tuning, candidates compiled in {tuning.compile_threads()} threads (cold caches)",
+                 first_call_mm_in_child()))
+    rows.append(("first call mm 512^3, tuning, candidates compiled one by one (cold caches)",
+                 first_call_mm_in_child(NTSYM_COMPILE_THREADS="1")))
     a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
     c = torch.empty_like(a)
-    start = time.perf_counter()
-    mm_kernel(a, a, c)
+    mm_kernel(a, a, c)  # tunes (caches warm from make() in this process only)
     torch.cuda.synchronize()
-    rows.append(("first call mm 512^3 (tuning: compile + time every candidate)", f"{(time.perf_counter() - start) * 1e3:.0f} ms"))
     start = time.perf_counter()
     mm_kernel(a, a, c)
     torch.cuda.synchronize()
     rows.append(("second call mm 512^3 (tuned choice cached)", f"{(time.perf_counter() - start) * 1e3:.2f} ms"))
 
-    ntsym_fixed = host_us_per_call(lambda: add_kernel(x, y, z, BLOCK_SIZE=1024))
-    ntsym_tuned = host_us_per_call(lambda: add_kernel(x, y, z))
-    plain = host_us_per_call(lambda: plain_add_kernel[(1,)](x, y, z, 1024, BLOCK=1024))
-    rows.append(("host µs per launch, plain @triton.jit add", f"{plain:.1f}"))
-    rows.append(("host µs per launch, ntsym add (BLOCK_SIZE given)", f"{ntsym_fixed:.1f} ({ntsym_fixed / plain:.2f}x)"))
-    rows.append(("host µs per launch, ntsym add (tuned)", f"{ntsym_tuned:.1f} ({ntsym_tuned / plain:.2f}x)"))
+    add_kernel(x, y, z)  # tune before timing launches
+    samples = host_us_per_call({
+        "plain": lambda: plain_add_kernel[(1,)](x, y, z, 1024, BLOCK=1024),
+        "fixed": lambda: add_kernel(x, y, z, BLOCK_SIZE=1024),
+        "tuned": lambda: add_kernel(x, y, z),
+    })
+    plain = statistics.median(samples["plain"])
+    rows.append((f"host µs per launch, plain @triton.jit add (median of {len(samples['plain'])} rounds)",
+                 f"{plain:.1f} (rounds {min(samples['plain']):.1f}–{max(samples['plain']):.1f})"))
+    for name, label in (("fixed", "BLOCK_SIZE given"), ("tuned", "tuned")):
+        us = statistics.median(samples[name])
+        ratios = [a / b for a, b in zip(samples[name], samples["plain"])]
+        rows.append((f"host µs per launch, ntsym add ({label})",
+                     f"{us:.1f}; per-round ratio to plain: median {statistics.median(ratios):.2f}x "
+                     f"(range {min(ratios):.2f}–{max(ratios):.2f})"))
     entry = next(e for k, e in add_kernel._spec.calls.items() if None in k[-1])
     rows.append(("tuned add config (1024 elements)", ", ".join(f"{k}={v}" for k, v in entry.kwargs.items())))
     rows.append(("GPU ms, ntsym add tuned / plain", f"{triton.testing.do_bench(lambda: add_kernel(x, y, z)):.4f} / "
@@ -135,4 +184,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--first-call-mm"]:
+        first_call_mm()
+    else:
+        main()
