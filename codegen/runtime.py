@@ -71,6 +71,8 @@ def interpreting():
 
 
 _INTERPRETING = None
+# NTSYM_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (``kernel[grid](...)``).
+_DIRECT_OFF = os.environ.get("NTSYM_DIRECT_LAUNCH", "") == "0"
 
 
 def _cuda_available():
@@ -360,15 +362,95 @@ def call_key(args, metas, options):
 class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
-    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device")
+    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct")
 
-    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device):
+    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None):
         self.grid = grid
         self.tail = tail
         self.kwargs = kwargs
         self.spans = spans
         self.tensor_positions = tensor_positions
         self.device = device
+        self.direct = direct  # _Direct, or None: launch through Triton's JIT
+
+
+class _Direct:
+    """The binary a validated call shape compiled to, launched without Triton's
+    per-call argument binding and cache lookup (what ``JITFunction.run`` does
+    after them, done here).  Valid while what Triton specializes on stays the
+    same: pointer alignment, sizes and strides (all in the call key) and the
+    values in ``guard``: constexpr parameters by value, integer arguments by
+    the facts Triton specializes them on."""
+
+    __slots__ = ("compiled", "constexprs", "guard")
+
+    def __init__(self, compiled, constexprs, guard):
+        self.compiled = compiled
+        self.constexprs = constexprs  # values of the parameters passed by keyword, in order
+        self.guard = guard  # ((position, token), ...)
+
+
+def _int_facts(value):
+    """What Triton specializes an integer argument on."""
+    return (value == 1, value % 16 == 0, -(2**31) <= value < 2**31)
+
+
+def _guard_token(value, constexpr):
+    if constexpr:
+        return ("value", type(value), value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ("int", _int_facts(value))
+    return None
+
+
+def _direct_for(kernel, compiled, call, kwargs, spec):
+    """A _Direct for this launch, or None where the Triton version or the call does
+    not allow one (the launch then goes through ``kernel[grid]`` each time)."""
+    if spec.interpreting or compiled is None or hasattr(compiled, "result"):
+        return None
+    if not all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata", "launch_metadata")):
+        return None
+    params = getattr(kernel, "params", None)
+    names = getattr(kernel, "arg_names", None)
+    if params is None or names is None or len(names) < len(call):
+        return None
+    try:
+        constexprs = tuple(kwargs[n] for n in names[len(call):])
+    except KeyError:
+        return None
+    guard = []
+    for i, value in enumerate(call[: len(spec.arg_template)]):
+        if spec.arg_template[i][0] == "value":
+            continue  # the same value every call
+        token = _guard_token(value, params[i].is_constexpr)
+        if token is not None:
+            guard.append((i, token))
+    return _Direct(compiled, constexprs, tuple(guard))
+
+
+def _launch_direct(direct, grid, call, device):
+    """Launch the compiled binary as ``JITFunction.run`` does once it has found it;
+    False when this call must go through Triton instead."""
+    for i, token in direct.guard:
+        value = call[i]
+        if token != _guard_token(value, token[0] == "value"):
+            return False
+    from triton import knobs
+    from triton.runtime import driver
+
+    active = driver.active
+    if device >= 0 and device != active.get_current_device():
+        return False
+    stream = active.get_current_stream(device if device >= 0 else active.get_current_device())
+    compiled = direct.compiled
+    values = (*call, *direct.constexprs)
+    metadata = compiled.launch_metadata(grid, stream, *values)
+    g0 = grid[0]
+    g1 = grid[1] if len(grid) > 1 else 1
+    g2 = grid[2] if len(grid) > 2 else 1
+    compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, metadata,
+                 knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
+    return True
 
 
 def fast_launch(kernel, spec, entry, args):
@@ -393,27 +475,29 @@ def fast_launch(kernel, spec, entry, args):
         else:
             call.append(value)
     call.extend(entry.tail)
+    if entry.direct is not None and _launch_direct(entry.direct, entry.grid, call, entry.device):
+        return None
     _run(kernel, entry.grid, call, entry.kwargs, spec, entry.device)
     return None
 
 
 def _run(kernel, grid, args, kwargs, spec, device):
     """Launch through the interpreter, or on ``device`` (Triton launches on the
-    current CUDA device: switch to the tensors' one when it differs)."""
+    current CUDA device: switch to the tensors' one when it differs).  Returns
+    Triton's compiled kernel where it gives one."""
     if spec.interpreting:
         _interpret(kernel, grid, args, kwargs, spec)
-        return
+        return None
     if device >= 0:
         import torch
 
         if device != torch.cuda.current_device():
             with torch.cuda.device(device):
-                kernel[grid](*args, **kwargs)
-            return
-    kernel[grid](*args, **kwargs)
+                return kernel[grid](*args, **kwargs)
+    return kernel[grid](*args, **kwargs)
 
 
-def _remember(spec, key, grid, args, kwargs, tensors, user_args):
+def _remember(spec, key, grid, args, kwargs, tensors, user_args, direct=None):
     if key is None:
         return
     positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
@@ -425,7 +509,7 @@ def _remember(spec, key, grid, args, kwargs, tensors, user_args):
             spans.append(end - start)
     params = len(spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
-    spec.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device)
+    spec.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct)
 
 
 def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=None, user_args=None,
@@ -447,8 +531,9 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=
         _remember(spec, key, None, args, None, tensors, user_args)
         return None
     try:
-        _run(kernel, grid_size, args, kwargs, spec, tensors[0].get_device() if tensors else -1)
-        _remember(spec, key, grid_size, args, kwargs, tensors, user_args)
+        compiled = _run(kernel, grid_size, args, kwargs, spec, tensors[0].get_device() if tensors else -1)
+        direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)
+        _remember(spec, key, grid_size, args, kwargs, tensors, user_args, direct)
     except Exception as error:
         if isinstance(error, LAUNCH_ERROR):
             raise

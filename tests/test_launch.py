@@ -1,0 +1,144 @@
+"""The direct launch of a validated call shape: the compiled binary is run without
+Triton's per-call argument binding, guarded by what Triton specializes on.
+
+No GPU is needed: Triton's driver and the compiled kernel are stood in for, and
+the tests check what the launch hands to the binary and when it declines."""
+
+from types import SimpleNamespace
+
+import pytest
+
+import ntsym  # before triton: without a GPU, ntsym selects Triton's interpreter
+from codegen import runtime
+from triton.runtime import driver  # noqa: E402  (isort: after ntsym on purpose)
+
+
+class _Compiled:
+    function = "FUNCTION"
+    packed_metadata = "PACKED"
+
+    def __init__(self):
+        self.runs = []
+
+    def launch_metadata(self, grid, stream, *args):
+        return None
+
+    def run(self, *args):
+        self.runs.append(args)
+
+
+class _Driver:
+    def __init__(self, device=0):
+        self.device = device
+
+    def get_current_device(self):
+        return self.device
+
+    def get_current_stream(self, device):
+        return 1000 + device
+
+
+@pytest.fixture
+def fake_driver():
+    fake, saved = _Driver(), driver._active
+    driver.set_active(fake)
+    yield fake
+    driver._active = saved  # reset_active() would create the real driver, which needs a GPU
+
+
+def _kernel(names, constexpr):
+    params = [SimpleNamespace(name=n, is_constexpr=n in constexpr) for n in names]
+    return SimpleNamespace(params=params, arg_names=names)
+
+
+def _spec(template):
+    return SimpleNamespace(interpreting=False, arg_template=template)
+
+
+# x (tensor), flag (constexpr bool given by the caller), n (int scalar), eps (float
+# scalar), then a size from the call key, then the block size and int64 flag.
+NAMES = ["x", "flag", "n", "eps", "x_size_0", "BLOCK", "INT64"]
+TEMPLATE = (("arg", 0), ("arg", 1), ("scalar", 2), ("scalar", 3))
+
+
+def _direct(call, compiled=None):
+    kernel = _kernel(NAMES, {"flag", "BLOCK", "INT64"})
+    return runtime._direct_for(kernel, compiled or _Compiled(), call, {"BLOCK": 64, "INT64": False,
+                                                                     "num_warps": 4}, _spec(TEMPLATE))
+
+
+def test_direct_launch_passes_what_triton_would(fake_driver):
+    tensor = object()
+    call = [tensor, True, 32, 0.5, 100]
+    direct = _direct(call)
+    assert direct.constexprs == (64, False)  # keyword parameters, in signature order
+    assert [i for i, _ in direct.guard] == [1, 2]  # the constexpr flag and the int scalar
+    assert runtime._launch_direct(direct, (7,), [tensor, True, 48, 0.25, 100], 0)
+    (args,) = direct.compiled.runs
+    assert args[:6] == (7, 1, 1, 1000, "FUNCTION", "PACKED")
+    assert args[9:] == (tensor, True, 48, 0.25, 100, 64, False)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {1: False},  # a constexpr argument changed: another binary
+        {2: 1},  # an int became 1 (Triton specializes it away)
+        {2: 33},  # an int lost its divisibility by 16
+        {2: 2**31},  # an int needs 64 bits
+    ],
+)
+def test_direct_launch_declines_when_the_specialization_changes(fake_driver, changed):
+    call = [object(), True, 32, 0.5, 100]
+    direct = _direct(call)
+    other = list(call)
+    for i, v in changed.items():
+        other[i] = v
+    assert not runtime._launch_direct(direct, (1,), other, 0)
+    assert direct.compiled.runs == []
+
+
+def test_direct_launch_declines_on_another_current_device(fake_driver):
+    call = [object(), True, 32, 0.5, 100]
+    direct = _direct(call)
+    fake_driver.device = 1
+    assert not runtime._launch_direct(direct, (1,), call, 0)
+    assert runtime._launch_direct(direct, (1,), call, 1)  # launched when its device is the current one
+    assert direct.compiled.runs[0][3] == 1001  # on that device's stream
+
+
+def test_no_direct_launch_without_a_compiled_kernel_or_in_the_interpreter():
+    call = [object(), True, 32, 0.5, 100]
+    kernel = _kernel(NAMES, {"flag", "BLOCK", "INT64"})
+    kwargs = {"BLOCK": 64, "INT64": False}
+    assert runtime._direct_for(kernel, None, call, kwargs, _spec(TEMPLATE)) is None
+    spec = _spec(TEMPLATE)
+    spec.interpreting = True
+    assert runtime._direct_for(kernel, _Compiled(), call, kwargs, spec) is None
+    # a keyword parameter the launch does not give: no direct launch
+    assert runtime._direct_for(kernel, _Compiled(), call, {"BLOCK": 64}, _spec(TEMPLATE)) is None
+
+
+def test_repeated_calls_follow_changing_constexpr_and_int_arguments():
+    """Same shapes, so the same validated call shape; the results must follow the
+    values (natively on a GPU this is the direct launch's guard at work)."""
+    import torch
+
+    from ntsym import Tensor
+
+    def arrangement(x, flag, n, y, BLOCK=ntsym.block_size()):
+        return x.tile((BLOCK,)), flag, n, y.tile((BLOCK,))
+
+    def application(x, flag, n, y):
+        if flag:
+            y = x * n  # noqa: F841
+        else:
+            y = x - n  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(0, constexpr=True), Tensor(0), Tensor(1)))
+    x = torch.arange(40, dtype=torch.float32)
+    y = torch.empty_like(x)
+    for flag, n in [(True, 16), (True, 16), (False, 16), (True, 1), (True, 17), (False, 2**31), (True, 16)]:
+        kernel(x, flag, n, y, BLOCK=32)
+        expected = x * n if flag else x - n
+        assert torch.equal(y, expected), (flag, n)
