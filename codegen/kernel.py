@@ -1000,11 +1000,20 @@ class KernelEmitter:
         for var, (value, _, _) in ref.fixed.items():
             subs[var] = value
         vars = p.level_vars[ref.depth]
+        index = p.index[d].xreplace(subs)
+        used = [j for j in ref.dims if vars[j] in index.free_symbols]
+        if len(used) == 1:
+            # One tile dimension runs along source dimension d: a vector of its
+            # offsets (as NineToothed gives), to be broadcast by the caller.
+            (j,) = used
+            extent = block_extent_expr(p.levels[ref.depth][j], self.pow2)
+            names = {vars[j]: self.arange_name(p, ref.depth, j, 0, 1, extent)}
+            return self.printer(names, {vars[j]: extent})(index)
         for pos, j in enumerate(ref.dims):
             extent = block_extent_expr(p.levels[ref.depth][j], self.pow2)
             ranges[vars[j]] = extent
             names[vars[j]] = self.arange_name(p, ref.depth, j, pos, len(ref.dims), extent)
-        return self.printer(names, ranges)(p.index[d].xreplace(subs))
+        return self.printer(names, ranges)(index)
 
     # -- inlining ----------------------------------------------------------------
 

@@ -59,11 +59,11 @@ def application(q, k, v, scale, is_causal, o):
     l = ntl.zeros((q.shape[0],), dtype=ntl.float32)
 
     for i in range(k.shape[0]):
-        key = ntl.trans(k[i].offsets(2))
+        key = k[i].offsets(2)[None, :]  # offsets(2): the block's key positions, a vector
         s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
         s = ntl.where(key < k.source.shape[2], s, float("-inf"))
         if is_causal:
-            s = ntl.where(q.offsets(2) >= key, s, float("-inf"))
+            s = ntl.where(q.offsets(2)[:, None] >= key, s, float("-inf"))
 
         m_new = ntl.maximum(m, ntl.max(s, 1))
         p = ntl.exp2(s - m_new[:, None])

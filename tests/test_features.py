@@ -109,3 +109,24 @@ def test_parameter_read_several_times_is_loaded_once():
     y = torch.empty_like(x)
     k(x, y, B=16)
     torch.testing.assert_close(y, x * x + x)
+
+
+def test_offsets_along_one_tile_dimension_are_a_vector():
+    """``x.offsets(d)`` is the vector of source-dimension-d offsets a tile covers
+    when one tile dimension runs along d (as in NineToothed): the caller broadcasts."""
+    BM = ntsym.block_size(lower_bound=4)
+    BN = ntsym.block_size(lower_bound=4)
+
+    def arrangement(x, y, BM=BM, BN=BN):
+        return x.tile((BM, BN)), y.tile((BM, BN))
+
+    def application(x, y):
+        rows = x.offsets(0)
+        cols = x.offsets(1)
+        y = ntl.where(rows[:, None] >= cols[None, :], x, 0.0)  # noqa: F841  (lower triangle)
+
+    k = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
+    x = torch.randn(20, 13)
+    y = torch.empty_like(x)
+    k(x, y, BM=8, BN=4)
+    torch.testing.assert_close(y, torch.tril(x))
