@@ -144,8 +144,14 @@ def _candidates(spec, fixed):
     return _spread_candidates(spec, fixed)
 
 
+WARPS_ONLY = (1, 2, 4, 8, 16)
+
+
 def _spread_candidates(spec, fixed):
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
+    if not free:
+        meta = tuple(sorted(fixed.items()))
+        return [Config(meta, w, spec.num_stages or 3) for w in ([spec.num_warps] if spec.num_warps else WARPS_ONLY)]
     values = [m.candidates for m in free]
     warps = [spec.num_warps] if spec.num_warps else [4, 8]
     stages = [spec.num_stages] if spec.num_stages else [2, 3, 4]
@@ -218,7 +224,10 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     probe = default_config(spec, fixed)
     if grid(dict(probe.meta))[0] == 0:
         return None
-    if all(m.symbol.name in fixed for m in spec.metas if m.meta):
+    # With nothing to tune but the warps (whole-row kernels), a GPU still
+    # times a few numbers of warps unless they are given.
+    warps_only = not any(m.meta for m in spec.metas) and not (options.get("num_warps") or spec.num_warps)
+    if all(m.symbol.name in fixed for m in spec.metas if m.meta) and (spec.interpreting or not warps_only):
         config = Config(
             fixed_items,
             options.get("num_warps") or spec.num_warps or 4,
