@@ -382,12 +382,17 @@ class _Direct:
     values in ``guard``: constexpr parameters by value, integer arguments by
     the facts Triton specializes them on."""
 
-    __slots__ = ("compiled", "constexprs", "guard")
+    __slots__ = ("compiled", "constexprs", "guard", "knobs", "driver")
 
     def __init__(self, compiled, constexprs, guard):
+        from triton import knobs
+        from triton.runtime import driver
+
         self.compiled = compiled
         self.constexprs = constexprs  # values of the parameters passed by keyword, in order
         self.guard = guard  # ((position, token), ...)
+        self.knobs = knobs.runtime  # launch hooks, read at each launch as Triton does
+        self.driver = driver  # its active driver, likewise
 
 
 def _int_facts(value):
@@ -435,10 +440,7 @@ def _launch_direct(direct, grid, call, device):
         value = call[i]
         if token != _guard_token(value, token[0] == "value"):
             return False
-    from triton import knobs
-    from triton.runtime import driver
-
-    active = driver.active
+    active = direct.driver.active
     if device >= 0 and device != active.get_current_device():
         return False
     stream = active.get_current_stream(device if device >= 0 else active.get_current_device())
@@ -449,7 +451,7 @@ def _launch_direct(direct, grid, call, device):
     g1 = grid[1] if len(grid) > 1 else 1
     g2 = grid[2] if len(grid) > 2 else 1
     compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, metadata,
-                 knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
+                 direct.knobs.launch_enter_hook, direct.knobs.launch_exit_hook, *values)
     return True
 
 
