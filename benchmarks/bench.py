@@ -102,13 +102,22 @@ def load_ntsym(task, examples_dir=None):
         path = Path(examples_dir) / f"{task}.py"
         if not path.exists():
             raise Unavailable(f"{path} not found")
-        spec = importlib.util.spec_from_file_location(f"_ntsym_examples_{task}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = _exec_file(path, f"_ntsym_examples_{task}")
+    return _task_function(module, task), contextlib.nullcontext
+
+
+def _exec_file(path, module_name):
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _task_function(module, task):
     fn = getattr(module, task, None)
     if fn is None:
         raise Unavailable(f"examples/{task}.py defines no function {task}")
-    return fn, contextlib.nullcontext
+    return fn
 
 
 def load_ninetoothed(task, examples_dir=None):
@@ -121,13 +130,8 @@ def load_ninetoothed(task, examples_dir=None):
     except ImportError:
         raise Unavailable("ninetoothed is not installed")
     with ninetoothed_as_ntsym():
-        spec = importlib.util.spec_from_file_location(f"_ninetoothed_examples_{task}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    fn = getattr(module, task, None)
-    if fn is None:
-        raise Unavailable(f"examples/{task}.py defines no function {task}")
-    return fn, ninetoothed_as_ntsym
+        module = _exec_file(path, f"_ninetoothed_examples_{task}")
+    return _task_function(module, task), ninetoothed_as_ntsym
 
 
 def load_triton(task, examples_dir=None):
