@@ -59,7 +59,12 @@ class _InterpreterLibdevice:
         return tl.minimum(a, b)
 
     def tanh(self, x):
-        return 2 * tl.sigmoid(2 * x) - 1
+        # Built from interpreter builtins only: ``tl.sigmoid`` is a JIT function,
+        # which the interpreter cannot call from here when triton was imported
+        # before interpreting was chosen.
+        e = tl.exp(-2 * tl.abs(x))
+        t = (1 - e) / (1 + e)
+        return tl.where(x < 0, -t, t)
 
     def erf(self, x):
         return tl.erf(x)

@@ -1,6 +1,8 @@
 """Constructs that Triton's interpreter and compiled Triton treat differently
 are lowered to forms that mean the same on both."""
 
+import os
+
 import pytest
 import torch
 
@@ -61,3 +63,32 @@ def test_half_precision_math_with_python_scalars(dtype):
     h = x.to(dtype)
     expected = torch.sqrt(h.float() * 2 + 5) + torch.exp(h.float())
     torch.testing.assert_close(run(k, h).float(), expected, atol=3e-2, rtol=2e-2)
+
+
+def test_libdevice_fallbacks_work_when_triton_was_imported_first(tmp_path):
+    # A program that imports triton (here triton.testing, for do_bench) before
+    # ntsym has chosen the interpreter: the fallbacks must not call JIT functions.
+    import subprocess
+    import sys
+
+    program = (
+        "import triton.testing\n"
+        "import torch, ntsym, ntsym.language as ntl\n"
+        "from ntsym import Tensor\n"
+        "def arrangement(a, o):\n"
+        "    return a.tile((8,)), o.tile((8,))\n"
+        "def app(a, out):\n"
+        "    out = ntl.libdevice.tanh(a)\n"
+        "k = ntsym.make(arrangement, app, (Tensor(1), Tensor(1)))\n"
+        "x = torch.linspace(-30, 30, 40)\n"
+        "y = torch.empty_like(x)\n"
+        "k(x, y)\n"
+        "torch.testing.assert_close(y, torch.tanh(x), atol=1e-6, rtol=1e-5)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    script = tmp_path / "program.py"
+    script.write_text(program)
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
