@@ -86,6 +86,9 @@ def emit(ir):
     source = "\n\n\n".join(parts) + "\n"
     generated = Generated(source, kernel_name, "launch", checks, emitter.pow2, written)
     generated.locations = locations
+    # Whether the kernel has a loop: without one, software pipelining
+    # (num_stages) changes nothing, and tuning spends its budget on warps.
+    generated.loops = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(func))
     return generated
 
 
@@ -372,4 +375,5 @@ def spec(ir, generated):
         num_stages=ir.num_stages,
         max_num_configs=ir.max_num_configs,
         streamed_tiles=_streamed_tiles(ir),
+        loops=getattr(generated, "loops", True),
     )

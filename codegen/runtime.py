@@ -48,6 +48,7 @@ class Spec:
     num_stages: Any = None
     max_num_configs: Any = None
     streamed_tiles: tuple = ()  # (tensor position, elements(meta...), meta names)
+    loops: bool = True  # whether the kernel has a loop (num_stages matters)
     checks: tuple = ()
     aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: same index maps
     kernel_source: str = ""

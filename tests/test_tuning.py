@@ -178,3 +178,62 @@ def test_compile_ahead_off_with_one_thread_and_in_the_interpreter(monkeypatch):
     spec.interpreting = True
     assert tuning.compile_ahead(kernel, spec, grid, (), configs, {}, False, ()) == 0
     assert kernel.calls == []
+
+
+def test_loop_free_kernels_tune_warps_not_stages():
+    B = ntsym.block_size(lower_bound=64, upper_bound=1024)
+
+    def arrangement(x, y, B=B):
+        return x.tile((B,)), y.tile((B,))
+
+    def application(x, y):
+        y = x  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    assert kernel._spec.loops is False
+    configs = tuning.candidates(kernel._spec, {})
+    assert {c.num_stages for c in configs} == {3}
+    for b in (64, 128, 256, 512, 1024):
+        assert {c.num_warps for c in configs if dict(c.meta)["B"] == b} == {4, 8}
+
+
+def test_kernels_with_a_loop_tune_stages():
+    B = ntsym.block_size(lower_bound=16, upper_bound=64)
+
+    def arrangement(x, y, B=B):
+        return x.tile((1, B)).tile((1, -1)).squeeze(1), y.tile((1, B)).tile((1, -1)).squeeze(1)
+
+    def application(x, y):
+        for k in range(x.shape[1]):
+            y[0, k] = x[0, k] * 2
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
+    assert kernel._spec.loops is True
+    configs = tuning.candidates(kernel._spec, {})
+    assert {c.num_stages for c in configs} == {3, 4}
+
+
+def test_near_ties_are_timed_again_and_the_lowest_median_wins(monkeypatch):
+    from types import SimpleNamespace
+
+    spec = SimpleNamespace(name="k", interpreting=False)
+    a, b, c, d = (tuning.Config((("B", v),)) for v in (16, 32, 64, 128))
+    # second timings: b is the fastest though a was first in the single short timing
+    again = {a: [1.03, 1.04, 1.02], b: [0.99, 1.00, 0.98], c: [1.2, 1.2, 1.2]}
+    calls = []
+
+    def fake_time(spec, fn, rep=20):
+        config = fn()
+        calls.append((config, rep))
+        return again[config].pop(0)
+
+    monkeypatch.setattr(tuning, "_time", fake_time)
+    timed = [(1.00, a), (1.02, b), (1.04, c), (1.50, d)]  # d is not within 5 % of the best
+    best, ms = tuning._retime(spec, timed, lambda config: (lambda: config))
+    assert best == b and ms == 0.99
+    assert [cfg for cfg, _ in calls] == [a, b, c] * 3  # interleaved rounds, leaders only
+    assert all(rep == 50 for _, rep in calls)
+    # a clear winner is not timed again
+    calls.clear()
+    assert tuning._retime(spec, [(1.0, a), (2.0, b)], lambda config: (lambda: config)) == (a, 1.0)
+    assert calls == []
