@@ -14,9 +14,11 @@ Implementations of each task (each optional; a missing one is skipped with a not
 Every implementation is first checked against a float32 reference computed from the same
 inputs; one that fails the check is reported WRONG and not timed. Timing is
 ``triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")``, which flushes
-the L2 cache before each run. The same run measures the device's ceilings: memory
+the L2 cache before each run, in three rounds with the implementations interleaved; the
+median of the rounds is reported. The same run measures the device's ceilings: memory
 bandwidth from a 1 GiB device-to-device copy (bytes read + written over time) and compute
-from a float16 ``torch.mm`` of 8192 x 8192 x 8192.
+from a float16 ``torch.mm`` of 8192 x 8192 x 8192; each memory-bound case also times a
+copy of its own bytes in its rounds.
 
 Output: a markdown table on stdout and in ``<out>/results.md``, raw numbers in
 ``<out>/results.json``, and plots ``<out>/results.png`` (time relative to triton) and,
@@ -39,6 +41,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import traceback
@@ -48,6 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 IMPLS = ("ntsym", "triton", "ninetoothed", "torch")
 DO_BENCH = dict(warmup=25, rep=100, return_mode="median")
+ROUNDS = 3  # do_bench runs per implementation, interleaved; the median is reported
 COPY_BYTES = 1 << 30  # bandwidth ceiling: a 1 GiB copy
 MM_CEILING_SIZE = 8192  # compute ceiling: float16 torch.mm of this size, cubed
 
@@ -234,6 +238,7 @@ def run_case(task, shapes, impls, loaded, device, dtype, timing, sink=None):
     elem = torch.empty((), dtype=dtype).element_size()
     work = spec.work(shapes, elem)
     records = []
+    to_time = []  # (record, function) of the implementations that passed the check
     for impl in impls:
         rec = dict(task=task, shape=T.format_shapes(shapes), shapes=[list(s) for s in shapes], impl=impl,
                    dtype=str(dtype).replace("torch.", ""), status=None, note="", ms=None,
@@ -270,26 +275,66 @@ def run_case(task, shapes, impls, loaded, device, dtype, timing, sink=None):
             continue
         rec["status"] = "ok"
         if timing:
-            import triton.testing
-
-            try:
-                ms = triton.testing.do_bench(functools.partial(fn, *args, **kwargs), **DO_BENCH)
-            except Exception as exc:
-                rec["status"], rec["note"] = "ERROR", f"timing failed: {_short(exc)}"
-                if _is_sticky_cuda_error(exc):
-                    raise StickyCudaError(f"{task} {impl}: {_short(exc)}") from exc
-                log(f"  {task:8s} {impl:12s} ERROR: {rec['note']}")
-                continue
-            rec["ms"] = float(ms)
-            scale = 1e12 if spec.compute_bound else 1e9
-            rec["throughput"] = work / (ms * 1e-3) / scale
-            log(f"  {task:8s} {impl:12s} {ms:9.4f} ms  {rec['throughput']:9.1f} {spec.unit}")
+            to_time.append((rec, fn))
         else:
             log(f"  {task:8s} {impl:12s} ok ({note})")
+    if to_time:
+        _time_in_rounds(task, spec, to_time, args, kwargs, work, device)
     del args, kwargs, ref
     if str(device).startswith("cuda"):
         torch.cuda.empty_cache()
     return records
+
+
+def _time_in_rounds(task, spec, to_time, args, kwargs, work, device):
+    """Time each checked implementation ROUNDS times with do_bench, the
+    implementations interleaved round by round (drifting clocks or a busy
+    neighbour then touch all of them alike); a record's time is the median of
+    its rounds.  Memory-bound tasks also time a device-to-device copy of the
+    same bytes, the bandwidth that a kernel this size can reach as measured."""
+    import torch
+    import triton.testing
+
+    runs = [(rec, functools.partial(fn, *args, **kwargs)) for rec, fn in to_time]
+    copy_rec = None
+    if not spec.compute_bound and str(device).startswith("cuda"):
+        src = torch.empty(max(1, int(work) // 4), dtype=torch.int16, device=device).random_(-100, 100)
+        dst = torch.empty_like(src)
+        copy_rec = dict(rounds=[])
+        runs.append((copy_rec, lambda: dst.copy_(src)))
+    failed = set()
+    for _ in range(ROUNDS):
+        for rec, run in runs:
+            if id(rec) in failed:
+                continue
+            try:
+                ms = triton.testing.do_bench(run, **DO_BENCH)
+            except Exception as exc:
+                failed.add(id(rec))
+                rec["status"], rec["note"], rec["ms"] = "ERROR", f"timing failed: {_short(exc)}", None
+                if _is_sticky_cuda_error(exc):
+                    raise StickyCudaError(f"{task} {rec.get('impl')}: {_short(exc)}") from exc
+                log(f"  {task:8s} {rec.get('impl', 'copy'):12s} ERROR: {rec['note']}")
+                continue
+            rec.setdefault("rounds", []).append(float(ms))
+    copy_gbps = None
+    if copy_rec and copy_rec["rounds"] and id(copy_rec) not in failed:
+        copy_gbps = 2 * (int(work) // 4) * 2 / (statistics.median(copy_rec["rounds"]) * 1e-3) / 1e9
+    scale = 1e12 if spec.compute_bound else 1e9
+    for rec, _ in runs:
+        if rec is copy_rec or id(rec) in failed:
+            continue
+        ms = statistics.median(rec["rounds"])
+        rec["ms"] = ms
+        rec["throughput"] = work / (ms * 1e-3) / scale
+        if copy_gbps:
+            rec["same_bytes_copy_GBps"] = copy_gbps
+            rec["fraction_of_same_bytes_copy"] = rec["throughput"] / copy_gbps
+        spread = (max(rec["rounds"]) - min(rec["rounds"])) / ms
+        log(f"  {task:8s} {rec['impl']:12s} {ms:9.4f} ms  {rec['throughput']:9.1f} {spec.unit}"
+            f"  (rounds {', '.join(f'{t:.4f}' for t in rec['rounds'])}; spread {100 * spread:.1f} %)")
+    if copy_gbps:
+        log(f"  {task:8s} {'copy':12s} same bytes: {copy_gbps:9.1f} GB/s")
 
 
 # --- ceilings and environment -------------------------------------------------------------------
@@ -445,7 +490,8 @@ def markdown_report(env, ceilings, records, sweeps, timing):
     lines.append(f"| dtype | {', '.join(dtypes)} |")
     if timing:
         lines.append("| timing | `triton.testing.do_bench(fn, warmup=25, rep=100, return_mode=\"median\")`, "
-                     "L2 flushed before each run |")
+                     f"L2 flushed before each run; {ROUNDS} rounds, the implementations interleaved, "
+                     "median of the rounds |")
     else:
         lines.append("| timing | none: correctness checks only |")
     if ceilings:
@@ -460,21 +506,27 @@ def markdown_report(env, ceilings, records, sweeps, timing):
     lines.append("")
     lines.append("Throughput: TFLOP/s for mm, addmm, bmm, conv2d and sdpa (FLOP counts in "
                  "`benchmarks/tasks.py`), GB/s of device memory traffic for the others. "
-                 "Ratios are of times: ntsym's time over the other's.")
+                 "Ratios are of times: ntsym's time over the other's. \"Of same-bytes copy\": "
+                 "throughput over that of a device-to-device copy moving the task's bytes, timed "
+                 "the same way in the same rounds (what a kernel of this size can reach as measured: "
+                 "do_bench's flush leaves the L2 full of dirty lines that the timed kernel writes back).")
     lines.append("")
     lines.append("## Results")
     lines.append("")
-    lines.append("| task | shape | impl | status | ms | throughput | of ceiling | ntsym/triton | ntsym/ninetoothed |")
-    lines.append("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    lines.append("| task | shape | impl | status | ms | throughput | of ceiling | of same-bytes copy "
+                 "| ntsym/triton | ntsym/ninetoothed |")
+    lines.append("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for (task, shape), recs in group_cases(records):
         r_tr = ratio(recs, "ntsym", "triton")
         r_nt = ratio(recs, "ntsym", "ninetoothed")
         for rec in recs:
             thr = f"{_fmt(rec['throughput'])} {rec['unit']}" if rec["throughput"] is not None else ""
             frac = f"{100 * rec['fraction_of_ceiling']:.0f}%" if rec["fraction_of_ceiling"] is not None else ""
+            same = rec.get("fraction_of_same_bytes_copy")
+            same = f"{100 * same:.0f}%" if same is not None else ""
             is_ntsym = rec["impl"] == "ntsym"
             lines.append(
-                f"| {task} | {shape} | {rec['impl']} | {rec['status']} | {_ms(rec['ms'])} | {thr} | {frac} | "
+                f"| {task} | {shape} | {rec['impl']} | {rec['status']} | {_ms(rec['ms'])} | {thr} | {frac} | {same} | "
                 f"{_fmt(r_tr) if is_ntsym and r_tr else ''} | {_fmt(r_nt) if is_ntsym and r_nt else ''} |"
             )
     if timing:
