@@ -34,16 +34,20 @@ raised an error.
 import argparse
 import contextlib
 import datetime
+import faulthandler
 import functools
 import importlib
 import importlib.util
 import json
+import logging
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -253,9 +257,11 @@ def run_case(task, shapes, impls, loaded, device, dtype, timing, sink=None):
             continue
         fn = fn_or_note
         try:
+            started = time.perf_counter()
             with first_call():
                 out = fn(*args, **kwargs)
             _synchronize(device)
+            log(f"  {task:8s} {impl:12s} first call (compiling, tuning) {time.perf_counter() - started:.1f} s")
         except Exception as exc:
             if _is_sticky_cuda_error(exc):
                 rec["status"], rec["note"] = "ERROR", f"call failed: {_short(exc)}"
@@ -737,6 +743,12 @@ def main(argv=None):
             return 2
         device, timing, shapes_of = "cuda", True, T.BENCH_SHAPES
         out = Path(args.out or REPO / "benchmarks" / "results")
+        # Tuning progress in the log, and where it was when a time limit stopped it.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        logging.getLogger("ntsym").addHandler(handler)
+        logging.getLogger("ntsym").setLevel(logging.INFO)
+        faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
     # float32 references must be plain float32 (no TF32) to be references.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

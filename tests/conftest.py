@@ -9,6 +9,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the same tests compile natively: tensors are created on the GPU by default.
 if torch.cuda.is_available():
     torch.set_default_device("cuda")
+else:
+    # No GPU: Triton's interpreter, chosen before any test module imports
+    # triton (as ntsym does when it is imported first).
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 # fp32 tl.dot runs in TF32 on NVIDIA GPUs (Triton's default), as torch.matmul

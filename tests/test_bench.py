@@ -1,12 +1,12 @@
 """The benchmark's timing loop: interleaved rounds, medians, failures (no GPU needed)."""
 
-import triton.testing
-
 from benchmarks import bench
 from benchmarks.tasks import TASKS
 
 
 def test_rounds_interleave_implementations_and_report_medians(monkeypatch):
+    import triton.testing
+
     times = {"a": [3.0, 1.0, 2.0], "b": [5.0, 4.0, 6.0]}
     order = []
 
@@ -29,6 +29,8 @@ def test_rounds_interleave_implementations_and_report_medians(monkeypatch):
 
 
 def test_a_failing_timing_marks_only_that_implementation(monkeypatch):
+    import triton.testing
+
     def fake_do_bench(fn, **kwargs):
         return fn()
 
