@@ -14,7 +14,7 @@ Implementations of each task (each optional; a missing one is skipped with a not
 Every implementation is first checked against a float32 reference computed from the same
 inputs; one that fails the check is reported WRONG and not timed. Timing is
 ``triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")``, which flushes
-the L2 cache before each run, in three rounds with the implementations interleaved; the
+the L2 cache before each run, in five rounds with the implementations interleaved; the
 median of the rounds is reported. The same run measures the device's ceilings: memory
 bandwidth from a 1 GiB device-to-device copy (bytes read + written over time) and compute
 from a float16 ``torch.mm`` of 8192 x 8192 x 8192; each memory-bound case also times a
@@ -55,7 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 IMPLS = ("ntsym", "triton", "ninetoothed", "torch")
 DO_BENCH = dict(warmup=25, rep=100, return_mode="median")
-ROUNDS = 3  # do_bench runs per implementation, interleaved; the median is reported
+ROUNDS = 5  # do_bench runs per implementation, interleaved; the median is reported
 COPY_BYTES = 1 << 30  # bandwidth ceiling: a 1 GiB copy
 MM_CEILING_SIZE = 8192  # compute ceiling: float16 torch.mm of this size, cubed
 
