@@ -144,6 +144,8 @@ def _kernel_args(ir, emitter):
         args.append((m.symbol.name, True))
     for n, s in emitter.pow2.items():
         args.append((s.name, True))
+    for name in emitter.whole:
+        args.append((name, True))
     args.append((emitter.int64_flag, True))
     return args
 
@@ -285,8 +287,8 @@ def _launcher(ir, emitter, kernel_name, checks, written):
     for name, constexpr in _kernel_args(ir, emitter):
         if name in metas or name == emitter.int64_flag:
             continue
-        if name.startswith("NTSYM_BLOCK_"):
-            continue
+        if name.startswith("NTSYM_BLOCK_") or name in emitter.whole:
+            continue  # derived from the chosen configuration
         if name in flags:
             args.append(f"runtime.contiguous({flags[name]}, ({''.join(t.name + ', ' for t in tensor_params)}))")
         elif name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:
@@ -297,8 +299,15 @@ def _launcher(ir, emitter, kernel_name, checks, written):
             args.append(f"runtime.scalar({name})")
         else:
             args.append(name)
-    pow2 = ", ".join(f"{s.name!r}: lambda meta: next_power_of_2({to_source(host(n))})" for n, s in emitter.pow2.items())
-    body.append(f"derived = {{{pow2}}}")
+    derived = [f"{s.name!r}: lambda meta: next_power_of_2({to_source(host(n))})" for n, s in emitter.pow2.items()]
+    for name, (size, block) in emitter.whole.items():
+        # Whether ``size`` is a multiple of ``block`` (whole blocks only).
+        body.append(f"def {name.lower()}(meta):")
+        for m in sorted({f.name for f in sympy.sympify(size).free_symbols | sympy.sympify(block).free_symbols} & set(metas)):
+            body.append(f"    {m} = meta[{m!r}]")
+        body.append(f"    return ({to_source(host(size))}) % ({to_source(host(block))}) == 0")
+        derived.append(f"{name!r}: {name.lower()}")
+    body.append(f"derived = {{{', '.join(derived)}}}")
     body.append(f"tensors = ({', '.join(p.name for p in tensor_params)}{',' if len(tensor_params) == 1 else ''})")
     body.append(
         f"return runtime.launch(KERNEL, SPEC, grid, ({', '.join(args)}{',' if len(args) == 1 else ''}), "

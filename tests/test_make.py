@@ -156,6 +156,19 @@ def test_mm_inner_dimension_zero_gives_zeros():
     assert (c == 0).all()
 
 
+def test_last_partial_block_is_compiled_only_when_the_size_needs_it():
+    # The reduction loop is peeled: whole blocks, then the last partial one,
+    # which the launcher's NTSYM_WHOLE flag leaves out where K % BK == 0.
+    assert "if not NTSYM_WHOLE_0:" in mm_kernel.kernel_source
+    for k in (32, 40, 16, 17):
+        a, b = torch.randn(24, k), torch.randn(k, 20)
+        c = torch.full((24, 20), float("nan"))
+        mm_kernel(a, b, c, BM=16, BN=16, BK=16)
+        torch.testing.assert_close(c, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
+        entries = [e for key, e in mm_kernel._spec.calls.items() if key[0][0] == a.shape]
+        assert entries and all(e.kwargs["NTSYM_WHOLE_0"] == (k % 16 == 0) for e in entries)
+
+
 # -- golden generated code ------------------------------------------------------------
 
 
