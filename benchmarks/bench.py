@@ -56,6 +56,7 @@ EXAMPLES = REPO / "examples"
 IMPLS = ("ntsym", "triton", "ninetoothed", "torch")
 DO_BENCH = dict(warmup=25, rep=100, return_mode="median")
 ROUNDS = 5  # do_bench runs per implementation, interleaved; the median is reported
+UNSTABLE_SPREAD = 0.10  # rounds further apart than this (max - min over median) are listed
 COPY_BYTES = 1 << 30  # bandwidth ceiling: a 1 GiB copy
 MM_CEILING_SIZE = 8192  # compute ceiling: float16 torch.mm of this size, cubed
 
@@ -337,6 +338,7 @@ def _time_in_rounds(task, spec, to_time, args, kwargs, work, device):
             rec["same_bytes_copy_GBps"] = copy_gbps
             rec["fraction_of_same_bytes_copy"] = rec["throughput"] / copy_gbps
         spread = (max(rec["rounds"]) - min(rec["rounds"])) / ms
+        rec["spread"] = spread
         log(f"  {task:8s} {rec['impl']:12s} {ms:9.4f} ms  {rec['throughput']:9.1f} {spec.unit}"
             f"  (rounds {', '.join(f'{t:.4f}' for t in rec['rounds'])}; spread {100 * spread:.1f} %)")
     if copy_gbps:
@@ -561,6 +563,13 @@ def markdown_report(env, ceilings, records, sweeps, timing):
             where = ", ".join(f"{t} {shape}" for t, shape in cases) if len(cases) <= 2 else \
                 ", ".join(dict.fromkeys(t for t, _ in cases))
             lines.append(f"- {impl} {status} ({where}): {note}")
+    unstable = [r for r in records + [r for s in (sweeps or {}).values() for r in s["records"]]
+                if (r.get("spread") or 0) > UNSTABLE_SPREAD]
+    if unstable:
+        lines += ["", f"## Unstable timings (rounds spread over {100 * UNSTABLE_SPREAD:.0f} % of the median)", ""]
+        for r in unstable:
+            rounds = ", ".join(f"{t:.4f}" for t in r["rounds"])
+            lines.append(f"- {r['task']} {r['shape']} {r['impl']}: {rounds} ms ({100 * r['spread']:.0f} %)")
     return "\n".join(lines) + "\n"
 
 
