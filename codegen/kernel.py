@@ -738,8 +738,12 @@ class KernelEmitter:
         return name
 
     def _forget(self, names):
+        """What ``names`` hold is not known here: they are assigned in a loop
+        (a later iteration sees the new value, even where the assignment comes
+        after this point in the text) or in a branch that may not run."""
         for name in names:
             self.index_values.pop(name, None)
+            self.local_values.pop(name, None)
 
     @contextlib.contextmanager
     def _branch(self, stmts):

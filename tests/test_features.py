@@ -130,3 +130,27 @@ def test_offsets_along_one_tile_dimension_are_a_vector():
     y = torch.empty_like(x)
     k(x, y, BM=8, BN=4)
     torch.testing.assert_close(y, torch.tril(x))
+
+
+def test_loop_bound_reassigned_in_an_enclosing_loop():
+    # `n` changes after the inner loop, so the inner loop's second run sees the
+    # new value: its bound must not be taken from `n`'s first assignment.
+    def arrangement(x, y, B=B):
+        return x.tile((1, B)).tile((1, -1)).squeeze(1), y.tile((1,))
+
+    def application(x, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        n = x.shape[1]
+        for j in range(2):
+            for k in range(n):
+                acc += x[0, k]
+            n = n - 1
+        y = ntl.sum(acc, 1)  # noqa: F841
+
+    k = ntsym.make(arrangement, application, (Tensor(2), Tensor(1)))
+    for size in (64, 70):
+        x = torch.randn(3, size)
+        y = torch.full((3,), float("nan"))
+        k(x, y, B=16)
+        blocks = -(-size // 16)
+        torch.testing.assert_close(y, x.sum(1) + x[:, : (blocks - 1) * 16].sum(1))
