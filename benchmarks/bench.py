@@ -320,7 +320,7 @@ def _time_in_rounds(task, spec, to_time, args, kwargs, work, device):
                 failed.add(id(rec))
                 rec["status"], rec["note"], rec["ms"] = "ERROR", f"timing failed: {_short(exc)}", None
                 if _is_sticky_cuda_error(exc):
-                    raise StickyCudaError(f"{task} {rec.get('impl')}: {_short(exc)}") from exc
+                    raise StickyCudaError(f"{task} {rec.get('impl', 'copy')}: {_short(exc)}") from exc
                 log(f"  {task:8s} {rec.get('impl', 'copy'):12s} ERROR: {rec['note']}")
                 continue
             rec.setdefault("rounds", []).append(float(ms))

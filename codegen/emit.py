@@ -88,8 +88,18 @@ def emit(ir):
     generated.locations = locations
     # Whether the kernel has a loop: without one, software pipelining
     # (num_stages) changes nothing, and tuning spends its budget on warps.
-    generated.loops = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(func))
+    generated.loops = any(
+        isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n)) for n in ast.walk(func)
+    )
     return generated
+
+
+def _unrolled(loop):
+    """Whether a ``for`` loop is ``tl.static_range`` (unrolled at compile time)."""
+    it = loop.iter
+    return isinstance(it, ast.Call) and isinstance(it.func, (ast.Attribute, ast.Name)) and (
+        getattr(it.func, "attr", None) == "static_range" or getattr(it.func, "id", None) == "static_range"
+    )
 
 
 def _user_locations(func, kernel_src, emitter):
@@ -384,5 +394,5 @@ def spec(ir, generated):
         num_stages=ir.num_stages,
         max_num_configs=ir.max_num_configs,
         streamed_tiles=_streamed_tiles(ir),
-        loops=getattr(generated, "loops", True),
+        loops=generated.loops,
     )

@@ -27,10 +27,11 @@ class Config:
     num_stages: int = 3
 
     def kwargs(self, derived, int64, spec):
-        """The keyword arguments of the kernel launch (cached per config)."""
-        key = (int64, id(derived) if derived else 0)
+        """The keyword arguments of the kernel launch; cached per config and
+        int64 mode unless there are derived values, which may depend on sizes."""
+        key = int64
         cache = self.__dict__.setdefault("_kwargs", {})
-        if key not in cache:
+        if derived or key not in cache:
             meta = dict(self.meta)
             kwargs = dict(meta)
             for name, fn in derived.items():
