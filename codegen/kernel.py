@@ -604,6 +604,7 @@ class KernelEmitter:
                 orelse = self.block(stmt.orelse) if stmt.orelse else []
             return ast.copy_location(ast.If(test=test, body=body, orelse=orelse), stmt)
         if isinstance(stmt, ast.While):
+            self._enter_loop()
             with self._branch(stmt.body + [stmt.test]):
                 test = self.expr(stmt.test)
                 body = self.block(stmt.body)
@@ -686,6 +687,7 @@ class KernelEmitter:
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
         assigned = _assigned_names(stmt.body) | {stmt.target.id}
         self._forget(assigned)
+        self._enter_loop()
         # A loop over the blocks of a size, cdiv(n, b) of them, is peeled:
         # the first n // b iterations see whole blocks, where masks and
         # comparisons against n may be proved away; the last one keeps them.
@@ -736,6 +738,13 @@ class KernelEmitter:
         name = f"NTSYM_WHOLE_{len(self.whole)}"
         self.whole[name] = (size, block)
         return name
+
+    def _enter_loop(self):
+        """Tiles loaded before a loop of a tensor the application writes are
+        not reused inside it: a store later in the body changes what the next
+        iteration must read."""
+        for name in self.maybe_written:
+            self.invalidate(name)
 
     def _forget(self, names):
         """What ``names`` hold is not known here: they are assigned in a loop

@@ -154,3 +154,28 @@ def test_loop_bound_reassigned_in_an_enclosing_loop():
         k(x, y, B=16)
         blocks = -(-size // 16)
         torch.testing.assert_close(y, x.sum(1) + x[:, : (blocks - 1) * 16].sum(1))
+
+
+def test_a_tensor_written_in_a_loop_is_read_again_in_the_next_iteration():
+    def arrangement(x, y):
+        return x.tile((4,)), y.tile((4,))
+
+    def with_for(x, y):
+        t = x * 1.0  # loads x before the loop  # noqa: F841
+        for i in range(3):
+            y = x + 1.0  # noqa: F841
+            x = y
+
+    def with_while(x, y):
+        t = x * 1.0  # noqa: F841
+        i = 0
+        while i < 3:
+            y = x + 1.0  # noqa: F841
+            x = y
+            i += 1
+
+    for application in (with_for, with_while):
+        k = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+        x, y = torch.zeros(10), torch.empty(10)
+        k(x, y)
+        assert torch.equal(x, torch.full((10,), 3.0)) and torch.equal(y, x), application.__name__
