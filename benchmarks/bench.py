@@ -304,8 +304,9 @@ def _time_in_rounds(task, spec, to_time, args, kwargs, work, device):
 
     runs = [(rec, functools.partial(fn, *args, **kwargs)) for rec, fn in to_time]
     copy_rec = None
+    copy_elements = max(1, int(work) // 4)  # int16: read and written, 4 bytes each
     if not spec.compute_bound and str(device).startswith("cuda"):
-        src = torch.empty(max(1, int(work) // 4), dtype=torch.int16, device=device).random_(-100, 100)
+        src = torch.empty(copy_elements, dtype=torch.int16, device=device).random_(-100, 100)
         dst = torch.empty_like(src)
         copy_rec = dict(rounds=[])
         runs.append((copy_rec, lambda: dst.copy_(src)))
@@ -326,7 +327,7 @@ def _time_in_rounds(task, spec, to_time, args, kwargs, work, device):
             rec.setdefault("rounds", []).append(float(ms))
     copy_gbps = None
     if copy_rec and copy_rec["rounds"] and id(copy_rec) not in failed:
-        copy_gbps = 2 * (int(work) // 4) * 2 / (statistics.median(copy_rec["rounds"]) * 1e-3) / 1e9
+        copy_gbps = 4 * copy_elements / (statistics.median(copy_rec["rounds"]) * 1e-3) / 1e9
     scale = 1e12 if spec.compute_bound else 1e9
     for rec, _ in runs:
         if rec is copy_rec or id(rec) in failed:

@@ -173,14 +173,16 @@ def _spread_candidates(spec, fixed):
     limit = spec.max_num_configs or DEFAULT_MAX_CONFIGS
     if not spec.num_warps:
         pair = lambda meta: math.prod(sorted(v for _, v in meta)[-2:])  # noqa: E731
-        if not getattr(spec, "loops", True):
+        if not spec.loops:
             # No loop to pipeline: the stages change nothing, so the budget
             # goes to the warps (the default for the block size and twice it).
             combos = _evenly(combos, limit // 2)
             stage = spec.num_stages or 3
-            return [
-                Config(meta, w, stage) for _, meta in combos for w in (_warps_for(pair(meta)), 2 * _warps_for(pair(meta)))
-            ][:limit]
+            configs = []
+            for _, meta in combos:
+                warps = _warps_for(pair(meta))
+                configs += [Config(meta, warps, stage), Config(meta, 2 * warps, stage)]
+            return configs[:limit]
         stages = [spec.num_stages] if spec.num_stages else [3, 4]
         combos = _evenly(combos, limit // max(1, len(stages)))
         return [Config(meta, _warps_for(pair(meta)), st) for _, meta in combos for st in stages][:limit]
