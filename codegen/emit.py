@@ -51,6 +51,7 @@ class Generated:
 def emit(ir):
     emitter = KernelEmitter(ir)
     body = emitter.emit_body()
+    loops = _has_loops(body)
     written = sorted(_written(ir, body))
     kernel_name = f"{ir.name}_kernel"
     params, prologue = _signature_and_prologue(ir, emitter)
@@ -70,7 +71,10 @@ def emit(ir):
     kernel_src = to_source(ast.fix_missing_locations(func))
     locations = _user_locations(func, kernel_src, emitter)
     checks = tuple(ir.checks) + tuple(emitter.checks)
-    launcher_src = _launcher(ir, emitter, kernel_name, checks, written)
+    persistent = _persistent_kernel(ir, emitter, kernel_name) if loops else None
+    if persistent is not None:
+        kernel_src += "\n\n\n" + persistent.source
+    launcher_src = _launcher(ir, emitter, kernel_name, checks, written, persistent)
     helpers = [HELPERS[h].strip() for h in sorted(HELPERS) if h + "(" in kernel_src]
     header = [
         f'"""ntsym kernel `{ir.name}` (generated; do not edit)."""',
@@ -88,10 +92,16 @@ def emit(ir):
     generated.locations = locations
     # Whether the kernel has a loop: without one, software pipelining
     # (num_stages) changes nothing, and tuning spends its budget on warps.
-    generated.loops = any(
-        isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n)) for n in ast.walk(func)
-    )
+    generated.loops = loops
+    generated.persistent = persistent is not None
     return generated
+
+
+def _has_loops(body):
+    return any(
+        isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n))
+        for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+    )
 
 
 def _unrolled(loop):
@@ -162,14 +172,21 @@ def _kernel_args(ir, emitter):
 
 def _signature_and_prologue(ir, emitter):
     params = [_arg(n, c) for n, c in _kernel_args(ir, emitter)]
-    printer = Printer()
-    stmts = []
-    stmts.append("pid = tl.program_id(0)")
     cast = [f"pid = pid.to(tl.int64)"]
     for a in ir.size_args:
         if a.kind == "stride":
             cast.append(f"{a.symbol.name} = tl.cast({a.symbol.name}, tl.int64)")
-    code = "\n".join(stmts) + f"\nif {emitter.int64_flag}:\n" + "\n".join("    " + c for c in cast)
+    code = f"pid = tl.program_id(0)\nif {emitter.int64_flag}:\n" + "\n".join("    " + c for c in cast)
+    prologue = ast.parse(code + "\n" + _split_program_id(ir)).body
+    for name, node in emitter.prologue_defs.values():
+        prologue.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0))
+    return params, prologue
+
+
+def _split_program_id(ir):
+    """Statements computing the program indices from ``pid``."""
+    printer = Printer()
+    code = ""
     # Split the program id over the grid, last dimension fastest; dimensions
     # of size one have index 0 (the lowering already substituted it).
     dims = [(v.name, g) for v, g in zip(ir.program_vars, ir.grid) if g != 1]
@@ -199,13 +216,130 @@ def _signature_and_prologue(ir, emitter):
         if k == 1:
             break
         rest = f"rest_{k}"
-    prologue = ast.parse(code).body
-    for name, node in emitter.prologue_defs.values():
-        prologue.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0))
-    return params, prologue
+    return code
 
 
 GROUP_SIZE = 8
+
+
+class Persistent:
+    """The persistent variant of a kernel with loops: ``programs`` programs
+    (one per multiprocessor) walk the same tiles in a loop, and tiles that
+    meet the tensor memory accelerator's rules move through tensor
+    descriptors.  Its parameters are the plain kernel's positional ones, then
+    ``extra`` (sizes and strides only descriptors use), ``NTSYM_TILES``, then
+    the plain kernel's keyword ones and ``new_keywords``."""
+
+    def __init__(self, name, source, emitter, extra, new_keywords):
+        self.name = name
+        self.source = source
+        self.emitter = emitter
+        self.extra = extra
+        self.new_keywords = new_keywords
+
+
+def _tma_available():
+    """Whether this Triton has device-side tensor descriptors and flattened loops."""
+    try:
+        import inspect
+
+        import triton.language as tl
+
+        return hasattr(tl, "make_tensor_descriptor") and "flatten" in inspect.signature(tl.range.__init__).parameters
+    except Exception:
+        return False
+
+
+def _persistent_kernel(ir, plain, kernel_name):
+    """The persistent, tensor-descriptor variant of the kernel, or None where
+    no tile of a loop can be read through a descriptor."""
+    if not _tma_available():
+        return None
+    emitter = KernelEmitter(ir, tma=True, read=plain.loaded)
+    # The plain kernel's names for padded blocks, peeled loops and contiguity
+    # flags, so that both kernels share their parameters.
+    emitter.pow2 = dict(plain.pow2)
+    emitter.whole = dict(plain.whole)
+    emitter.contiguity_flags = dict(plain.contiguity_flags)
+    try:
+        body = emitter.emit_body()
+    except EmitError:
+        return None
+    loads = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load"
+             and isinstance(n.func.value, ast.Name) and n.func.value.id in emitter.descriptors]
+    if not loads or set(emitter.contiguity_flags) != set(plain.contiguity_flags) or not _streams(body):
+        return None
+    printer = Printer()
+    plain_args = _kernel_args(ir, plain)
+    names = {n for n, _ in plain_args}
+    positional = [(n, c) for n, c in plain_args if _positional(n, ir, plain)]
+    keywords = [(n, c) for n, c in plain_args if not _positional(n, ir, plain)]
+    new_keywords = [s.name for n, s in emitter.pow2.items() if n not in plain.pow2]
+    new_keywords += [name for name in emitter.whole if name not in plain.whole]
+    extra, creations = [], []
+    for name, (p, block) in emitter.descriptors.items():
+        sizes = [sympy.sympify(n).xreplace(emitter.size_subs) for n in p.sizes]
+        strides = list(p.strides[:-1])
+        for e in sizes + strides:
+            for sym in sorted(sympy.sympify(e).free_symbols, key=lambda x: x.name):
+                if sym.name not in names and sym.name not in extra:
+                    extra.append(sym.name)
+        call = ast.Call(
+            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="make_tensor_descriptor", ctx=ast.Load()),
+            args=[ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())],
+            keywords=[
+                ast.keyword(arg="shape", value=ast.List(elts=[printer(n) for n in sizes], ctx=ast.Load())),
+                ast.keyword(arg="strides", value=ast.List(elts=[printer(st) for st in strides] + [ast.Constant(1)], ctx=ast.Load())),
+                ast.keyword(arg="block_shape", value=ast.List(elts=[printer(b) for b in block], ctx=ast.Load())),
+            ],
+        )
+        creations.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=call, lineno=0))
+    params = [_arg(n, c) for n, c in positional] + [_arg(n) for n in extra] + [_arg("NTSYM_TILES")]
+    params += [_arg(n, c) for n, c in keywords] + [_arg(n, True) for n in new_keywords]
+    aranges = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0)
+               for name, node in emitter.prologue_defs.values()]
+    loop = ast.parse(
+        "for pid in tl.range(tl.program_id(0), NTSYM_TILES, tl.num_programs(0), flatten=True):\n    pass"
+    ).body[0]
+    loop.body = ast.parse(_split_program_id(ir) or "pass").body + body
+    name = f"{kernel_name}_persistent"
+    func = ast.FunctionDef(
+        name=name,
+        args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=creations + aranges + [loop],
+        decorator_list=[ast.Attribute(value=ast.Name(id="triton", ctx=ast.Load()), attr="jit", ctx=ast.Load())],
+        returns=None,
+        type_params=[],
+        lineno=1,
+    )
+    source = to_source(ast.fix_missing_locations(func))
+    return Persistent(name, source, emitter, extra, new_keywords)
+
+
+def _streams(body):
+    """Whether a tile's work is one loop that streams tiles, with nothing
+    loaded before it: the shape Triton's loop flattening pipelines across
+    tiles (the next tile's first loads overlap this tile's last steps and
+    its store).  Other shapes gain nothing from a persistent grid without
+    it, and flattening them fails to compile or runs slower (attention:
+    3.6 times slower on an H100)."""
+    loops = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+             if isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n))]
+    if len(loops) != 1 or loops[0] not in body:
+        return False
+    before = body[:body.index(loops[0])]
+    return not any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load"
+        for stmt in before for n in ast.walk(stmt)
+    )
+
+
+def _positional(name, ir, emitter):
+    """Whether the launcher passes kernel parameter ``name`` by position
+    (the rest, chosen with the configuration, go by keyword)."""
+    metas = {m.symbol.name for m in ir.meta_params}
+    return not (name in metas or name == emitter.int64_flag or name.startswith("NTSYM_BLOCK_") or name in emitter.whole)
 
 
 def _reuses_tiles(ir):
@@ -224,7 +358,7 @@ def _paren(text):
     return text if text.isidentifier() or text.isdigit() else f"({text})"
 
 
-def _launcher(ir, emitter, kernel_name, checks, written):
+def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
     host = Printer(mode="host")
     lines = []
     tensor_params = [p for p in ir.params if p.kind == "tensor"]
@@ -309,19 +443,50 @@ def _launcher(ir, emitter, kernel_name, checks, written):
             args.append(f"runtime.scalar({name})")
         else:
             args.append(name)
-    derived = [f"{s.name!r}: lambda meta: next_power_of_2({to_source(host(n))})" for n, s in emitter.pow2.items()]
-    for name, (size, block) in emitter.whole.items():
-        # Whether ``size`` is a multiple of ``block`` (whole blocks only).
-        body.append(f"def {name.lower()}(meta):")
-        for m in sorted({f.name for f in sympy.sympify(size).free_symbols | sympy.sympify(block).free_symbols} & set(metas)):
-            body.append(f"    {m} = meta[{m!r}]")
-        body.append(f"    return ({to_source(host(size))}) % ({to_source(host(block))}) == 0")
-        derived.append(f"{name!r}: {name.lower()}")
+    def derived_values(emitter, skip):
+        """Entries of the ``derived`` dict for ``emitter``'s padded blocks and
+        peeled loops (those not in ``skip``); defines the functions they need."""
+        entries = [f"{s.name!r}: lambda meta: next_power_of_2({to_source(host(n))})"
+                   for n, s in emitter.pow2.items() if s.name not in skip]
+        for name, (size, block) in emitter.whole.items():
+            if name in skip:
+                continue
+            # Whether ``size`` is a multiple of ``block`` (whole blocks only).
+            body.append(f"def {name.lower()}(meta):")
+            for m in sorted({f.name for f in sympy.sympify(size).free_symbols | sympy.sympify(block).free_symbols} & set(metas)):
+                body.append(f"    {m} = meta[{m!r}]")
+            body.append(f"    return ({to_source(host(size))}) % ({to_source(host(block))}) == 0")
+            entries.append(f"{name!r}: {name.lower()}")
+        return entries
+
+    derived = derived_values(emitter, ())
     body.append(f"derived = {{{', '.join(derived)}}}")
     body.append(f"tensors = ({', '.join(p.name for p in tensor_params)}{',' if len(tensor_params) == 1 else ''})")
+    variant = ""
+    if persistent is not None:
+        variant = ", persistent"
+        t = persistent.emitter
+        skip = {s.name for s in emitter.pow2.values()} | set(emitter.whole)
+        more = derived_values(t, skip)
+        # Whether the tensors and the chosen block shapes meet the tensor
+        # memory accelerator's rules (alignment, unit inner stride, ...).
+        body.append("def persistent_problem(meta):")
+        for m in metas:
+            body.append(f"    {m} = meta[{m!r}]")
+        for n, sym in t.pow2.items():
+            body.append(f"    {sym.name} = next_power_of_2({to_source(host(n))})")
+        blocks = []
+        for name, (p, block) in t.descriptors.items():
+            shape = ", ".join(to_source(host(b)) for b in block)
+            blocks.append(f"({p.name!r}, {p.name}, ({shape},))")
+        body.append(f"    return runtime.tma_problem(({', '.join(blocks)},))")
+        body.append(
+            f"persistent = runtime.Persistent(KERNEL_PERSISTENT, persistent_problem, "
+            f"({''.join(e + ', ' for e in persistent.extra)}), {{**derived, {', '.join(more)}}})"
+        )
     body.append(
         f"return runtime.launch(KERNEL, SPEC, grid, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
-        f"{metas_dict}, derived, tensors, ntsym_options, key, args, late_checks)"
+        f"{metas_dict}, derived, tensors, ntsym_options, key, args, late_checks{variant})"
     )
     src = "\n".join(lines + ["    " + b for b in body])
     launch = ast.parse(src).body[0]
@@ -331,10 +496,11 @@ def _launcher(ir, emitter, kernel_name, checks, written):
         f"def make_launch(SPEC, CHECKS, DISPLAY):\n"
         f'    """The launcher, bound to one kernel\'s facts."""\n'
         f"    KERNEL = {kernel_name}\n"
-        f"    CALLS = SPEC.calls\n"
+        + (f"    KERNEL_PERSISTENT = {persistent.name}\n" if persistent is not None else "")
+        + f"    CALLS = SPEC.calls\n"
         f"    return launch"
     ).body[0]
-    factory.body.insert(3, launch)
+    factory.body.insert(len(factory.body) - 1, launch)
     return ast.unparse(factory)
 
 

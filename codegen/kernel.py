@@ -124,8 +124,21 @@ class _SourceRef:
 
 
 class KernelEmitter:
-    def __init__(self, ir):
+    """Rewrites the application into a kernel body.
+
+    With ``tma``, tiles that meet the rules of the GPU's tensor memory
+    accelerator are read (and written) through tensor descriptors instead of
+    masked pointer loads: the persistent variant of a kernel with loops.
+    ``read`` names the tensors some load of the plain emission reads (a
+    tensor written through a descriptor must not be read in the kernel)."""
+
+    def __init__(self, ir, tma=False, read=frozenset()):
         self.ir = ir
+        self.tma = tma
+        self.read = set(read)
+        self.loaded = set()  # tensors this emission loads tiles of
+        # Tensor descriptors: name -> (tensor parameter, block shape per source dim)
+        self.descriptors = {}
         self.params = {p.name: p for p in ir.params}
         self.tensors = {p.name: p for p in ir.params if p.kind == "tensor"}
         self.pow2 = {}
@@ -354,6 +367,102 @@ class KernelEmitter:
             raise self.error(f"cannot print index math for `{p.name}`: {e}", node) from None
         return pointer, mask
 
+    def _descriptor_access(self, ref):
+        """How to reach the tile ``ref`` through a tensor descriptor, or None
+        when it does not meet the rules: every dimension of the tile runs along
+        its own dimension of the source with unit step, in a power-of-two
+        extent, and every condition still needed is a bound of the source (the
+        hardware reads zeros outside and drops writes there, which is what the
+        masks do).  Returns (descriptor name, coordinates (AST), the tile's
+        dimensions in source order, the permutation back to the tile's order
+        or None, the shape to reshape the block to or None)."""
+        p = ref.param
+        if not ref.innermost or p.other not in (None, 0) or not 2 <= len(p.sizes) <= 5:
+            return None
+        subs = {}
+        for var, (value, size, key_node) in ref.fixed.items():
+            subs[var] = value
+            self._loop_check(value, size, p, key_node)
+            size = size.xreplace(self.size_subs)
+            known = self._known_range(value)
+            if not (known and bounds.holds(sympy.Lt(value, size), {**self.base_ranges(), **known})):
+                return None  # a tile that may not exist: keep the pointer load
+        vars = p.level_vars[ref.depth]
+        level = p.levels[ref.depth]
+        vectorized = [vars[j] for j in ref.dims]
+        extents = {}
+        for j in ref.dims:
+            n = level[j].xreplace(self.size_subs)
+            extent = block_extent_expr(level[j], self.pow2)
+            if not (_is_pow2(sympy.sympify(extent)) or extent in self.pow2.values()):
+                return None
+            extents[vars[j]] = (extent, n)
+        sizes = [s.xreplace(self.size_subs) for s in p.sizes]
+        index = [sympy.expand(e.xreplace(subs).xreplace(self.size_subs)) for e in p.index]
+        dim_of = {}
+        for d, e in enumerate(index):
+            present = e.free_symbols & set(vectorized)
+            if len(present) > 1:
+                return None
+            if present:
+                (v,) = present
+                if sympy.expand(e - v).has(v):
+                    return None
+                dim_of[v] = d
+        if set(dim_of) != set(vectorized):
+            return None  # the tile repeats along a dimension
+        bounds_needed = set()
+        for d, (e, n) in enumerate(zip(index, sizes)):
+            bounds_needed.add(("lt", sympy.expand(e - n)))
+            bounds_needed.add(("ge", e))
+        conditions = [c.xreplace(subs).xreplace(self.size_subs) for c in p.conditions]
+        for v, (extent, n) in extents.items():
+            if extent != n:
+                # A padded block: only where the tile is the whole source dimension.
+                if index[dim_of[v]] != v or sympy.expand(n - sizes[dim_of[v]]) != 0:
+                    return None
+                conditions.append(sympy.Lt(v, n))
+        ranges = {**self.base_ranges(), **{v: extent for v, (extent, _) in extents.items()}}
+        for var, (value, _, _) in ref.fixed.items():
+            ranges.update(self._known_range(value) or {})
+        for c in conditions:
+            if c is sympy.true or bounds.holds(c, ranges):
+                continue
+            if isinstance(c, sympy.StrictLessThan):
+                key = ("lt", sympy.expand(c.lhs - c.rhs))
+            elif isinstance(c, sympy.GreaterThan):
+                key = ("ge", sympy.expand(c.lhs - c.rhs))
+            else:
+                return None
+            if key not in bounds_needed:
+                return None
+        block = [sympy.Integer(1)] * len(index)
+        for v, d in dim_of.items():
+            block[d] = extents[v][0]
+        name = self.descriptor_name(p, block)
+        printer = self.printer()
+        zero = {v: 0 for v in vectorized}
+        try:
+            coords = [printer(e.xreplace(zero)) for e in index]
+        except PrintError:
+            return None
+        source_order = sorted(vectorized, key=lambda v: dim_of[v])
+        tile_order = None
+        if source_order != vectorized:
+            tile_order = [source_order.index(v) for v in vectorized]
+        squeeze = None
+        if len(vectorized) != len(index):
+            squeeze = [Printer()(extents[v][0]) for v in source_order]
+        return name, coords, source_order, tile_order, squeeze
+
+    def descriptor_name(self, p, block):
+        for name, (param, shape) in self.descriptors.items():
+            if param is p and shape == block:
+                return name
+        name = f"{p.name}_desc" + (f"_{len(self.descriptors)}" if any(q is p for q, _ in self.descriptors.values()) else "")
+        self.descriptors[name] = (p, block)
+        return name
+
     def _contiguous_offset(self, p, index, offset):
         """The element offset of ``index`` in ``p`` if ``p`` is contiguous,
         when that takes fewer divisions than ``offset`` (any strides), else None."""
@@ -505,6 +614,21 @@ class KernelEmitter:
         return ast.copy_location(ast.Expr(value=call), stmt)
 
     def load(self, ref, node):
+        self.loaded.add(ref.param.name)
+        if self.tma and ref.param.name not in self.maybe_written:
+            access = self._descriptor_access(ref)
+            if access is not None:
+                name, coords, source_order, tile_order, squeeze = access
+                call = ast.Call(
+                    func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="load", ctx=ast.Load()),
+                    args=[ast.List(elts=coords, ctx=ast.Load())],
+                    keywords=[],
+                )
+                if squeeze:
+                    call = _method(call, "reshape", squeeze)
+                if tile_order is not None:
+                    call = _tl("permute", call, ast.Tuple(elts=[ast.Constant(i) for i in tile_order], ctx=ast.Load()))
+                return call
         pointer, mask = self.address(ref, node)
         keywords = []
         if mask is not None:
@@ -518,6 +642,28 @@ class KernelEmitter:
         )
 
     def store(self, ref, value, node):
+        if self.tma and ref.param.name not in self.read and ref.param.name not in self.loaded:
+            access = self._descriptor_access(ref)
+            if access is not None:
+                name, coords, source_order, tile_order, squeeze = access
+                level = ref.param.levels[ref.depth]
+                shape = [Printer()(block_extent_expr(level[j], self.pow2)) for j in ref.dims]
+                # The descriptor stores exactly its block, in the tensor's type.
+                value = _tl("broadcast_to", value, ast.Tuple(elts=shape, ctx=ast.Load()))
+                value = _method(value, "to", [ast.Attribute(
+                    value=ast.Attribute(value=ast.Name(id=f"{ref.param.name}_ptr", ctx=ast.Load()), attr="dtype", ctx=ast.Load()),
+                    attr="element_ty", ctx=ast.Load())])
+                if tile_order is not None:
+                    inverse = [tile_order.index(i) for i in range(len(tile_order))]
+                    value = _tl("permute", value, ast.Tuple(elts=[ast.Constant(i) for i in inverse], ctx=ast.Load()))
+                if squeeze:
+                    value = _method(value, "reshape", [Printer()(b) for b in self.descriptors[name][1]])
+                call = ast.Call(
+                    func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="store", ctx=ast.Load()),
+                    args=[ast.List(elts=coords, ctx=ast.Load()), value],
+                    keywords=[],
+                )
+                return ast.copy_location(ast.Expr(value=call), node)
         pointer, mask = self.address(ref, node)
         keywords = [ast.keyword(arg="mask", value=mask)] if mask is not None else []
         call = ast.Call(
@@ -1103,6 +1249,14 @@ class KernelEmitter:
         return ast.Name(id=result, ctx=ast.Load())
 
 
+def _tl(attr, *args):
+    return ast.Call(func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=attr, ctx=ast.Load()), args=list(args), keywords=[])
+
+
+def _method(value, attr, args):
+    return ast.Call(func=ast.Attribute(value=value, attr=attr, ctx=ast.Load()), args=list(args), keywords=[])
+
+
 def _arithmetic(op, a, b):
     """``a op b`` in SymPy for the integer operators of index math (division
     and remainder by a positive divisor only), else None."""
@@ -1151,9 +1305,9 @@ def _distributed_terms(expr):
     return terms
 
 
-def _assigned_parameters(func, inline_functions, params):
+def _assigned_parameters(func, inline_functions, params, depth=0):
     """Parameters the application may write: assigned in it, or passed to an
-    inlined function (conservatively)."""
+    inlined function that may write the parameter they become."""
     written = set()
     inlined = set(inline_functions)
     for node in ast.walk(func):
@@ -1171,7 +1325,19 @@ def _assigned_parameters(func, inline_functions, params):
         if isinstance(node, ast.Call):
             callee = ast.unparse(node.func)
             if callee in inlined:
-                written |= {a.id for a in node.args if isinstance(a, ast.Name) and a.id in params}
+                passed = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in params]
+                target = inline_functions[callee][0]
+                names = [a.arg for a in target.args.args]
+                simple = (
+                    depth < 8 and not any(isinstance(a, ast.Starred) for a in node.args)
+                    and len(node.args) <= len(names) and all(k.arg in names for k in node.keywords)
+                )
+                if not simple:
+                    written |= set(passed)
+                    continue
+                inner = _assigned_parameters(target, inline_functions, set(names), depth + 1)
+                bound = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
+                written |= {a.id for name, a in bound if name in inner and isinstance(a, ast.Name) and a.id in params}
     return written
 
 

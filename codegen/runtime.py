@@ -306,6 +306,124 @@ def contiguous(tensor, tensors):
     return tensor.is_contiguous() and not needs_int64(tensors)
 
 
+# Element types the tensor memory accelerator moves (by torch name).
+TMA_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64"}
+
+
+def tma_ready(tiles):
+    """Whether every (name, tensor, block shape) in ``tiles`` meets the rules
+    of the tensor memory accelerator (see ``tma_problem``)."""
+    return tma_problem(tiles) is None
+
+
+def tma_problem(tiles):
+    """Why some (name, tensor, block shape) in ``tiles`` cannot go through a
+    tensor descriptor, or None: the rules are a 16-byte aligned base, unit
+    inner stride, the other strides positive multiples of 16 bytes, sizes
+    below 2**31, power-of-two block dimensions of at most 256 with at least
+    16 bytes innermost."""
+    for name, tensor, block in tiles:
+        size = tensor.element_size()
+        where = f"`{name}` ({tuple(tensor.shape)}, strides {tuple(tensor.stride())}, {tensor.dtype})"
+        if str(tensor.dtype).replace("torch.", "") not in TMA_DTYPES:
+            return f"{where}: the dtype is not one the hardware moves"
+        if tensor.data_ptr() % 16:
+            return f"{where}: its data is not 16-byte aligned (address % 16 = {tensor.data_ptr() % 16})"
+        if tensor.stride(-1) != 1:
+            return f"{where}: its last dimension is not contiguous (stride {tensor.stride(-1)})"
+        for d, stride in enumerate(tensor.stride()[:-1]):
+            if stride <= 0 or stride * size % 16 or stride * size >= 2**40:
+                return f"{where}: the stride of dimension {d} is {stride * size} bytes, not a positive multiple of 16"
+        if any(n >= 2**31 for n in tensor.shape):
+            return f"{where}: a size is 2**31 or more"
+        if any(b < 1 or b > 256 or b & (b - 1) for b in block):
+            return f"{where}: block shape {tuple(block)} has a dimension that is not a power of two up to 256"
+        if block[-1] * size < 16:
+            return f"{where}: block shape {tuple(block)} has {block[-1] * size} bytes innermost, fewer than 16"
+    return None
+
+
+class Persistent:
+    """The persistent variant of a kernel, for one call: ``kernel`` takes the
+    plain kernel's arguments, then ``extra``, then the tile count;
+    ``problem(meta)`` says why the tensors do not allow it with those block
+    sizes (None: they do); ``derived`` as the plain kernel's, for its own
+    compile-time parameters."""
+
+    def __init__(self, kernel, problem, extra, derived):
+        self.kernel = kernel
+        self.problem = problem  # meta -> None, or why the tensors do not allow it
+        self.extra = tuple(extra)
+        self.derived = derived
+
+    def ready(self, meta):
+        return self.problem(meta) is None
+
+    def usable(self, spec, tensors, int64):
+        """Whether it may run at all here: 32-bit index math, and on a GPU,
+        one with a tensor memory accelerator (compute capability 9.0 or newer)."""
+        if int64:
+            return False
+        if spec.interpreting:
+            return True
+        return _capability(tensors[0].device) >= (9, 0) if tensors else False
+
+    def parts(self, config, grid, args, int64, spec, device):
+        """(kernel, grid, arguments, keyword arguments) of a launch."""
+        tiles = config.grid(grid)[0]
+        programs = min(tiles, persistent_programs(device, spec))
+        if not spec.interpreting:
+            ensure_allocator()
+        return self.kernel, (programs,), tuple(args) + self.extra + (tiles,), config.kwargs(self.derived, int64, spec)
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(device):
+    import torch
+
+    return torch.cuda.get_device_capability(device) if device.type == "cuda" else (0, 0)
+
+
+# Programs of a persistent kernel in the interpreter: a few, so that each walks several tiles.
+INTERPRETER_PROGRAMS = 3
+
+
+def persistent_programs(device, spec):
+    """How many programs a persistent kernel runs: one per multiprocessor."""
+    if spec.interpreting or device < 0:
+        return INTERPRETER_PROGRAMS
+    return _multiprocessors(device)
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device):
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _allocate(size, alignment, stream):
+    import torch
+
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def ensure_allocator():
+    """Tensor descriptors made on the device need scratch memory, which Triton
+    takes from the allocator given to ``triton.set_allocator``; where none is
+    set (in this thread's context), one that allocates torch tensors is."""
+    try:
+        from triton.runtime import _allocation
+
+        if not isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+            return
+    except (ImportError, AttributeError):
+        pass
+    import triton
+
+    triton.set_allocator(_allocate)
+
+
 APPLICATION_ERROR = TypeError  # ntsym sets its ApplicationError
 
 
@@ -363,9 +481,10 @@ def call_key(args, metas, options):
 class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
-    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct")
+    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel")
 
-    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None):
+    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None):
+        self.kernel = kernel  # the persistent variant, or None: the plain kernel
         self.grid = grid
         self.tail = tail
         self.kwargs = kwargs
@@ -478,6 +597,10 @@ def fast_launch(kernel, spec, entry, args):
         else:
             call.append(value)
     call.extend(entry.tail)
+    if entry.kernel is not None:
+        kernel = entry.kernel
+        if not spec.interpreting:
+            ensure_allocator()
     if entry.direct is not None and _launch_direct(entry.direct, entry.grid, call, entry.device):
         return None
     _run(kernel, entry.grid, call, entry.kwargs, spec, entry.device)
@@ -500,7 +623,7 @@ def _run(kernel, grid, args, kwargs, spec, device):
     return kernel[grid](*args, **kwargs)
 
 
-def _remember(spec, key, grid, args, kwargs, tensors, user_args, direct=None):
+def _remember(spec, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None):
     if key is None:
         return
     positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
@@ -512,31 +635,38 @@ def _remember(spec, key, grid, args, kwargs, tensors, user_args, direct=None):
             spans.append(end - start)
     params = len(spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
-    spec.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct)
+    spec.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
 
 
 def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=None, user_args=None,
-           late_checks=None):
-    """Choose the configuration, then launch ``kernel`` over ``grid``."""
+           late_checks=None, persistent=None):
+    """Choose the configuration, then launch ``kernel`` (or its ``persistent``
+    variant, where the configuration says so) over ``grid``."""
     int64 = needs_int64(tensors)
     from codegen import tuning
 
     user_args = user_args or args
-    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options)
+    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent)
     if config is None:  # an empty problem: no programs to run
         _remember(spec, key, None, args, None, tensors, user_args)
         return None
     if late_checks is not None:
         late_checks(dict(config.meta))
-    kwargs = config.kwargs(derived, int64, spec)
-    grid_size = config.grid(grid)
-    if grid_size[0] == 0:
+    device = tensors[0].get_device() if tensors else -1
+    if config.grid(grid)[0] == 0:
         _remember(spec, key, None, args, None, tensors, user_args)
         return None
+    variant = None
+    if config.persistent:
+        kernel, grid_size, args, kwargs = persistent.parts(config, grid, args, int64, spec, device)
+        variant = kernel
+    else:
+        kwargs = config.kwargs(derived, int64, spec)
+        grid_size = config.grid(grid)
     try:
-        compiled = _run(kernel, grid_size, args, kwargs, spec, tensors[0].get_device() if tensors else -1)
+        compiled = _run(kernel, grid_size, args, kwargs, spec, device)
         direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)
-        _remember(spec, key, grid_size, args, kwargs, tensors, user_args, direct)
+        _remember(spec, key, grid_size, args, kwargs, tensors, user_args, direct, variant)
     except Exception as error:
         if isinstance(error, LAUNCH_ERROR):
             raise

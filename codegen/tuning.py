@@ -25,6 +25,7 @@ class Config:
     meta: tuple  # ((name, value), ...)
     num_warps: int = 4
     num_stages: int = 3
+    persistent: bool = False  # the persistent, tensor-descriptor variant
 
     def kwargs(self, derived, int64, spec):
         """The keyword arguments of the kernel launch; cached per config and
@@ -50,7 +51,8 @@ class Config:
 
     def __str__(self):
         parts = [f"{k}={v}" for k, v in self.meta]
-        return ", ".join(parts + [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"])
+        parts += [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
+        return ", ".join(parts + (["persistent"] if self.persistent else []))
 
 
 def shared_memory(spec, config, tensors):
@@ -223,8 +225,10 @@ def _tune_in_interpreter():
     return os.environ.get("NTSYM_TUNE_IN_INTERPRETER", "") == "1"
 
 
-def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None):
-    """The configuration for this call (None when the problem is empty)."""
+def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None):
+    """The configuration for this call (None when the problem is empty).
+    ``persistent`` is the kernel's persistent variant (runtime.Persistent) or
+    None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it out."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
     key = (id(spec), fixed_items, int64, tuple(options.items()) if options else ()) + _tensor_key(tensors)
     config = _memory.get(key)
@@ -235,6 +239,15 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     probe = default_config(spec, fixed)
     if grid(dict(probe.meta))[0] == 0:
         return None
+    wanted = options.get("persistent")
+    if wanted is not None and not isinstance(wanted, bool):
+        runtime.fail(f"kernel `{spec.name}`: ntsym_options['persistent'] must be True or False, got {wanted!r}")
+    if wanted is False or (persistent is not None and not persistent.usable(spec, tensors, int64)):
+        if wanted:
+            runtime.fail(_no_persistent(spec, "needs 32-bit index math and a GPU of compute capability 9.0 or newer"))
+        persistent = None
+    if wanted and persistent is None:
+        runtime.fail(_no_persistent(spec, "has no persistent variant (no loop reads a tile through a tensor descriptor)"))
     # With nothing to tune but the warps (whole-row kernels), a GPU still
     # times a few numbers of warps unless they are given.
     warps_only = not any(m.meta for m in spec.metas) and not (options.get("num_warps") or spec.num_warps)
@@ -243,24 +256,39 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
             fixed_items,
             options.get("num_warps") or spec.num_warps or 4,
             options.get("num_stages") or spec.num_stages or 3,
+            bool(wanted),
         )
     elif spec.interpreting and not _tune_in_interpreter():
         config = probe  # the interpreter times nothing meaningful: no tuning
+        if wanted:
+            config = Config(probe.meta, probe.num_warps, probe.num_stages, True)
     else:
         disk_key = _disk_key(fixed_items, int64, tensors)
+        if wanted is not None:  # a choice restricted by the caller is stored apart
+            disk_key += "|persistent" if wanted else "|plain"
         config = None if os.environ.get("NTSYM_RETUNE") == "1" else _load(spec, disk_key)
+        if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
+            config = None
         if config is None:
-            config = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed)
+            config = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, bool(wanted))
             _store(spec, disk_key, config)
         if os.environ.get("NTSYM_PRINT_TUNING") == "1":
             chosen = ", ".join(f"{k}={v}" for k, v in config.meta)
+            variant = ", 'persistent': True" if config.persistent else ""
             print(
                 f"ntsym: {spec.name} {disk_key}: {chosen}, "
-                f"ntsym_options={{'num_warps': {config.num_warps}, 'num_stages': {config.num_stages}}}",
+                f"ntsym_options={{'num_warps': {config.num_warps}, 'num_stages': {config.num_stages}{variant}}}",
                 file=sys.stderr,
             )
+    if config.persistent and not persistent.ready(dict(config.meta)):
+        runtime.fail(_no_persistent(
+            spec, f"cannot use tensor descriptors here ({config}): {persistent.problem(dict(config.meta))}"))
     _memory[key] = config
     return config
+
+
+def _no_persistent(spec, why):
+    return f"kernel `{spec.name}`: ntsym_options asks for the persistent variant, but the kernel {why}"
 
 
 def _tensor_key(tensors):
@@ -317,7 +345,8 @@ def _read(path):
 def _load(spec, key):
     entry = _read(_tuning_file(spec)).get(key)
     try:
-        return Config(tuple((k, int(v)) for k, v in entry["meta"]), int(entry["num_warps"]), int(entry["num_stages"]))
+        return Config(tuple((k, int(v)) for k, v in entry["meta"]), int(entry["num_warps"]), int(entry["num_stages"]),
+                      bool(entry.get("persistent", False)))
     except (TypeError, KeyError, ValueError):
         return None
 
@@ -333,7 +362,7 @@ def _store(spec, key, config):
         try:
             data = _read(path)
             data[key] = {"meta": [list(kv) for kv in config.meta], "num_warps": config.num_warps,
-                         "num_stages": config.num_stages}
+                         "num_stages": config.num_stages, "persistent": config.persistent}
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp_", suffix=".json")
             with os.fdopen(fd, "w") as f:
                 json.dump(data, f, indent=1, sort_keys=True)
@@ -399,14 +428,14 @@ def compile_threads():
     return max(1, min(16, os.cpu_count() or 1))
 
 
-def compile_ahead(kernel, spec, grid, args, configs, derived, int64, tensors):
+def compile_ahead(parts, spec, configs, tensors):
     """Compile every candidate before any is timed, in a thread pool: Triton's
     compiler spends its time in MLIR/LLVM passes and ``ptxas``, mostly outside the
     GIL.  The binaries land in Triton's in-memory and on-disk caches, where the
     timing loop finds them.  A config that fails to compile is left to the timing
     loop, which skips it.  Returns the threads used (0: nothing done)."""
     threads = min(compile_threads(), len(configs))
-    if spec.interpreting or threads < 2 or not hasattr(kernel, "warmup"):
+    if spec.interpreting or threads < 2 or not configs or not hasattr(parts(configs[0])[0], "warmup"):
         return 0
     from concurrent.futures import ThreadPoolExecutor
 
@@ -419,7 +448,8 @@ def compile_ahead(kernel, spec, grid, args, configs, derived, int64, tensors):
                 import torch
 
                 torch.cuda.set_device(device)  # the current device is per thread
-            kernel.warmup(*args, grid=config.grid(grid), **config.kwargs(derived, int64, spec))
+            kernel, grid, args, kwargs = parts(config)
+            kernel.warmup(*args, grid=grid, **kwargs)
         except Exception as e:
             runtime.logger.debug("ntsym: %s config %s did not compile: %s", spec.name, config, e)
 
@@ -429,29 +459,88 @@ def compile_ahead(kernel, spec, grid, args, configs, derived, int64, tensors):
     return threads
 
 
-def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
-    global BENCHMARKS_RUN
+def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False):
     import time
 
     # Timing runs the kernel many times: keep what it writes, to restore it.
     names = [p.name for p in spec.params if p.kind == "tensor"]
     snapshot = [(t, t.clone()) for name, t in zip(names, tensors) if name in spec.written]
-    best, best_time = None, float("inf")
+    device = tensors[0].get_device() if tensors else -1
     configs = candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
+    if only_persistent:
+        configs = _persistent_candidates(configs, persistent)
+
+    def parts(config):
+        if config.persistent:
+            return persistent.parts(config, grid, args, int64, spec, device)
+        return kernel, config.grid(grid), args, config.kwargs(derived, int64, spec)
+
+    def run(config):
+        k, g, a, kw = parts(config)
+        return lambda: k[g](*a, **kw)
+
     start = time.perf_counter()
-    compiled = compile_ahead(kernel, spec, grid, args, configs, derived, int64, tensors)
+    timed = _time_all(spec, configs, parts, run, tensors, start)
+    if persistent is not None and timed and not only_persistent:
+        # The persistent variant, at the block shapes that did best: it
+        # pays off where tiles stream through a loop, which timing decides.
+        extra = _persistent_candidates(_leading([c for _, c in sorted(timed, key=lambda t: t[0])]), persistent)
+        timed += _time_all(spec, extra, parts, run, tensors, start, len(configs))
+        configs = configs + extra
+    if timed and not spec.interpreting:
+        best, best_time = _retime(spec, timed, run)
+    elif timed:
+        best_time, best = min(timed, key=lambda t: t[0])
+    for t, saved in snapshot:
+        t.copy_(saved)
+    if not timed:
+        runtime.fail(f"kernel `{spec.name}`: no configuration could be compiled and run")
+    runtime.logger.info("ntsym: %s tuned over %d configs: %s (%.4f ms)", spec.name, len(configs), best, best_time)
+    return best
+
+
+# Block shapes (with their warps) of the fastest plain configurations that
+# the persistent variant is timed at, each at these stage counts.
+PERSISTENT_SHAPES = 3
+PERSISTENT_STAGES = (3, 4)
+
+
+def _leading(configs):
+    """The first PERSISTENT_SHAPES distinct (block sizes, warps) of ``configs``."""
+    seen = []
+    for c in configs:
+        if (c.meta, c.num_warps) not in [(s.meta, s.num_warps) for s in seen]:
+            seen.append(c)
+    return seen[:PERSISTENT_SHAPES]
+
+
+def _persistent_candidates(configs, persistent):
+    out = []
+    for c in configs:
+        if not persistent.ready(dict(c.meta)):
+            continue
+        stages = PERSISTENT_STAGES if c.num_stages in PERSISTENT_STAGES else (c.num_stages,)
+        for st in stages:
+            config = Config(c.meta, c.num_warps, st, True)
+            if config not in out:
+                out.append(config)
+    return out
+
+
+def _time_all(spec, configs, parts, run, tensors, start, done=0):
+    """(ms, config) for each of ``configs`` that compiles and runs."""
+    global BENCHMARKS_RUN
+    import time
+
+    compiled = compile_ahead(parts, spec, configs, tensors)
     if compiled:
         runtime.logger.info(
             "ntsym: %s: compiled %d configs in %d threads, %.1f s",
             spec.name, len(configs), compiled, time.perf_counter() - start,
         )
-    def run(config):
-        kwargs = config.kwargs(derived, int64, spec)
-        g = config.grid(grid)
-        return lambda: kernel[g](*args, **kwargs)
-
     reported = False
     timed = []
+    best, best_time = None, float("inf")
     for i, config in enumerate(configs):
         try:
             ms = _time(spec, run(config))
@@ -461,6 +550,7 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
         finally:
             BENCHMARKS_RUN += 1
         timed.append((ms, config))
+        runtime.logger.debug("ntsym: %s %s: %.4f ms", spec.name, config, ms)
         if ms < best_time:
             best, best_time = config, ms
         elapsed = time.perf_counter() - start
@@ -468,13 +558,6 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed):
             reported = True
             runtime.logger.info(
                 "ntsym: tuning %s: %d/%d configs, best so far %s (%.4f ms), %.1f s",
-                spec.name, i + 1, len(configs), best, best_time, elapsed,
+                spec.name, done + i + 1, done + len(configs), best, best_time, elapsed,
             )
-    if timed and not spec.interpreting:
-        best, best_time = _retime(spec, timed, run)
-    for t, saved in snapshot:
-        t.copy_(saved)
-    if best is None:
-        runtime.fail(f"kernel `{spec.name}`: no configuration could be compiled and run")
-    runtime.logger.info("ntsym: %s tuned over %d configs: %s (%.4f ms)", spec.name, len(configs), best, best_time)
-    return best
+    return timed

@@ -157,11 +157,15 @@ def _compile_ahead_setup():
     return spec, configs, (lambda meta: (100 // meta["B"],))
 
 
+def _parts(kernel, spec, grid, args):
+    return lambda config: (kernel, config.grid(grid), args, config.kwargs({}, False, spec))
+
+
 def test_compile_ahead_warms_every_candidate_in_threads(monkeypatch):
     spec, configs, grid = _compile_ahead_setup()
     kernel = _RecordingKernel(fail_on=32)
     monkeypatch.setenv("NTSYM_COMPILE_THREADS", "3")
-    threads = tuning.compile_ahead(kernel, spec, grid, ("x", "y"), configs, {}, False, ())
+    threads = tuning.compile_ahead(_parts(kernel, spec, grid, ("x", "y")), spec, configs, ())
     assert threads == 3
     # every config once, a failing one included (the timing loop skips it later)
     assert sorted((b, w) for _, _, b, w in kernel.calls) == sorted((dict(c.meta)["B"], c.num_warps) for c in configs)
@@ -173,10 +177,10 @@ def test_compile_ahead_off_with_one_thread_and_in_the_interpreter(monkeypatch):
     spec, configs, grid = _compile_ahead_setup()
     kernel = _RecordingKernel(fail_on=None)
     monkeypatch.setenv("NTSYM_COMPILE_THREADS", "1")
-    assert tuning.compile_ahead(kernel, spec, grid, (), configs, {}, False, ()) == 0
+    assert tuning.compile_ahead(_parts(kernel, spec, grid, ()), spec, configs, ()) == 0
     monkeypatch.setenv("NTSYM_COMPILE_THREADS", "4")
     spec.interpreting = True
-    assert tuning.compile_ahead(kernel, spec, grid, (), configs, {}, False, ()) == 0
+    assert tuning.compile_ahead(_parts(kernel, spec, grid, ()), spec, configs, ()) == 0
     assert kernel.calls == []
 
 

@@ -1,0 +1,197 @@
+"""The persistent variant of kernels with loops: one program per multiprocessor
+walks the tiles, and tiles that meet the tensor memory accelerator's rules move
+through tensor descriptors.  Under Triton's interpreter the variant runs when
+asked for (``ntsym_options={"persistent": True}``) with a few programs, each
+taking several tiles; shapes do not divide the block sizes."""
+
+import pytest
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from codegen import runtime, tuning
+from examples import addmm, bmm, mm, sdpa
+from ntsym import Tensor
+
+PERSISTENT = {"persistent": True}
+TOL = {
+    torch.float32: dict(atol=1e-4, rtol=1e-4),
+    torch.float16: dict(atol=1e-2, rtol=1e-2),
+    torch.bfloat16: dict(atol=2e-2, rtol=2e-2),
+}
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def ran_persistent(kernel):
+    """Whether the call shape ``kernel`` saw last launched its persistent variant."""
+    entries = list(kernel._spec.calls.values())
+    return bool(entries) and entries[-1].kernel is not None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_mm_bmm_addmm_match_torch(dtype):
+    a, b = torch.randn(50, 72, dtype=dtype), torch.randn(72, 40, dtype=dtype)
+    out = torch.empty(50, 40, dtype=dtype)
+    mm.kernel(a, b, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16, ntsym_options=PERSISTENT)
+    torch.testing.assert_close(out.float(), a.float() @ b.float(), **TOL[dtype])
+    assert ran_persistent(mm.kernel)
+
+    x, y = torch.randn(3, 33, 40, dtype=dtype), torch.randn(3, 40, 24, dtype=dtype)
+    out = torch.empty(3, 33, 24, dtype=dtype)
+    bmm.kernel(x, y, out, ntsym_options=PERSISTENT)
+    torch.testing.assert_close(out.float(), x.float() @ y.float(), **TOL[dtype])
+    assert ran_persistent(bmm.kernel)
+
+    bias = torch.randn(50, 40, dtype=dtype)
+    out = torch.empty(50, 40, dtype=dtype)
+    addmm.kernel(bias, a, b, 0.5, 2.0, out, ntsym_options=PERSISTENT)
+    ref = torch.addmm(bias.float(), a.float(), b.float(), beta=0.5, alpha=2.0)
+    torch.testing.assert_close(out.float(), ref, **TOL[dtype])
+    assert ran_persistent(addmm.kernel)
+
+
+def test_second_call_takes_the_recorded_variant():
+    a, b = torch.randn(40, 48), torch.randn(48, 56)
+    out = torch.zeros(40, 56)
+    for _ in range(2):  # the second call goes through the fast path
+        a.normal_()
+        mm.kernel(a, b, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=16, ntsym_options=PERSISTENT)
+        torch.testing.assert_close(out, a @ b, atol=1e-4, rtol=1e-4)
+
+
+def test_plain_and_persistent_agree_and_default_is_plain_in_the_interpreter():
+    a, b = torch.randn(33, 68), torch.randn(68, 20)  # rows of 272 and 80 bytes
+    plain, persistent = torch.empty(33, 20), torch.empty(33, 20)
+    mm.kernel(a, b, plain)
+    assert not ran_persistent(mm.kernel)
+    mm.kernel(a, b, persistent, ntsym_options=PERSISTENT)
+    torch.testing.assert_close(plain, persistent, atol=1e-5, rtol=1e-5)
+
+
+def test_generated_variant_reads_through_descriptors():
+    source = mm.kernel.source
+    variant = source[source.index("def application_kernel_persistent"):source.index("def make_launch")]
+    assert variant.count("tl.make_tensor_descriptor(") == 3
+    assert "flatten=True" in variant and "tl.load(" not in variant and "tl.store(" not in variant
+    assert "NTSYM_WHOLE_0" not in variant.split("):", 1)[1]  # no peeled remainder: the hardware masks
+    assert "def application_kernel_persistent" not in sdpa.kernel.source  # loads q before its loop
+
+
+@pytest.mark.parametrize(
+    "make, why",
+    [
+        (lambda a, b: (a.t().contiguous().t(), b), "`input` .* last dimension is not contiguous"),
+        (lambda a, b: (torch.randn(50 * 72 + 1)[1:].view(50, 72), b), "`input` .* not 16-byte aligned"),
+        (lambda a, b: (a, torch.randn(72, 41)[:, :40]), "`other` .* dimension 0 is 164 bytes"),
+    ],
+)
+def test_refused_with_the_reason_when_asked_for(make, why):
+    a, b = make(torch.randn(50, 72), torch.randn(72, 40))
+    out = torch.empty(50, 40)
+    with pytest.raises(ntsym.LaunchError, match=why):
+        mm.kernel(a, b, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16, ntsym_options=PERSISTENT)
+    mm.kernel(a, b, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)  # the plain kernel takes them
+    torch.testing.assert_close(out, a @ b, atol=1e-4, rtol=1e-4)
+
+
+def test_refused_without_a_variant_and_for_bad_option():
+    q = torch.randn(1, 2, 16, 16)
+    with pytest.raises(ntsym.LaunchError, match="no persistent variant"):
+        sdpa.kernel(q, q, q, 0.25, False, torch.empty_like(q), ntsym_options=PERSISTENT)
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    with pytest.raises(ntsym.LaunchError, match="True or False"):
+        mm.kernel(a, b, torch.empty(16, 16), ntsym_options={"persistent": 1})
+
+
+def test_tile_in_another_order_than_its_source():
+    """``input`` is stored (K, M) and its tiles are permuted to (BM, BK): the
+    descriptor loads the block in the source's order and permutes it."""
+    BM, BN, BK = (ntsym.block_size(lower_bound=16) for _ in range(3))
+
+    def arrangement(input_t, other, output, BM=BM, BN=BN, BK=BK):
+        output_arranged = output.tile((BM, BN))
+        input_arranged = input_t.tile((BK, BM)).tile((-1, 1))
+        input_arranged = input_arranged.permute((1, 0))
+        input_arranged = input_arranged.expand((-1, output_arranged.shape[1]))
+        input_arranged.dtype = input_arranged.dtype.squeeze(1)
+        input_arranged.dtype.dtype = input_arranged.dtype.dtype.permute((1, 0))
+        other_arranged = other.tile((BK, BN)).tile((-1, 1))
+        other_arranged = other_arranged.expand((output_arranged.shape[0], -1))
+        other_arranged.dtype = other_arranged.dtype.squeeze(1)
+        return input_arranged, other_arranged, output_arranged
+
+    kernel = ntsym.make(arrangement, mm.application, (Tensor(2), Tensor(2), Tensor(2)))
+    assert "tl.permute(input_desc.load(" in kernel.source  # named after mm.application's parameters
+    a_t, b = torch.randn(72, 52), torch.randn(72, 40)  # rows of 208 and 160 bytes
+    out = torch.empty(52, 40)
+    kernel(a_t, b, out, BM=16, BN=16, BK=16, ntsym_options=PERSISTENT)
+    torch.testing.assert_close(out, a_t.t() @ b, atol=1e-4, rtol=1e-4)
+    assert ran_persistent(kernel)
+
+
+def test_padded_reads_keep_pointer_loads():
+    """A tensor read with a padding value other than zero (here ``-inf``, for a
+    running max) keeps its masked pointer load: the hardware fills zeros.  (The
+    kernel gets no persistent variant: its peeled loop is two loops.)"""
+    import ast
+
+    from codegen.kernel import KernelEmitter
+
+    B = ntsym.block_size(lower_bound=16)
+
+    def arrangement(x, y, out, B=B):
+        out_arranged = out.tile((B, 1))
+        x_arranged = x.tile((B, B)).tile((1, -1))
+        x_arranged.dtype = x_arranged.dtype.squeeze(0)
+        y_arranged = y.tile((B, B)).tile((1, -1))
+        y_arranged.dtype = y_arranged.dtype.squeeze(0)
+        return x_arranged, y_arranged, out_arranged
+
+    def application(x, y, out):
+        best = ntl.full((x.dtype.shape[0],), float("-inf"), dtype=ntl.float32)
+        total = ntl.zeros((y.dtype.shape[0],), dtype=ntl.float32)
+        for k in range(x.shape[0]):
+            best = ntl.maximum(best, ntl.max(x[k], 1))
+            total += ntl.sum(y[k], 1)
+        out = (best + total)[:, None]  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2, other=float("-inf")), Tensor(2), Tensor(2)))
+    body = ast.unparse(ast.Module(body=KernelEmitter(kernel.ir, tma=True).emit_body(), type_ignores=[]))
+    assert "y_desc.load(" in body and "x_desc" not in body and "tl.load(x_ptr" in body
+    assert "_persistent(" not in kernel.source
+
+
+def test_tma_rules():
+    x = torch.empty(64, 64, dtype=torch.float16)
+
+    def problem(t, block):
+        return runtime.tma_problem((("x", t, block),))
+
+    assert problem(x, (32, 32)) is None and runtime.tma_ready((("x", x, (32, 32)),))
+    assert problem(x[:, :56], (32, 32)) is None  # a view: rows still 128 bytes apart
+    assert "4 bytes innermost" in problem(x, (32, 2))
+    assert "not a power of two" in problem(x, (32, 48))
+    assert "not a power of two up to 256" in problem(x, (512, 32))
+    assert "not contiguous" in problem(x.t(), (32, 32))
+    assert "120 bytes" in problem(torch.empty(64, 60, dtype=torch.float16), (32, 32))
+    assert "dtype" in problem(torch.empty(8, 16, dtype=torch.bool), (8, 16))
+
+
+def test_persistent_candidates_follow_the_fastest_plain_shapes():
+    configs = [tuning.Config((("B", b),), w, s) for b in (16, 32, 64, 128) for w, s in ((4, 3), (4, 4))]
+    timed = sorted(configs, key=lambda c: -dict(c.meta)["B"])  # the fastest first: 128, 64, 32, ...
+
+    class Variant:
+        def ready(self, meta):
+            return meta["B"] != 64
+
+    leading = tuning._leading(timed)
+    assert [dict(c.meta)["B"] for c in leading] == [128, 64, 32]
+    chosen = tuning._persistent_candidates(leading, Variant())
+    assert [(dict(c.meta)["B"], c.num_stages, c.persistent) for c in chosen] == [
+        (128, 3, True), (128, 4, True), (32, 3, True), (32, 4, True)]
+    assert "persistent" in str(chosen[0])
