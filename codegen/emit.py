@@ -268,7 +268,11 @@ def _persistent_kernel(ir, plain, kernel_name):
     loads = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load"
              and isinstance(n.func.value, ast.Name) and n.func.value.id in emitter.descriptors]
-    if not loads or set(emitter.contiguity_flags) != set(plain.contiguity_flags) or not _streams(body):
+    if (
+        not loads or not _streams(body)
+        or set(emitter.contiguity_flags) != set(plain.contiguity_flags)
+        or not set(emitter.checks) <= set(plain.checks)  # the launcher runs the plain kernel's checks
+    ):
         return None
     printer = Printer()
     plain_args = _kernel_args(ir, plain)
@@ -324,9 +328,11 @@ def _streams(body):
     its store).  Other shapes gain nothing from a persistent grid without
     it, and flattening them fails to compile or runs slower (attention:
     3.6 times slower on an H100)."""
-    loops = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
-             if isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n))]
-    if len(loops) != 1 or loops[0] not in body:
+    nodes = list(ast.walk(ast.Module(body=body, type_ignores=[])))
+    if any(isinstance(n, ast.Return) for n in nodes):
+        return False  # a return would end the program, not the tile
+    loops = [n for n in nodes if isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n))]
+    if len(loops) != 1 or loops[0] not in body or not isinstance(loops[0], ast.For):
         return False
     before = body[:body.index(loops[0])]
     return not any(

@@ -136,7 +136,8 @@ class KernelEmitter:
         self.ir = ir
         self.tma = tma
         self.read = set(read)
-        self.loaded = set()  # tensors this emission loads tiles of
+        self.loaded = set()  # tensors this emission reads
+        self.stored_once = set()  # tensors the application writes in one statement, outside loops
         # Tensor descriptors: name -> (tensor parameter, block shape per source dim)
         self.descriptors = {}
         self.params = {p.name: p for p in ir.params}
@@ -597,6 +598,7 @@ class KernelEmitter:
 
     def gather(self, sub, _):
         p, pointer, mask = self.source_address(sub)
+        self.loaded.add(p.name)
         other = p.other if p.other is not None else 0
         return ast.Call(
             func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
@@ -642,10 +644,11 @@ class KernelEmitter:
         )
 
     def store(self, ref, value, node):
-        if self.tma and ref.param.name not in self.read and ref.param.name not in self.loaded:
+        name = ref.param.name
+        if self.tma and name in self.stored_once and name not in self.read | self.loaded and not self.loop_ranges:
             access = self._descriptor_access(ref)
             if access is not None:
-                name, coords, source_order, tile_order, squeeze = access
+                desc, coords, source_order, tile_order, squeeze = access
                 level = ref.param.levels[ref.depth]
                 shape = [Printer()(block_extent_expr(level[j], self.pow2)) for j in ref.dims]
                 # The descriptor stores exactly its block, in the tensor's type.
@@ -657,9 +660,9 @@ class KernelEmitter:
                     inverse = [tile_order.index(i) for i in range(len(tile_order))]
                     value = _tl("permute", value, ast.Tuple(elts=[ast.Constant(i) for i in inverse], ctx=ast.Load()))
                 if squeeze:
-                    value = _method(value, "reshape", [Printer()(b) for b in self.descriptors[name][1]])
+                    value = _method(value, "reshape", [Printer()(b) for b in self.descriptors[desc][1]])
                 call = ast.Call(
-                    func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="store", ctx=ast.Load()),
+                    func=ast.Attribute(value=ast.Name(id=desc, ctx=ast.Load()), attr="store", ctx=ast.Load()),
                     args=[ast.List(elts=coords, ctx=ast.Load()), value],
                     keywords=[],
                 )
@@ -678,6 +681,7 @@ class KernelEmitter:
     def emit_body(self):
         func = self.ir.application
         self.maybe_written = _assigned_parameters(func, self.ir.inline_functions, set(self.tensors))
+        self.stored_once = _stored_once(func, self.maybe_written)
         for arg in func.args.args:
             if arg.arg not in self.params:
                 raise self.error(f"parameter `{arg.arg}` has no tensor", arg)
@@ -1339,6 +1343,34 @@ def _assigned_parameters(func, inline_functions, params, depth=0):
                 bound = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
                 written |= {a.id for name, a in bound if name in inner and isinstance(a, ast.Name) and a.id in params}
     return written
+
+
+def _stored_once(func, written):
+    """Parameters the application assigns in exactly one statement, outside
+    any loop, and passes to no inlined function: a tensor descriptor may write
+    them (two writes of the same element, through descriptors or mixed with
+    pointer stores, are not ordered without fences)."""
+    counts = dict.fromkeys(written, 0)
+    in_loops = set()
+
+    def visit(node, looping):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name) and sub.id in counts:
+                    counts[sub.id] += 1
+                    if looping:
+                        in_loops.add(sub.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, looping or isinstance(node, (ast.For, ast.While)))
+
+    for stmt in func.body:
+        visit(stmt, False)
+    return {name for name, n in counts.items() if n == 1 and name not in in_loops}
 
 
 def _constant(value):

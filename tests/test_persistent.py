@@ -195,3 +195,48 @@ def test_persistent_candidates_follow_the_fastest_plain_shapes():
     assert [(dict(c.meta)["B"], c.num_stages, c.persistent) for c in chosen] == [
         (128, 3, True), (128, 4, True), (32, 3, True), (32, 4, True)]
     assert "persistent" in str(chosen[0])
+
+
+def _gemm_like(application):
+    BM, BN, BK = (ntsym.block_size(lower_bound=16) for _ in range(3))
+
+    def arrangement(input, other, output, BM=BM, BN=BN, BK=BK):
+        return mm.arrangement(input, other, output, BM, BN, BK)
+
+    return ntsym.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2)))
+
+
+def _variant(kernel):
+    source = kernel.source
+    return source[source.index("_persistent("):source.index("def make_launch")] if "_persistent(" in source else None
+
+
+def test_a_tensor_written_twice_is_written_with_pointer_stores():
+    """Two writes of the same elements through descriptors (or one through a
+    descriptor and one by pointer) are not ordered without fences."""
+
+    def application(input, other, output):
+        accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+        for k in range(input.shape[0]):
+            accumulator += ntl.dot(input[k], other[k])
+        output = accumulator  # noqa: F841
+        output = accumulator * 2  # noqa: F841
+
+    kernel = _gemm_like(application)
+    variant = _variant(kernel)
+    assert "input_desc.load(" in variant and "output_desc" not in variant and variant.count("tl.store(") == 2
+    a, b = torch.randn(40, 48), torch.randn(48, 32)
+    out = torch.empty(40, 32)
+    kernel(a, b, out, BM=16, BN=16, BK=16, ntsym_options=PERSISTENT)
+    torch.testing.assert_close(out, 2 * (a @ b), atol=1e-4, rtol=1e-4)
+
+
+def test_no_variant_where_a_return_would_end_the_program():
+    def application(input, other, output):
+        accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+        for k in range(input.shape[0]):
+            accumulator += ntl.dot(input[k], other[k])
+        output = accumulator  # noqa: F841
+        return
+
+    assert _variant(_gemm_like(application)) is None
