@@ -299,16 +299,8 @@ class KernelEmitter:
                 f"{tuple(ref.shape())}); index it, e.g. `{p.name}[k]`, to get a tile",
                 node,
             )
-        names, ranges, subs, extra = {}, {}, {}, []
-        for var, (value, size, key_node) in ref.fixed.items():
-            subs[var] = value
-            self._loop_check(value, size, p, key_node)
-            size = size.xreplace(self.size_subs)
-            known = self._known_range(value)
-            if not (known and bounds.holds(sympy.Lt(value, size), {**self.base_ranges(), **known})):
-                if not (value.is_nonnegative or bounds.nonnegative(value, {**self.base_ranges(), **known})):
-                    extra.append(sympy.Ge(value, 0))
-                extra.append(sympy.Lt(value, size))
+        names, ranges = {}, {}
+        subs, extra = self._fixed(ref)
         vectorized = list(ref.dims)
         vars = p.level_vars[ref.depth]
         level = p.levels[ref.depth]
@@ -368,6 +360,21 @@ class KernelEmitter:
             raise self.error(f"cannot print index math for `{p.name}`: {e}", node) from None
         return pointer, mask
 
+    def _fixed(self, ref):
+        """The indices ``ref`` fixes, as substitutions, and the conditions
+        under which the tile they select exists (none where proved)."""
+        subs, extra = {}, []
+        for var, (value, size, key_node) in ref.fixed.items():
+            subs[var] = value
+            self._loop_check(value, size, ref.param, key_node)
+            size = size.xreplace(self.size_subs)
+            known = self._known_range(value)
+            if not (known and bounds.holds(sympy.Lt(value, size), {**self.base_ranges(), **known})):
+                if not (value.is_nonnegative or bounds.nonnegative(value, {**self.base_ranges(), **known})):
+                    extra.append(sympy.Ge(value, 0))
+                extra.append(sympy.Lt(value, size))
+        return subs, extra
+
     def _descriptor_access(self, ref):
         """How to reach the tile ``ref`` through a tensor descriptor, or None
         when it does not meet the rules: every dimension of the tile runs along
@@ -380,14 +387,9 @@ class KernelEmitter:
         p = ref.param
         if not ref.innermost or p.other not in (None, 0) or not 2 <= len(p.sizes) <= 5:
             return None
-        subs = {}
-        for var, (value, size, key_node) in ref.fixed.items():
-            subs[var] = value
-            self._loop_check(value, size, p, key_node)
-            size = size.xreplace(self.size_subs)
-            known = self._known_range(value)
-            if not (known and bounds.holds(sympy.Lt(value, size), {**self.base_ranges(), **known})):
-                return None  # a tile that may not exist: keep the pointer load
+        subs, extra = self._fixed(ref)
+        if extra:
+            return None  # a tile that may not exist: keep the pointer load
         vars = p.level_vars[ref.depth]
         level = p.levels[ref.depth]
         vectorized = [vars[j] for j in ref.dims]
