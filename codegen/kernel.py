@@ -138,6 +138,7 @@ class KernelEmitter:
         self.read = set(read)
         self.loaded = set()  # tensors this emission reads
         self.stored_once = set()  # tensors the application writes in one statement, outside loops
+        self.user_names = set()  # every name the application (and what it inlines) uses
         # Tensor descriptors: name -> (tensor parameter, block shape per source dim)
         self.descriptors = {}
         self.params = {p.name: p for p in ir.params}
@@ -463,6 +464,8 @@ class KernelEmitter:
             if param is p and shape == block:
                 return name
         name = f"{p.name}_desc" + (f"_{len(self.descriptors)}" if any(q is p for q, _ in self.descriptors.values()) else "")
+        while name in self.user_names or name in self.descriptors:
+            name += "_"
         self.descriptors[name] = (p, block)
         return name
 
@@ -683,7 +686,9 @@ class KernelEmitter:
     def emit_body(self):
         func = self.ir.application
         self.maybe_written = _assigned_parameters(func, self.ir.inline_functions, set(self.tensors))
-        self.stored_once = _stored_once(func, self.maybe_written)
+        self.stored_once = _stored_once(func, self.maybe_written, self.ir.inline_functions)
+        self.user_names = {n.id for f in [func] + [d for d, _ in self.ir.inline_functions.values()]
+                           for n in ast.walk(f) if isinstance(n, ast.Name)}
         for arg in func.args.args:
             if arg.arg not in self.params:
                 raise self.error(f"parameter `{arg.arg}` has no tensor", arg)
@@ -1339,7 +1344,8 @@ def _assigned_parameters(func, inline_functions, params, depth=0):
                     and len(node.args) <= len(names) and all(k.arg in names for k in node.keywords)
                 )
                 if not simple:
-                    written |= set(passed)
+                    written |= set(passed) | {k.value.id for k in node.keywords
+                                              if isinstance(k.value, ast.Name) and k.value.id in params}
                     continue
                 inner = _assigned_parameters(target, inline_functions, set(names), depth + 1)
                 bound = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
@@ -1347,13 +1353,19 @@ def _assigned_parameters(func, inline_functions, params, depth=0):
     return written
 
 
-def _stored_once(func, written):
+def _stored_once(func, written, inline_functions):
     """Parameters the application assigns in exactly one statement, outside
     any loop, and passes to no inlined function: a tensor descriptor may write
     them (two writes of the same element, through descriptors or mixed with
     pointer stores, are not ordered without fences)."""
     counts = dict.fromkeys(written, 0)
-    in_loops = set()
+    excluded = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in inline_functions:
+            for a in list(node.args) + [k.value for k in node.keywords]:
+                for sub in ast.walk(a):
+                    if isinstance(sub, ast.Name) and sub.id in counts:
+                        excluded.add(sub.id)  # perhaps written where it is inlined
 
     def visit(node, looping):
         targets = []
@@ -1366,13 +1378,13 @@ def _stored_once(func, written):
                 if isinstance(sub, ast.Name) and sub.id in counts:
                     counts[sub.id] += 1
                     if looping:
-                        in_loops.add(sub.id)
+                        excluded.add(sub.id)
         for child in ast.iter_child_nodes(node):
             visit(child, looping or isinstance(node, (ast.For, ast.While)))
 
     for stmt in func.body:
         visit(stmt, False)
-    return {name for name, n in counts.items() if n == 1 and name not in in_loops}
+    return {name for name, n in counts.items() if n == 1 and name not in excluded}
 
 
 def _constant(value):

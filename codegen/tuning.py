@@ -305,8 +305,10 @@ def _disk_key(fixed_items, int64, tensors):
     for t in tensors:
         device = torch.cuda.get_device_name(t.device) if t.device.type == "cuda" else t.device.type
         contiguous = [st == 1 for st in t.stride()]
+        aligned = t.data_ptr() % 16 == 0 and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1])
         parts.append(
-            f"{tuple(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{t.data_ptr() % 16 == 0}:{device}"
+            f"{tuple(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{t.data_ptr() % 16 == 0}:"
+            f"{aligned}:{device}"
         )
     return "|".join(parts)
 
@@ -468,7 +470,11 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     device = tensors[0].get_device() if tensors else -1
     configs = candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
     if only_persistent:
-        configs = _persistent_candidates(configs, persistent)
+        wanted = _persistent_candidates(configs, persistent)
+        if not wanted and configs:
+            meta = dict(configs[0].meta)
+            runtime.fail(_no_persistent(spec, f"cannot use tensor descriptors here ({configs[0]}): {persistent.problem(meta)}"))
+        configs = wanted
 
     def parts(config):
         if config.persistent:

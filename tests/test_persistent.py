@@ -240,3 +240,43 @@ def test_no_variant_where_a_return_would_end_the_program():
         return
 
     assert _variant(_gemm_like(application)) is None
+
+
+def _write(out, value):
+    out = value  # noqa: F841
+
+
+def test_a_tensor_also_written_by_an_inlined_function_keeps_pointer_stores():
+    def application(input, other, output):
+        accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+        for k in range(input.shape[0]):
+            accumulator += ntl.dot(input[k], other[k])
+        output = accumulator * 2  # noqa: F841
+        _write(output, accumulator)
+
+    variant = _variant(_gemm_like(application))
+    assert "output_desc" not in variant and variant.count("tl.store(output_ptr") == 2
+
+
+def test_descriptor_names_do_not_take_the_applications_names():
+    def application(input, other, output):
+        accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+        for k in range(input.shape[0]):
+            accumulator += ntl.dot(input[k], other[k])
+        other_desc = accumulator * 2
+        output = other_desc  # noqa: F841
+
+    kernel = _gemm_like(application)
+    assert "other_desc_ = tl.make_tensor_descriptor(" in _variant(kernel)
+    a, b = torch.randn(40, 48), torch.randn(48, 32)
+    out = torch.empty(40, 32)
+    kernel(a, b, out, BM=16, BN=16, BK=16, ntsym_options=PERSISTENT)
+    torch.testing.assert_close(out, 2 * (a @ b), atol=1e-4, rtol=1e-4)
+
+
+def test_refusal_names_the_reason_when_tuning_too(monkeypatch):
+    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
+    monkeypatch.setenv("NTSYM_RETUNE", "1")
+    a, b = torch.randn(50, 72).t().contiguous().t(), torch.randn(72, 40)
+    with pytest.raises(ntsym.LaunchError, match="`input` .* last dimension is not contiguous"):
+        mm.kernel(a, b, torch.empty(50, 40), ntsym_options=PERSISTENT)
