@@ -55,15 +55,7 @@ def emit(ir):
     written = sorted(_written(ir, body))
     kernel_name = f"{ir.name}_kernel"
     params, prologue = _signature_and_prologue(ir, emitter)
-    func = ast.FunctionDef(
-        name=kernel_name,
-        args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=prologue + body,
-        decorator_list=[ast.Attribute(value=ast.Name(id="triton", ctx=ast.Load()), attr="jit", ctx=ast.Load())],
-        returns=None,
-        type_params=[],
-        lineno=1,
-    )
+    func = _jit_function(kernel_name, params, prologue + body)
     for stmt in prologue:
         for node in ast.walk(stmt):
             if hasattr(node, "lineno"):
@@ -97,11 +89,26 @@ def emit(ir):
     return generated
 
 
-def _has_loops(body):
-    return any(
-        isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n))
-        for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+def _jit_function(name, params, body):
+    """``@triton.jit def name(params): body`` as an AST."""
+    return ast.FunctionDef(
+        name=name,
+        args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=body,
+        decorator_list=[ast.Attribute(value=ast.Name(id="triton", ctx=ast.Load()), attr="jit", ctx=ast.Load())],
+        returns=None,
+        type_params=[],
+        lineno=1,
     )
+
+
+def _loops(nodes):
+    """The loops among ``nodes`` that run at run time (not ``tl.static_range``)."""
+    return [n for n in nodes if isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n))]
+
+
+def _has_loops(body):
+    return bool(_loops(ast.walk(ast.Module(body=body, type_ignores=[]))))
 
 
 def _unrolled(loop):
@@ -228,14 +235,14 @@ class Persistent:
     meet the tensor memory accelerator's rules move through tensor
     descriptors.  Its parameters are the plain kernel's positional ones, then
     ``extra`` (sizes and strides only descriptors use), ``NTSYM_TILES``, then
-    the plain kernel's keyword ones and ``new_keywords``."""
+    the plain kernel's keyword ones and those only it has (padded blocks and
+    peeled loops of its own ``emitter``)."""
 
-    def __init__(self, name, source, emitter, extra, new_keywords):
+    def __init__(self, name, source, emitter, extra):
         self.name = name
         self.source = source
         self.emitter = emitter
         self.extra = extra
-        self.new_keywords = new_keywords
 
 
 def _tma_available():
@@ -308,17 +315,8 @@ def _persistent_kernel(ir, plain, kernel_name):
     ).body[0]
     loop.body = ast.parse(_split_program_id(ir) or "pass").body + body
     name = f"{kernel_name}_persistent"
-    func = ast.FunctionDef(
-        name=name,
-        args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=creations + aranges + [loop],
-        decorator_list=[ast.Attribute(value=ast.Name(id="triton", ctx=ast.Load()), attr="jit", ctx=ast.Load())],
-        returns=None,
-        type_params=[],
-        lineno=1,
-    )
-    source = to_source(ast.fix_missing_locations(func))
-    return Persistent(name, source, emitter, extra, new_keywords)
+    source = to_source(ast.fix_missing_locations(_jit_function(name, params, creations + aranges + [loop])))
+    return Persistent(name, source, emitter, extra)
 
 
 def _streams(body):
@@ -331,7 +329,7 @@ def _streams(body):
     nodes = list(ast.walk(ast.Module(body=body, type_ignores=[])))
     if any(isinstance(n, ast.Return) for n in nodes):
         return False  # a return would end the program, not the tile
-    loops = [n for n in nodes if isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n))]
+    loops = _loops(nodes)
     if len(loops) != 1 or loops[0] not in body or not isinstance(loops[0], ast.For):
         return False
     before = body[:body.index(loops[0])]
@@ -435,10 +433,8 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
     args = []
     flags = {flag: tensor for tensor, flag in emitter.contiguity_flags.items()}
     for name, constexpr in _kernel_args(ir, emitter):
-        if name in metas or name == emitter.int64_flag:
-            continue
-        if name.startswith("NTSYM_BLOCK_") or name in emitter.whole:
-            continue  # derived from the chosen configuration
+        if not _positional(name, ir, emitter):
+            continue  # the configuration's, or derived from it
         if name in flags:
             args.append(f"runtime.contiguous({flags[name]}, ({''.join(t.name + ', ' for t in tensor_params)}))")
         elif name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:

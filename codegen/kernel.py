@@ -301,7 +301,7 @@ class KernelEmitter:
                 node,
             )
         names, ranges = {}, {}
-        subs, extra = self._fixed(ref)
+        subs, extra, known = self._fixed(ref)
         vectorized = list(ref.dims)
         vars = p.level_vars[ref.depth]
         level = p.levels[ref.depth]
@@ -315,9 +315,7 @@ class KernelEmitter:
         index = [e.xreplace(subs).xreplace(self.size_subs) for e in p.index]
         offset = sympy.Add(*[i * s for i, s in zip(index, p.strides)])
         conditions = [c.xreplace(subs).xreplace(self.size_subs) for c in p.conditions] + extra
-        all_ranges = {**self.base_ranges(), **ranges}
-        for var, (value, _, _) in ref.fixed.items():
-            all_ranges.update(self._known_range(value) or {})
+        all_ranges = {**self.base_ranges(), **ranges, **known}
         # Implied conditions go first, while what implies them is still
         # there: a condition proved true implies its consequences too.
         kept = []
@@ -362,19 +360,21 @@ class KernelEmitter:
         return pointer, mask
 
     def _fixed(self, ref):
-        """The indices ``ref`` fixes, as substitutions, and the conditions
-        under which the tile they select exists (none where proved)."""
-        subs, extra = {}, []
+        """The indices ``ref`` fixes, as substitutions; the conditions under
+        which the tile they select exists (none where proved); and the ranges
+        known for the loop variables they are made of."""
+        subs, extra, ranges = {}, [], {}
         for var, (value, size, key_node) in ref.fixed.items():
             subs[var] = value
             self._loop_check(value, size, ref.param, key_node)
             size = size.xreplace(self.size_subs)
             known = self._known_range(value)
+            ranges.update(known or {})
             if not (known and bounds.holds(sympy.Lt(value, size), {**self.base_ranges(), **known})):
                 if not (value.is_nonnegative or bounds.nonnegative(value, {**self.base_ranges(), **known})):
                     extra.append(sympy.Ge(value, 0))
                 extra.append(sympy.Lt(value, size))
-        return subs, extra
+        return subs, extra, ranges
 
     def _descriptor_access(self, ref):
         """How to reach the tile ``ref`` through a tensor descriptor, or None
@@ -382,13 +382,13 @@ class KernelEmitter:
         its own dimension of the source with unit step, in a power-of-two
         extent, and every condition still needed is a bound of the source (the
         hardware reads zeros outside and drops writes there, which is what the
-        masks do).  Returns (descriptor name, coordinates (AST), the tile's
-        dimensions in source order, the permutation back to the tile's order
-        or None, the shape to reshape the block to or None)."""
+        masks do).  Returns (descriptor name, coordinates (AST), the
+        permutation back to the tile's order or None, the shape to reshape
+        the block to or None)."""
         p = ref.param
         if not ref.innermost or p.other not in (None, 0) or not 2 <= len(p.sizes) <= 5:
             return None
-        subs, extra = self._fixed(ref)
+        subs, extra, known = self._fixed(ref)
         if extra:
             return None  # a tile that may not exist: keep the pointer load
         vars = p.level_vars[ref.depth]
@@ -426,9 +426,7 @@ class KernelEmitter:
                 if index[dim_of[v]] != v or sympy.expand(n - sizes[dim_of[v]]) != 0:
                     return None
                 conditions.append(sympy.Lt(v, n))
-        ranges = {**self.base_ranges(), **{v: extent for v, (extent, _) in extents.items()}}
-        for var, (value, _, _) in ref.fixed.items():
-            ranges.update(self._known_range(value) or {})
+        ranges = {**self.base_ranges(), **{v: extent for v, (extent, _) in extents.items()}, **known}
         for c in conditions:
             if c is sympy.true or bounds.holds(c, ranges):
                 continue
@@ -457,7 +455,7 @@ class KernelEmitter:
         squeeze = None
         if len(vectorized) != len(index):
             squeeze = [Printer()(extents[v][0]) for v in source_order]
-        return name, coords, source_order, tile_order, squeeze
+        return name, coords, tile_order, squeeze
 
     def descriptor_name(self, p, block):
         for name, (param, shape) in self.descriptors.items():
@@ -625,12 +623,8 @@ class KernelEmitter:
         if self.tma and ref.param.name not in self.maybe_written:
             access = self._descriptor_access(ref)
             if access is not None:
-                name, coords, source_order, tile_order, squeeze = access
-                call = ast.Call(
-                    func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="load", ctx=ast.Load()),
-                    args=[ast.List(elts=coords, ctx=ast.Load())],
-                    keywords=[],
-                )
+                name, coords, tile_order, squeeze = access
+                call = _method(ast.Name(id=name, ctx=ast.Load()), "load", [ast.List(elts=coords, ctx=ast.Load())])
                 if squeeze:
                     call = _method(call, "reshape", squeeze)
                 if tile_order is not None:
@@ -650,10 +644,10 @@ class KernelEmitter:
 
     def store(self, ref, value, node):
         name = ref.param.name
-        if self.tma and name in self.stored_once and name not in self.read | self.loaded and not self.loop_ranges:
+        if self.tma and name in self.stored_once and name not in self.read | self.loaded:
             access = self._descriptor_access(ref)
             if access is not None:
-                desc, coords, source_order, tile_order, squeeze = access
+                desc, coords, tile_order, squeeze = access
                 level = ref.param.levels[ref.depth]
                 shape = [Printer()(block_extent_expr(level[j], self.pow2)) for j in ref.dims]
                 # The descriptor stores exactly its block, in the tensor's type.
@@ -666,11 +660,7 @@ class KernelEmitter:
                     value = _tl("permute", value, ast.Tuple(elts=[ast.Constant(i) for i in inverse], ctx=ast.Load()))
                 if squeeze:
                     value = _method(value, "reshape", [Printer()(b) for b in self.descriptors[desc][1]])
-                call = ast.Call(
-                    func=ast.Attribute(value=ast.Name(id=desc, ctx=ast.Load()), attr="store", ctx=ast.Load()),
-                    args=[ast.List(elts=coords, ctx=ast.Load()), value],
-                    keywords=[],
-                )
+                call = _method(ast.Name(id=desc, ctx=ast.Load()), "store", [ast.List(elts=coords, ctx=ast.Load()), value])
                 return ast.copy_location(ast.Expr(value=call), node)
         pointer, mask = self.address(ref, node)
         keywords = [ast.keyword(arg="mask", value=mask)] if mask is not None else []
@@ -1322,17 +1312,7 @@ def _assigned_parameters(func, inline_functions, params, depth=0):
     written = set()
     inlined = set(inline_functions)
     for node in ast.walk(func):
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        elif isinstance(node, ast.For):
-            targets = [node.target]
-        for target in targets:
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Name) and sub.id in params:
-                    written.add(sub.id)
+        written.update(_assigned_in(node, params, loops=True))
         if isinstance(node, ast.Call):
             callee = ast.unparse(node.func)
             if callee in inlined:
@@ -1353,6 +1333,17 @@ def _assigned_parameters(func, inline_functions, params, depth=0):
     return written
 
 
+def _assigned_in(node, names, loops=False):
+    """The ``names`` in the targets of statement ``node`` (``=``, ``+=``,
+    annotated assignments, and with ``loops`` ``for``), once per occurrence."""
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) or (loops and isinstance(node, ast.For)):
+        targets = [node.target]
+    return [sub.id for t in targets for sub in ast.walk(t) if isinstance(sub, ast.Name) and sub.id in names]
+
+
 def _stored_once(func, written, inline_functions):
     """Parameters the application assigns in exactly one statement, outside
     any loop, and passes to no inlined function: a tensor descriptor may write
@@ -1368,17 +1359,10 @@ def _stored_once(func, written, inline_functions):
                         excluded.add(sub.id)  # perhaps written where it is inlined
 
     def visit(node, looping):
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        for target in targets:
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Name) and sub.id in counts:
-                    counts[sub.id] += 1
-                    if looping:
-                        excluded.add(sub.id)
+        for name in _assigned_in(node, counts):
+            counts[name] += 1
+            if looping:
+                excluded.add(name)
         for child in ast.iter_child_nodes(node):
             visit(child, looping or isinstance(node, (ast.For, ast.While)))
 

@@ -377,6 +377,14 @@ class Persistent:
         return self.kernel, (programs,), tuple(args) + self.extra + (tiles,), config.kwargs(self.derived, int64, spec)
 
 
+def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device):
+    """(kernel, grid, arguments, keyword arguments) of a launch with ``config``:
+    the plain kernel's, or the persistent variant's where the config says so."""
+    if config.persistent:
+        return persistent.parts(config, grid, args, int64, spec, device)
+    return kernel, config.grid(grid), args, config.kwargs(derived, int64, spec)
+
+
 @functools.lru_cache(maxsize=None)
 def _capability(device):
     import torch
@@ -392,11 +400,12 @@ def persistent_programs(device, spec):
     """How many programs a persistent kernel runs: one per multiprocessor."""
     if spec.interpreting or device < 0:
         return INTERPRETER_PROGRAMS
-    return _multiprocessors(device)
+    return multiprocessors(device)
 
 
 @functools.lru_cache(maxsize=None)
-def _multiprocessors(device):
+def multiprocessors(device):
+    """The streaming multiprocessors of a CUDA device (index or torch.device)."""
     import torch
 
     return torch.cuda.get_device_properties(device).multi_processor_count
@@ -656,13 +665,8 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=
     if config.grid(grid)[0] == 0:
         _remember(spec, key, None, args, None, tensors, user_args)
         return None
-    variant = None
-    if config.persistent:
-        kernel, grid_size, args, kwargs = persistent.parts(config, grid, args, int64, spec, device)
-        variant = kernel
-    else:
-        kwargs = config.kwargs(derived, int64, spec)
-        grid_size = config.grid(grid)
+    kernel, grid_size, args, kwargs = launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
+    variant = kernel if config.persistent else None
     try:
         compiled = _run(kernel, grid_size, args, kwargs, spec, device)
         direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)

@@ -92,16 +92,10 @@ def candidates(spec, fixed, tensors=None, programs=None):
                 fitting = [c for c in configs if shared_memory(spec, c, tensors) <= limit]
                 configs = fitting or configs[:1]
         if programs is not None:
-            half = device_multiprocessors(tensors[0].device) // 2
+            half = runtime.multiprocessors(tensors[0].device) // 2
             busy = [c for c in configs if programs(c) >= half]
             configs = busy or configs
     return configs[: spec.max_num_configs or DEFAULT_MAX_CONFIGS]
-
-
-def device_multiprocessors(device):
-    import torch
-
-    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 # Block shapes that serve matrix products well on NVIDIA GPUs (Triton's matmul
@@ -281,14 +275,18 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
                 file=sys.stderr,
             )
     if config.persistent and not persistent.ready(dict(config.meta)):
-        runtime.fail(_no_persistent(
-            spec, f"cannot use tensor descriptors here ({config}): {persistent.problem(dict(config.meta))}"))
+        runtime.fail(_refused(spec, persistent, config))
     _memory[key] = config
     return config
 
 
 def _no_persistent(spec, why):
     return f"kernel `{spec.name}`: ntsym_options asks for the persistent variant, but the kernel {why}"
+
+
+def _refused(spec, persistent, config):
+    """Why the call's tensors keep the persistent variant from running with ``config``."""
+    return _no_persistent(spec, f"cannot use tensor descriptors here ({config}): {persistent.problem(dict(config.meta))}")
 
 
 def _tensor_key(tensors):
@@ -472,14 +470,11 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     if only_persistent:
         wanted = _persistent_candidates(configs, persistent)
         if not wanted and configs:
-            meta = dict(configs[0].meta)
-            runtime.fail(_no_persistent(spec, f"cannot use tensor descriptors here ({configs[0]}): {persistent.problem(meta)}"))
+            runtime.fail(_refused(spec, persistent, configs[0]))
         configs = wanted
 
     def parts(config):
-        if config.persistent:
-            return persistent.parts(config, grid, args, int64, spec, device)
-        return kernel, config.grid(grid), args, config.kwargs(derived, int64, spec)
+        return runtime.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
 
     def run(config):
         k, g, a, kw = parts(config)
