@@ -1,6 +1,6 @@
 """ntsym's bmm kernel as generated, and the same body inside a loop over tiles (persistent grids)."""
 import statistics, torch, triton, triton.language as tl
-from triton.testing import do_bench
+from benchmarks.experiments._rounds import interleaved
 
 
 @triton.jit
@@ -101,10 +101,7 @@ def main():
                 fns.append((label, fn))
         if cpu:
             continue
-        times = {l: [] for l, _ in fns}
-        for _ in range(5):
-            for l, fn in fns:
-                times[l].append(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+        times = interleaved(fns)
         t0 = statistics.median(times["torch"])
         for l, _ in fns:
             ms = statistics.median(times[l])

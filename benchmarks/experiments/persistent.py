@@ -8,7 +8,7 @@ Usage (GPU): python -m benchmarks.experiments.persistent mm bmm addmm
 """
 import logging, os, statistics, sys, time
 import torch, triton
-from triton.testing import do_bench
+from benchmarks.experiments._rounds import interleaved
 h = logging.StreamHandler(sys.stdout); h.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
 logging.getLogger("ntsym").addHandler(h); logging.getLogger("ntsym").setLevel(logging.DEBUG)
 from benchmarks import tasks, triton_baselines as tb
@@ -49,10 +49,7 @@ for name in [a for a in sys.argv[1:] if not a.startswith('-')]:
         print(f"{name} {label}: first call {time.time()-t0:.1f}s rel err {err:.2e}", flush=True)
         if err < 1e-2:
             fns[label] = fn
-    times = {l: [] for l in fns}
-    for _ in range(5):
-        for l, fn in fns.items():
-            times[l].append(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+    times = interleaved(fns)
     base = statistics.median(times.get("triton", [1]))
     tor = statistics.median(times.get("torch", [1]))
     for l in fns:

@@ -1,6 +1,6 @@
 """sdpa: ntsym at forced configs vs the Triton baseline (its tuned config) vs torch, interleaved rounds."""
-import math, statistics, sys, os, torch, triton
-from triton.testing import do_bench
+import math, sys, os, torch, triton
+from benchmarks.experiments._rounds import interleaved, ratio_table
 sys.path.insert(0, os.getcwd())
 from examples import sdpa as ex
 from benchmarks import triton_baselines as tb
@@ -24,12 +24,4 @@ for bm, bn, w, s in ((128, 64, 8, 3), (128, 64, 4, 3), (128, 64, 4, 4), (128, 64
         print(name, "failed", str(e).splitlines()[0][:200])
 f = lambda: ex.sdpa(q, k, v)
 f(); fns["ntsym tuned"] = f
-times = {n: [] for n in fns}
-for _ in range(5):
-    for n, fn in fns.items():
-        times[n].append(do_bench(fn, warmup=25, rep=100, return_mode="median"))
-t0 = statistics.median(times["triton baseline"])
-print("| variant | ms | / triton baseline | range |\n|---|---:|---:|---|")
-for n in fns:
-    ms = statistics.median(times[n])
-    print(f"| {n} | {ms:.4f} | {ms / t0:.3f} | {min(times[n]):.4f}-{max(times[n]):.4f} |")
+print(ratio_table(interleaved(fns), "triton baseline"))

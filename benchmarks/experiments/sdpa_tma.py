@@ -8,9 +8,9 @@ benchmark shape, one process).  Run with NTSYM_RETUNE=1 so each form is tuned.
 
 Usage (GPU): NTSYM_RETUNE=1 python -m benchmarks.experiments.sdpa_tma
 """
-import inspect, logging, statistics, sys, time
+import inspect, logging, sys, time
 import torch, triton
-from triton.testing import do_bench
+from benchmarks.experiments._rounds import interleaved, ratio_table
 import codegen.emit as E, codegen.runtime as R
 src = inspect.getsource(E._persistent_kernel).replace("flatten=True", "flatten=False")
 exec(src, E.__dict__)
@@ -46,11 +46,4 @@ for label, fn in (("plain", nt({"persistent": False}, None)), ("tma 1 tile/progr
         print(label, "FAILED", type(e).__name__, str(e)[:300], flush=True); continue
     print(f"{label}: first call {time.time()-t0:.1f}s rel err {err:.2e}", flush=True)
     if err < 1e-2: fns[label] = fn
-times = {l: [] for l in fns}
-for _ in range(5):
-    for l, fn in fns.items():
-        times[l].append(do_bench(fn, warmup=25, rep=100, return_mode="median"))
-base = statistics.median(times["triton"])
-print("| impl | ms | /triton | range |\n|---|---:|---:|---|")
-for l in fns:
-    ms = statistics.median(times[l]); print(f"| {l} | {ms:.4f} | {ms/base:.3f} | {min(times[l]):.4f}-{max(times[l]):.4f} |")
+print(ratio_table(interleaved(fns), "triton", first="impl", ratio="/triton"))

@@ -1,6 +1,6 @@
 """ntsym's generated sdpa kernel (pow2 head) with one difference from the Triton baseline toggled at a time."""
-import math, statistics, sys, os, torch, triton, triton.language as tl
-from triton.testing import do_bench
+import math, sys, os, torch, triton, triton.language as tl
+from benchmarks.experiments._rounds import interleaved, ratio_table
 sys.path.insert(0, os.getcwd())
 
 
@@ -89,12 +89,4 @@ for cfg in cfgs:
         except Exception as e:
             print(name, "failed", str(e).splitlines()[0][:200])
 if not cpu:
-    times = {n: [] for n in fns}
-    for _ in range(5):
-        for n, fn in fns.items():
-            times[n].append(do_bench(fn, warmup=25, rep=100, return_mode="median"))
-    t0 = statistics.median(times["triton baseline"])
-    print("| variant | ms | / triton baseline | range |\n|---|---:|---:|---|")
-    for n in fns:
-        ms = statistics.median(times[n])
-        print(f"| {n} | {ms:.4f} | {ms / t0:.3f} | {min(times[n]):.4f}-{max(times[n]):.4f} |")
+    print(ratio_table(interleaved(fns), "triton baseline"))
