@@ -330,7 +330,7 @@ class KernelEmitter:
         printer = self.printer(names, ranges)
         contiguous = self._contiguous_offset(p, index, offset)
         try:
-            pointer = self._pointer(p, offset, printer, set(ranges))
+            offset_node = self._hoisted_sum(p, offset, printer, set(ranges))
             used = offset.free_symbols
             if contiguous is not None:
                 # For a contiguous tensor (a constexpr flag, set at launch)
@@ -338,12 +338,13 @@ class KernelEmitter:
                 # merge back: fewer divisions, and addresses Triton can see
                 # are consecutive (vectorized loads).
                 flag = self.contiguity_flags.setdefault(p.name, f"{p.name}_contiguous")
-                pointer = ast.IfExp(
+                offset_node = ast.IfExp(
                     test=ast.Name(id=flag, ctx=ast.Load()),
-                    body=self._pointer(p, contiguous, printer, set(ranges)),
-                    orelse=pointer,
+                    body=self._hoisted_sum(p, contiguous, printer, set(ranges)),
+                    orelse=offset_node,
                 )
                 used = used & contiguous.free_symbols
+            pointer = ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=offset_node)
             if ranges and not set(ranges) <= used:
                 # The tile repeats along some dimension (or is one element):
                 # give the pointers the tile's full shape.
@@ -485,29 +486,24 @@ class KernelEmitter:
         allowed = set(self.ir.program_vars) | vectorized | set(self.ir.symbols.values())
         return expr.free_symbols <= allowed
 
-    def _pointer(self, p, offset, printer, vectorized):
-        """``p``'s pointer plus ``offset``, printed.  Inside loops, the
-        pointers to the part of ``offset`` that no loop changes are computed
-        once, before the outermost statement, and each iteration adds only
-        the rest: loop-invariant code motion for the index math and the
-        64-bit address arithmetic, which Triton would otherwise redo for every
-        element in every iteration."""
-        base = ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
-        if self.loop_ranges:
-            terms = _distributed_terms(offset)
-            invariant = [t for t in terms if self._invariant(t, vectorized)]
-            if invariant and len(invariant) < len(terms):
-                key = (p.name, sympy.Add(*invariant))
-                if key not in self.hoisted:
-                    name = f"{p.name}_ptrs_{len(self.hoisted)}"
-                    while name in self.user_names:
-                        name += "_"
-                    value = ast.BinOp(left=base, op=ast.Add(), right=printer(key[1]))
-                    self.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value, lineno=0))
-                    self.hoisted[key] = name
-                base = ast.Name(id=self.hoisted[key], ctx=ast.Load())
-                offset = sympy.Add(*[t for t in terms if t not in invariant])
-        return ast.BinOp(left=base, op=ast.Add(), right=printer(offset))
+    def _hoisted_sum(self, p, offset, printer, vectorized):
+        """Print ``offset``; inside loops, the part that no loop changes is
+        computed once, before the outermost statement (loop-invariant code
+        motion for index math Triton would otherwise redo every iteration)."""
+        if not self.loop_ranges:
+            return printer(offset)
+        terms = _distributed_terms(offset)
+        invariant = [t for t in terms if self._invariant(t, vectorized)]
+        if not invariant or len(invariant) == len(terms):
+            return printer(offset)
+        part = sympy.Add(*invariant)
+        key = (p.name, part)
+        if key not in self.hoisted:
+            name = f"{p.name}_base_{len(self.hoisted)}"
+            self.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=printer(part), lineno=0))
+            self.hoisted[key] = name
+        rest = sympy.Add(*[t for t in terms if t not in invariant])
+        return ast.BinOp(left=ast.Name(id=self.hoisted[key], ctx=ast.Load()), op=ast.Add(), right=printer(rest))
 
     def _mask(self, conditions, printer, ranges):
         """The conjunction of the conditions as one block of booleans.
