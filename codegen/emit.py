@@ -86,6 +86,7 @@ def emit(ir):
     # (num_stages) changes nothing, and tuning spends its budget on warps.
     generated.loops = loops
     generated.persistent = persistent is not None
+    generated.advance_flag = emitter.advance_flag if emitter.advances else None
     return generated
 
 
@@ -173,6 +174,8 @@ def _kernel_args(ir, emitter):
         args.append((s.name, True))
     for name in emitter.whole:
         args.append((name, True))
+    if emitter.advances:
+        args.append((emitter.advance_flag, True))
     args.append((emitter.int64_flag, True))
     return args
 
@@ -277,6 +280,7 @@ def _persistent_kernel(ir, plain, kernel_name):
              and isinstance(n.func.value, ast.Name) and n.func.value.id in emitter.descriptors]
     if (
         not loads or not _streams(body)
+        or (emitter.advances and not plain.advances)  # the launcher passes the flag only where the plain kernel has it
         or set(emitter.contiguity_flags) != set(plain.contiguity_flags)
         or not set(emitter.checks) <= set(plain.checks)  # the launcher runs the plain kernel's checks
     ):
@@ -343,7 +347,8 @@ def _positional(name, ir, emitter):
     """Whether the launcher passes kernel parameter ``name`` by position
     (the rest, chosen with the configuration, go by keyword)."""
     metas = {m.symbol.name for m in ir.meta_params}
-    return not (name in metas or name == emitter.int64_flag or name.startswith("NTSYM_BLOCK_") or name in emitter.whole)
+    return not (name in metas or name in (emitter.int64_flag, emitter.advance_flag) or name.startswith("NTSYM_BLOCK_")
+                or name in emitter.whole)
 
 
 def _reuses_tiles(ir):
@@ -558,6 +563,7 @@ def spec(ir, generated):
         params=tuple(tensors),
         metas=tuple(ir.meta_params),
         int64_flag="NTSYM_INT64",
+        advance_flag=generated.advance_flag,
         num_warps=ir.num_warps,
         num_stages=ir.num_stages,
         max_num_configs=ir.max_num_configs,

@@ -44,6 +44,7 @@ class Spec:
     params: tuple
     metas: tuple
     int64_flag: str
+    advance_flag: Any = None  # compile-time flag: loops advance pointers (None: no loop can)
     num_warps: Any = None
     num_stages: Any = None
     max_num_configs: Any = None

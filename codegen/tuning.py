@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+import dataclasses
 from dataclasses import dataclass
 
 from codegen import runtime
@@ -26,6 +27,7 @@ class Config:
     num_warps: int = 4
     num_stages: int = 3
     persistent: bool = False  # the persistent, tensor-descriptor variant
+    advance: bool = False  # loops advance pointer blocks (spec.advance_flag)
 
     def kwargs(self, derived, int64, spec):
         """The keyword arguments of the kernel launch; cached per config and
@@ -38,6 +40,8 @@ class Config:
             for name, fn in derived.items():
                 kwargs[name] = fn(meta)
             kwargs[spec.int64_flag] = int64
+            if spec.advance_flag:
+                kwargs[spec.advance_flag] = self.advance
             if not spec.interpreting:
                 kwargs["num_warps"] = self.num_warps
                 kwargs["num_stages"] = self.num_stages
@@ -52,7 +56,7 @@ class Config:
     def __str__(self):
         parts = [f"{k}={v}" for k, v in self.meta]
         parts += [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
-        return ", ".join(parts + (["persistent"] if self.persistent else []))
+        return ", ".join(parts + (["persistent"] if self.persistent else []) + (["advance"] if self.advance else []))
 
 
 def shared_memory(spec, config, tensors):
@@ -242,6 +246,12 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         persistent = None
     if wanted and persistent is None:
         runtime.fail(_no_persistent(spec, "has no persistent variant (no loop reads a tile through a tensor descriptor)"))
+    advance = options.get("advance")
+    if advance is not None and not isinstance(advance, bool):
+        runtime.fail(f"kernel `{spec.name}`: ntsym_options['advance'] must be True or False, got {advance!r}")
+    if advance and not spec.advance_flag:
+        runtime.fail(f"kernel `{spec.name}`: ntsym_options asks loops to advance pointers, but no loop of the kernel "
+                     "reads or writes a tile at an address affine in its index")
     # With nothing to tune but the warps (whole-row kernels), a GPU still
     # times a few numbers of warps unless they are given.
     warps_only = not any(m.meta for m in spec.metas) and not (options.get("num_warps") or spec.num_warps)
@@ -251,24 +261,28 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
             options.get("num_warps") or spec.num_warps or 4,
             options.get("num_stages") or spec.num_stages or 3,
             bool(wanted),
+            bool(advance),
         )
     elif spec.interpreting and not _tune_in_interpreter():
-        config = probe  # the interpreter times nothing meaningful: no tuning
-        if wanted:
-            config = Config(probe.meta, probe.num_warps, probe.num_stages, True)
+        # The interpreter times nothing meaningful: no tuning.
+        config = Config(probe.meta, probe.num_warps, probe.num_stages, bool(wanted), bool(advance))
     else:
         disk_key = _disk_key(fixed_items, int64, tensors)
         if wanted is not None:  # a choice restricted by the caller is stored apart
             disk_key += "|persistent" if wanted else "|plain"
+        if advance is not None:
+            disk_key += "|advance" if advance else "|index"
         config = None if os.environ.get("NTSYM_RETUNE") == "1" else _load(spec, disk_key)
         if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
             config = None
         if config is None:
-            config = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, bool(wanted))
+            config = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, bool(wanted),
+                                advance)
             _store(spec, disk_key, config)
         if os.environ.get("NTSYM_PRINT_TUNING") == "1":
             chosen = ", ".join(f"{k}={v}" for k, v in config.meta)
             variant = ", 'persistent': True" if config.persistent else ""
+            variant += ", 'advance': True" if config.advance else ""
             print(
                 f"ntsym: {spec.name} {disk_key}: {chosen}, "
                 f"ntsym_options={{'num_warps': {config.num_warps}, 'num_stages': {config.num_stages}{variant}}}",
@@ -346,7 +360,7 @@ def _load(spec, key):
     entry = _read(_tuning_file(spec)).get(key)
     try:
         return Config(tuple((k, int(v)) for k, v in entry["meta"]), int(entry["num_warps"]), int(entry["num_stages"]),
-                      bool(entry.get("persistent", False)))
+                      bool(entry.get("persistent", False)), bool(entry.get("advance", False)))
     except (TypeError, KeyError, ValueError):
         return None
 
@@ -362,7 +376,7 @@ def _store(spec, key, config):
         try:
             data = _read(path)
             data[key] = {"meta": [list(kv) for kv in config.meta], "num_warps": config.num_warps,
-                         "num_stages": config.num_stages, "persistent": config.persistent}
+                         "num_stages": config.num_stages, "persistent": config.persistent, "advance": config.advance}
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp_", suffix=".json")
             with os.fdopen(fd, "w") as f:
                 json.dump(data, f, indent=1, sort_keys=True)
@@ -459,7 +473,11 @@ def compile_ahead(parts, spec, configs, tensors):
     return threads
 
 
-def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False):
+def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False,
+               advance=None):
+    """The fastest configuration.  ``advance`` True/False fixes how loops
+    address tiles; None (where the kernel has the flag) times pointer
+    advancing too, at the plain configurations that did best."""
     import time
 
     # Timing runs the kernel many times: keep what it writes, to restore it.
@@ -467,6 +485,8 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     snapshot = [(t, t.clone()) for name, t in zip(names, tensors) if name in spec.written]
     device = tensors[0].get_device() if tensors else -1
     configs = candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
+    if advance:
+        configs = [dataclasses.replace(c, advance=True) for c in configs]
     if only_persistent:
         wanted = _persistent_candidates(configs, persistent)
         if not wanted and configs:
@@ -482,10 +502,16 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
 
     start = time.perf_counter()
     timed = _time_all(spec, configs, parts, run, tensors, start)
+    extra = []
+    ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
     if persistent is not None and timed and not only_persistent:
         # The persistent variant, at the block shapes that did best: it
         # pays off where tiles stream through a loop, which timing decides.
-        extra = _persistent_candidates(_leading([c for _, c in sorted(timed, key=lambda t: t[0])]), persistent)
+        extra += _persistent_candidates(_leading(ranked), persistent)
+    if spec.advance_flag and advance is None:
+        # Advancing pointers, at the configurations that did best.
+        extra += [dataclasses.replace(c, advance=True) for c in ranked[:ADVANCE_CONFIGS] if not c.persistent]
+    if extra:
         timed += _time_all(spec, extra, parts, run, tensors, start, len(configs))
         configs = configs + extra
     if timed and not spec.interpreting:
@@ -499,6 +525,9 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     runtime.logger.info("ntsym: %s tuned over %d configs: %s (%.4f ms)", spec.name, len(configs), best, best_time)
     return best
 
+
+# The fastest plain configurations that advancing pointers is timed at.
+ADVANCE_CONFIGS = 4
 
 # Block shapes (with their warps) of the fastest plain configurations that
 # the persistent variant is timed at, each at these stage counts.
@@ -522,7 +551,7 @@ def _persistent_candidates(configs, persistent):
             continue
         stages = PERSISTENT_STAGES if c.num_stages in PERSISTENT_STAGES else (c.num_stages,)
         for st in stages:
-            config = Config(c.meta, c.num_warps, st, True)
+            config = Config(c.meta, c.num_warps, st, True, c.advance)
             if config not in out:
                 out.append(config)
     return out

@@ -171,10 +171,12 @@ def assert_copied(model, x, y):
     )
 
 
-def check_copy(kernel, model, x, y, symbols=None):
-    """Run ``kernel(x, y)`` (block-size symbols given by name) and compare."""
+def check_copy(kernel, model, x, y, symbols=None, advance=False):
+    """Run ``kernel(x, y)`` (block-size symbols given by name) and compare;
+    with ``advance``, loops advance pointers where they can."""
     known = {m.symbol.name for m in kernel.ir.meta_params}
-    kernel(x, y, **{k: v for k, v in (symbols or {}).items() if k in known})
+    options = {"advance": True} if advance and kernel._spec.advance_flag else None
+    kernel(x, y, **{k: v for k, v in (symbols or {}).items() if k in known}, ntsym_options=options)
     assert_copied(model, x, y)
 
 
@@ -359,6 +361,9 @@ def kernel_cases(draw):
         layout=layout,
         out_layout=out_layout,
         seed=draw(st.integers(0, 2**32 - 1)),
+        # Loops address tiles from the loop index, or advance pointers (the
+        # tuner's other choice on a GPU).
+        advance=draw(st.booleans()),
     )
 
 
@@ -370,7 +375,8 @@ def case_text(case):
     lines = [src] + [repr(op) for op in case["ops"]]
     if case.get("symbols"):
         lines.append(f"# launched with {case['symbols']} (constexpr symbols)")
-    lines.append(f"# levels {case['model'].shapes}; x {case['dtype']} {case['layout']}")
+    lines.append(f"# levels {case['model'].shapes}; x {case['dtype']} {case['layout']}"
+                 + ("; loops advance pointers" if case.get("advance") else ""))
     lines.append(
         f"# y: {'symbolic' if case['out_symbolic'] else 'concrete'}, "
         f"{'whole-dim' if case['whole'] else 'explicit'} tiles, {case['out_layout']}"
@@ -393,7 +399,7 @@ def run_case(case):
     rng = np.random.default_rng(case["seed"])
     x = make_input(case["shape"], case["dtype"], case["layout"], rng)
     y = make_output(out_shape, case["dtype"], case["out_layout"])
-    check_copy(kernel, model, x, y, case.get("symbols", {}))
+    check_copy(kernel, model, x, y, case.get("symbols", {}), case.get("advance", False))
 
 
 @settings(
@@ -458,6 +464,7 @@ MM_CASES = [(10, 13, 7, 4, 2, 8), (5, 3, 9, 8, 4, 2), (16, 32, 8, 8, 4, 16), (1,
     "m, k, n, bm, bn, bk, symbols",
     [(*c, False) for c in MM_CASES + [(9, 7, 5, 3, 5, 6)]] + [(*c, True) for c in MM_CASES],
 )
+@pytest.mark.usefixtures("loop_addressing")
 def test_matmul_arrangement_copy(m, k, n, bm, bn, bk, symbols, dtype):
     blocks = MM_BLOCKS if symbols else (bm, bn, bk)
     launch = {s.name: v for s, v in zip(MM_BLOCKS, (bm, bn, bk))} if symbols else {}
@@ -514,6 +521,7 @@ def conv2d_copy(input, filter, output, input_copy):
         ((2, 2, 5, 4), (3, 2, 3), 5, 2, 7, False),
     ],
 )
+@pytest.mark.usefixtures("loop_addressing")
 def test_conv2d_implicit_gemm_input_copy(nchw, krs, bm, bn, bk, symbols, symbolic):
     (n, c, h, w), (k, r, s) = nchw, krs
     p, q = h - r + 1, w - s + 1

@@ -152,7 +152,7 @@ class _RecordingKernel:
 def _compile_ahead_setup():
     from types import SimpleNamespace
 
-    spec = SimpleNamespace(name="k", interpreting=False, int64_flag="NTSYM_INT64")
+    spec = SimpleNamespace(name="k", interpreting=False, int64_flag="NTSYM_INT64", advance_flag=None)
     configs = [tuning.Config((("B", b),), w, 2) for b in (16, 32, 64) for w in (4, 8)]
     return spec, configs, (lambda meta: (100 // meta["B"],))
 

@@ -1,0 +1,216 @@
+"""Loops that advance pointer blocks (``NTSYM_ADVANCE``) instead of computing
+each tile's address from the loop index.  Both forms are in every kernel with
+such a loop; the tuner times both on a GPU, the interpreter runs the index
+form unless ``ntsym_options={"advance": True}`` asks for the other.  Each
+kernel here runs both ways, through the interpreter, against torch."""
+
+import re
+
+import pytest
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from codegen import tuning
+from examples import mm, sdpa
+from ntsym import Tensor
+
+ADVANCE = {"advance": True}
+B = 4
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def both(kernel, *args, **kwargs):
+    """Run ``kernel`` with each form; return the two results (copies of the
+    last argument)."""
+    out = []
+    for options in (None, ADVANCE):
+        args[-1].fill_(float("nan"))
+        kernel(*args, **kwargs, ntsym_options=options)
+        out.append(args[-1].clone())
+    return out
+
+
+def row_blocks(x, y):
+    """Each program: one row of ``x`` (blocks of B), and one element of ``y``."""
+    return x.tile((1, B)).tile((1, -1)).squeeze(1), y.tile((1,))
+
+
+def test_peeled_matrix_product_both_forms():
+    assert "if NTSYM_ADVANCE:" in mm.kernel.kernel_source
+    for k in (48, 50):  # whole blocks only, and a last partial block
+        a, b = torch.randn(40, k), torch.randn(k, 24)
+        for c in both(mm.kernel, a, b, torch.empty(40, 24), BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16):
+            torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
+
+
+def test_attention_both_forms():
+    q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    for o in both(sdpa.kernel_pow2_head, q, k, v, 0.25, True, torch.empty(1, 2, 40, 16), BLOCK_SIZE_M=16, BLOCK_SIZE_N=16):
+        torch.testing.assert_close(o, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_range_with_start_and_step():
+    def application(x, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        for k in range(1, x.shape[1], 2):
+            acc += x[0, k]
+        y = ntl.sum(acc, 1)  # noqa: F841
+
+    kernel = ntsym.make(row_blocks, application, (Tensor(2), Tensor(1)))
+    assert "x_ptrs_1 += 8 * x_stride_1" in kernel.kernel_source  # step 2 of blocks of 4
+    x = torch.randn(3, 37)
+    blocks = x.new_zeros(3, 40)
+    blocks[:, :37] = x
+    want = blocks.reshape(3, 10, B)[:, 1::2].sum((1, 2))
+    for y in both(kernel, x, torch.empty(3)):
+        torch.testing.assert_close(y, want)
+
+
+def test_nested_loops_advance_the_inner_pointers_from_where_the_outer_loop_is():
+    def arrangement(x, y):
+        arranged = x.tile((1, 1, B)).tile((1, -1, -1))
+        arranged.dtype = arranged.dtype.squeeze(0)
+        return arranged.squeeze((1, 2)), y.tile((1,))
+
+    def application(x, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        for j in range(x.shape[0]):
+            for k in range(j, x.shape[1]):  # starts where the outer loop is
+                acc += x[j, k]
+        y = ntl.sum(ntl.sum(acc, 2), 1)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(3), Tensor(1)))
+    x = torch.randn(2, 3, 4 * B)
+    want = torch.zeros(2)
+    for j in range(3):
+        want += x[:, j, j * B:].sum(1)
+    for y in both(kernel, x, torch.empty(2)):
+        torch.testing.assert_close(y, want)
+
+
+def test_writes_in_the_loop_and_a_tile_read_twice():
+    def arrangement(x, y):
+        return x.tile((1, B)).tile((1, -1)).squeeze(1), y.tile((1, B)).tile((1, -1)).squeeze(1)
+
+    def application(x, y):
+        for k in range(x.shape[1]):
+            y[0, k] = x[0, k] * 2 + x[0, k]
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
+    source = kernel.kernel_source
+    assert len(set(re.findall(r"x_ptrs_\d+", source))) == 1  # one pointer block for both reads
+    assert len(set(re.findall(r"y_ptrs_\d+", source))) == 1
+    x = torch.randn(3, 18)
+    for y in both(kernel, x, torch.empty(3, 18)):
+        torch.testing.assert_close(y, 3 * x)
+
+
+def test_loop_inside_a_branch_and_a_while_inside_the_loop():
+    def application(x, flag, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        if flag > 0:
+            for k in range(x.shape[1]):
+                n = 0
+                while n < 2:
+                    acc += x[0, k]
+                    n += 1
+        y = ntl.sum(acc, 1)  # noqa: F841
+
+    def arrangement(x, flag, y):
+        x, y = row_blocks(x, y)
+        return x, flag, y
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(0), Tensor(1)))
+    x = torch.randn(3, 10)
+    for flag, factor in ((1, 2), (0, 0)):
+        for y in both(kernel, x, flag, torch.empty(3)):
+            torch.testing.assert_close(y, factor * x.sum(1))
+
+
+def test_indices_not_affine_in_the_loop_keep_the_index_form():
+    def application(x, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        for k in range(2 * x.shape[1]):
+            acc += x[0, k // 2]  # each block twice
+        y = ntl.sum(acc, 1)  # noqa: F841
+
+    kernel = ntsym.make(row_blocks, application, (Tensor(2), Tensor(1)))
+    assert "NTSYM_ADVANCE" not in kernel.kernel_source
+    x = torch.randn(3, 16)
+    with pytest.raises(ntsym.LaunchError, match="advance pointers, but no loop"):
+        kernel(x, torch.empty(3), ntsym_options=ADVANCE)
+    y = torch.empty(3)
+    kernel(x, y)
+    torch.testing.assert_close(y, 2 * x.sum(1))
+
+
+def test_a_step_the_loop_changes_keeps_the_index_form():
+    def application(x, s, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        step = s
+        for k in range(0, x.shape[1], step):
+            acc += x[0, k]
+            step = step + 1  # range() took the step already
+        y = ntl.sum(acc, 1)  # noqa: F841
+
+    def arrangement(x, s, y):
+        x, y = row_blocks(x, y)
+        return x, s, y
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(0), Tensor(1)))
+    assert "NTSYM_ADVANCE" not in kernel.kernel_source
+    x = torch.randn(3, 16)
+    y = torch.empty(3)
+    kernel(x, 2, y)
+    torch.testing.assert_close(y, x.reshape(3, 4, B)[:, ::2].sum((1, 2)))
+
+
+def test_a_step_known_when_the_loop_starts_is_taken_then():
+    def application(x, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        s = 2
+        for k in range(0, x.shape[1], s):
+            acc += x[0, k]
+            s = 1  # range() took the step already
+        y = ntl.sum(acc, 1)  # noqa: F841
+
+    kernel = ntsym.make(row_blocks, application, (Tensor(2), Tensor(1)))
+    x = torch.randn(3, 16)
+    for y in both(kernel, x, torch.empty(3)):
+        torch.testing.assert_close(y, x.reshape(3, 4, B)[:, ::2].sum((1, 2)))
+
+
+def test_bad_option_value():
+    with pytest.raises(ntsym.LaunchError, match=r"ntsym_options\['advance'\] must be True or False"):
+        mm.kernel(torch.randn(4, 4), torch.randn(4, 4), torch.empty(4, 4), ntsym_options={"advance": 1})
+
+
+def test_tuner_times_the_advancing_form_at_the_best_configurations(monkeypatch):
+    timed = []
+
+    def time_all(spec, configs, parts, run, tensors, start, done=0):
+        timed.extend(configs)
+        # Fake timings: the larger the blocks the faster; advancing faster still.
+        return [(1.0 / (dict(c.meta)["BLOCK_SIZE_M"] * dict(c.meta)["BLOCK_SIZE_N"]) - c.advance * 1e-6, c)
+                for c in configs]
+
+    monkeypatch.setattr(tuning, "_time_all", time_all)
+    a, b = torch.randn(40, 48), torch.randn(48, 24)
+    spec = mm.kernel._spec
+    grid = lambda meta: (1,)  # noqa: E731
+    best = tuning._benchmark(None, spec, grid, (), {}, (a, b, torch.empty(40, 24)), False, {})
+    plain = [c for c in timed if not c.advance]
+    advancing = [c for c in timed if c.advance]
+    assert len(advancing) == tuning.ADVANCE_CONFIGS
+    ranked = sorted(plain, key=lambda c: 1.0 / (dict(c.meta)["BLOCK_SIZE_M"] * dict(c.meta)["BLOCK_SIZE_N"]))
+    assert [(c.meta, c.num_warps, c.num_stages) for c in advancing] == [
+        (c.meta, c.num_warps, c.num_stages) for c in ranked[: tuning.ADVANCE_CONFIGS]
+    ]
+    assert best.advance
+    assert best.kwargs({}, False, spec)["NTSYM_ADVANCE"] is True
