@@ -223,16 +223,25 @@ def _tune_in_interpreter():
     return os.environ.get("NTSYM_TUNE_IN_INTERPRETER", "") == "1"
 
 
+# What ``ntsym_options`` may say.
+OPTIONS = ("num_warps", "num_stages", "persistent", "advance")
+
+
 def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None):
     """The configuration for this call (None when the problem is empty).
     ``persistent`` is the kernel's persistent variant (runtime.Persistent) or
-    None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it out."""
+    None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it
+    out, ``{"advance": True/False}`` fixes how loops address tiles."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
     key = (id(spec), fixed_items, int64, tuple(options.items()) if options else ()) + _tensor_key(tensors)
     config = _memory.get(key)
     if config is not None:
         return config
     options = options or {}
+    unknown = sorted(set(options) - set(OPTIONS), key=str)
+    if unknown:
+        runtime.fail(f"kernel `{spec.name}`: unknown ntsym_options {', '.join(map(repr, unknown))}; "
+                     f"known: {', '.join(OPTIONS)}")
     fixed = dict(fixed_items)
     probe = default_config(spec, fixed)
     if grid(dict(probe.meta))[0] == 0:
