@@ -176,6 +176,7 @@ class KernelEmitter:
         # addresses from the loop index); `advances`: some loop can.
         self.advance_flag = "NTSYM_ADVANCE"
         self.advances = False
+        self.pointer_names = {}  # carried pointer blocks: access key -> name
         self.index_values = {}  # local name -> its value as index math (offsets of tiles)
         self.tile_vars = {}  # tile index variable -> its extent (in index_values)
         self.track = True  # whether assignments here dominate what follows
@@ -353,11 +354,14 @@ class KernelEmitter:
                     body=self._hoisted_sum(p, contiguous, printer, set(ranges)),
                     orelse=offset_node,
                 )
-            pointer = _broadcast(ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=offset_node), shape)
-            carried = self._carried(p, [(flag, contiguous), (None, offset)] if flag else [(None, offset)], printer, shape)
+            base = ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
+            pointer = _broadcast(ast.BinOp(left=base, op=ast.Add(), right=offset_node), shape)
+            offsets = [(flag, contiguous), (None, offset)] if flag else [(None, offset)]
+            carried = self._carried(p, offsets, printer, shape)
             if carried is not None:
                 # Which form runs is a compile-time flag the tuner chooses.
-                pointer = ast.IfExp(test=ast.Name(id=self.advance_flag, ctx=ast.Load()), body=ast.Name(id=carried, ctx=ast.Load()), orelse=pointer)
+                advance = ast.Name(id=self.advance_flag, ctx=ast.Load())
+                pointer = ast.IfExp(test=advance, body=ast.Name(id=carried, ctx=ast.Load()), orelse=pointer)
             mask = self._mask(kept, printer, ranges)
         except PrintError as e:
             raise self.error(f"cannot print index math for `{p.name}`: {e}", node) from None
@@ -501,7 +505,7 @@ class KernelEmitter:
         if not invariant or len(invariant) == len(terms):
             return printer(offset)
         part = sympy.Add(*invariant)
-        key = (p.name, part)
+        key = (p.name, part, _names_key(printer))
         if key not in self.hoisted:
             name = f"{p.name}_base_{len(self.hoisted)}"
             self.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=printer(part), lineno=0))
@@ -515,8 +519,10 @@ class KernelEmitter:
 
         ``offsets`` are (contiguity flag or None, offset) pairs, chosen at
         compile time by the flag.  Where each is affine in the loop variable
-        ``v`` (``a + v * d``, nothing in ``a`` or ``d`` assigned in the loop,
-        ``d`` one number per program), the pointers are set to
+        ``v`` (``a + v * d``, nothing in ``a`` or ``d`` and not ``v`` assigned
+        in the loop's body, ``d`` one number per program; ``_loop_body``
+        checks again on the emitted body, inlined calls included), the
+        pointers are set to
         ``ptr + a + start * d`` before the loop and advanced by ``step * d``
         at the end of each iteration: one 64-bit add per element where
         ``ptr + (a + v * d)`` costs an index add, a widening and an address
@@ -530,8 +536,8 @@ class KernelEmitter:
             return None
         parts = []
         for flag, offset in offsets:
-            if {s.name for s in offset.free_symbols} & frame.assigned - {frame.var.name}:
-                return None
+            if {s.name for s in offset.free_symbols} & frame.assigned:
+                return None  # the body changes the index or what the offset is made of
             step = sympy.S.Zero
             for term in _distributed_terms(offset):
                 if frame.var in term.free_symbols:
@@ -542,43 +548,62 @@ class KernelEmitter:
             if step.free_symbols & (set(printer.names) | {frame.var}):
                 return None  # not one number per program
             parts.append((flag, offset, step))
-        key = (p.name, tuple(o for _, o in offsets))
+        key = (p.name, tuple(o for _, o in offsets), _names_key(printer), ast.dump(shape) if shape else None)
         if key not in frame.pointers:
-            name = self.fresh(f"{p.name}_ptrs")
-            while name in self.user_names:
-                name += "_"
+            # Named per access, not from the temporaries' counter: a peeled
+            # loop's second body reuses the names of its first.
+            name = self.pointer_names.get(key)
+            if name is None:
+                name = f"{p.name}_ptrs_{len(self.pointer_names)}"
+                while name in self.user_names:
+                    name += "_"
+                self.pointer_names[key] = name
             frame.pointers[key] = (name, p, parts, printer, shape)
         return frame.pointers[key][0]
 
-    def _carried_setup(self, frame, start, body):
+    def _carried_inits(self, frame, start):
         """The statements that set ``frame``'s carried pointers before its
-        loop (which starts at ``start``), and ``body`` with the advances
-        appended."""
-        inits, advances = [], []
+        loop, which starts at ``start``."""
+        inits = []
         for name, p, parts, printer, shape in frame.pointers.values():
             values = []
-            for _, offset, step in parts:
+            for _, offset, _ in parts:
                 first = offset.xreplace({frame.var: start})
                 # The loop-invariant offset, where already computed.
-                hoisted = next((name for (owner, part), name in self.hoisted.items()
-                                if owner == p.name and isinstance(part, sympy.Expr) and sympy.expand(part - first) == 0), None)
+                names = _names_key(printer)
+                hoisted = next((hoisted for (owner, part, used), hoisted in self.hoisted.items()
+                                if owner == p.name and used == names and isinstance(part, sympy.Expr)
+                                and sympy.expand(part - first) == 0), None)
                 if hoisted is not None:
                     first = ast.Name(id=hoisted, ctx=ast.Load())
                 else:
                     first = self._hoisted_sum(p, first, printer, set(printer.names))
-                first = ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=first)
-                values.append((first, printer(step * frame.step)))
-            (init, advance), flag = values[-1], parts[0][0]
-            if len(values) == 2:  # (contiguous, any strides), chosen by the flag
-                init = ast.IfExp(test=ast.Name(id=flag, ctx=ast.Load()), body=values[0][0], orelse=init)
-                advance = ast.IfExp(test=ast.Name(id=flag, ctx=ast.Load()), body=values[0][1], orelse=advance)
-            inits.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=_broadcast(init, shape), lineno=0))
-            advances.append(ast.AugAssign(target=ast.Name(id=name, ctx=ast.Store()), op=ast.Add(), value=advance, lineno=0))
+                values.append(ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=first))
+            inits.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                                    value=_broadcast(self._by_contiguity(parts, values), shape), lineno=0))
         if not inits:
-            return [], body
+            return []
         self.advances = True
-        flag = ast.Name(id=self.advance_flag, ctx=ast.Load())
-        return [ast.If(test=flag, body=inits, orelse=[])], body + [ast.If(test=copy.deepcopy(flag), body=advances, orelse=[])]
+        return [ast.If(test=ast.Name(id=self.advance_flag, ctx=ast.Load()), body=inits, orelse=[])]
+
+    def _advanced(self, frame, body):
+        """``body`` with ``frame``'s carried pointers advanced at its end."""
+        advances = []
+        for name, p, parts, printer, shape in frame.pointers.values():
+            steps = [printer(step * frame.step) for _, _, step in parts]
+            advances.append(ast.AugAssign(target=ast.Name(id=name, ctx=ast.Store()), op=ast.Add(),
+                                          value=self._by_contiguity(parts, steps), lineno=0))
+        if not advances:
+            return body
+        return body + [ast.If(test=ast.Name(id=self.advance_flag, ctx=ast.Load()), body=advances, orelse=[])]
+
+    @staticmethod
+    def _by_contiguity(parts, values):
+        """One of ``values`` (one per part): with a contiguous form and the
+        general one, the contiguity flag chooses at compile time."""
+        if len(values) == 1:
+            return values[0]
+        return ast.IfExp(test=ast.Name(id=parts[0][0], ctx=ast.Load()), body=values[0], orelse=values[1])
 
     def _mask(self, conditions, printer, ranges):
         """The conjunction of the conditions as one block of booleans.
@@ -592,7 +617,7 @@ class KernelEmitter:
         if self.loop_ranges:
             fixed = [c for c in vector if self._invariant(c, set(ranges))]
             if fixed:
-                key = ("mask", tuple(fixed))
+                key = ("mask", tuple(fixed), _names_key(printer))
                 if key not in self.hoisted:
                     name = f"mask_{len(self.hoisted)}"
                     self.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=conjunction(printer(c) for c in fixed), lineno=0))
@@ -923,20 +948,20 @@ class KernelEmitter:
         if peel:
             counter = self.counter
             self.loop_ranges[var] = FloorDiv(*bound.args)
-            main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step, assigned)
-            main_inits, main = self._carried_setup(main_frame, start, main)
+            main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step)
             self._forget(assigned)
             self.counter = counter  # the same temporaries in both bodies
             self.loop_ranges[var] = bound
-        frame, body = self._loop_body(stmt.body, var, start, step, assigned)
+        frame, body = self._loop_body(stmt.body, var, start, step)
         self.loop_ranges.pop(var, None)
         self.loop_trips.pop(var, None)
         self._forget(assigned)
-        inits, body = self._carried_setup(frame, start, body)
         loop = ast.copy_location(ast.For(target=stmt.target, iter=new_iter, body=body, orelse=[]), stmt)
         if main is None or ast.dump(ast.Module(body=main, type_ignores=[])) == ast.dump(ast.Module(body=body, type_ignores=[])):
+            inits = self._carried_inits(frame, start)
             return inits + [loop] if inits else loop
-        inits = self._carried_setup(frame, FloorDiv(*bound.args), [])[0]
+        main_inits = self._carried_inits(main_frame, start)
+        inits = self._carried_inits(frame, FloorDiv(*bound.args))
         whole = self.printer()(FloorDiv(*bound.args))
         first = ast.For(
             target=stmt.target,
@@ -971,14 +996,28 @@ class KernelEmitter:
             return None, None
         return start, step
 
-    def _loop_body(self, stmts, var, start, step, assigned):
-        """Emit a loop body, collecting the pointer blocks the loop carries."""
-        frame = _LoopFrame(var, start, step, assigned)
+    def _loop_body(self, stmts, var, start, step):
+        """Emit a loop body (its advances appended), collecting the pointer
+        blocks the loop carries."""
+        frame = _LoopFrame(var, start, step, _assigned_names(stmts))
         self.loop_frames.append(frame)
         try:
-            return frame, self.block(stmts)
+            body = self.block(stmts)
         finally:
             self.loop_frames.pop()
+        # What the emitted body assigns includes what inlined functions do (to
+        # the caller's names their parameters became, and to their locals): a
+        # pointer whose offset, loop index or step it changes is not carried.
+        stored = _assigned_names(body)
+        dropped = set()
+        for key, (name, p, parts, printer, shape) in list(frame.pointers.items()):
+            used = {s.name for _, offset, _ in parts for s in offset.free_symbols}
+            if (used | {var.name} | {s.name for s in step.free_symbols}) & stored:
+                dropped.add(name)
+                del frame.pointers[key]
+        if dropped:
+            body = [_IndexForm(self.advance_flag, dropped).visit(s) for s in body]
+        return frame, self._advanced(frame, body)
 
     def _whole_flag(self, size, block):
         for name, key in self.whole.items():
@@ -1388,6 +1427,27 @@ class _LoopFrame:
     def __init__(self, var, start, step, assigned):
         self.var, self.start, self.step, self.assigned = var, start, step, assigned
         self.pointers = {}
+
+
+def _names_key(printer):
+    """The names a printer gives a tile's index variables: index math keyed
+    with them is printed the same way (a tile and a row of it share their
+    variables but not their shapes)."""
+    return tuple(sorted((str(v), n) for v, n in printer.names.items()))
+
+
+class _IndexForm(ast.NodeTransformer):
+    """Accesses through the carried pointers ``names`` back to their index form."""
+
+    def __init__(self, flag, names):
+        self.flag, self.names = flag, names
+
+    def visit_IfExp(self, node):
+        node = self.generic_visit(node)
+        if (isinstance(node.test, ast.Name) and node.test.id == self.flag
+                and isinstance(node.body, ast.Name) and node.body.id in self.names):
+            return node.orelse
+        return node
 
 
 def _broadcast(pointer, shape):

@@ -63,7 +63,7 @@ def test_range_with_start_and_step():
         y = ntl.sum(acc, 1)  # noqa: F841
 
     kernel = ntsym.make(row_blocks, application, (Tensor(2), Tensor(1)))
-    assert "x_ptrs_1 += 8 * x_stride_1" in kernel.kernel_source  # step 2 of blocks of 4
+    assert re.search(r"x_ptrs_\d+ \+= 8 \* x_stride_1", kernel.kernel_source)  # step 2 of blocks of 4
     x = torch.randn(3, 37)
     blocks = x.new_zeros(3, 40)
     blocks[:, :37] = x
@@ -216,3 +216,166 @@ def test_tuner_times_the_advancing_form_at_the_best_configurations(monkeypatch):
     ]
     assert best.advance
     assert best.kwargs({}, False, spec)["NTSYM_ADVANCE"] is True
+
+
+# -- where the body changes what an address is made of ---------------------------------
+
+
+def rows(x, y):
+    return x.tile((1, B)).tile((1, -1)).squeeze(1), y.tile((1, B)).tile((1, -1)).squeeze(1)
+
+
+def reversed_blocks(x, y):
+    for k in range(x.shape[1]):
+        t = x[0, k]
+        k = x.shape[1] - 1 - k
+        y[0, k] = t
+
+
+def into_block_0_by_unpacking(x, y):
+    for k in range(x.shape[1]):
+        t = x[0, k]
+        k, j = 0, k
+        y[0, k] = y[0, k] + t
+
+
+def into_block_0_by_an_inner_loop(x, y):
+    for k in range(x.shape[1]):
+        t = x[0, k]
+        for k in range(1):
+            t = t + 0
+        y[0, k] = y[0, k] + t
+
+
+def into_block_0_in_a_branch(x, y):
+    for k in range(x.shape[1]):
+        t = x[0, k]
+        if k > 0:
+            k = 0
+        y[0, k] = y[0, k] + t
+
+
+def reset(y, t, k):
+    k = k * 0
+    y[0, k] = y[0, k] + t
+
+
+def into_block_0_by_an_inlined_function(x, y):
+    for k in range(x.shape[1]):
+        t = x[0, k]
+        reset(y, t, k)
+
+
+@pytest.mark.parametrize("application", [
+    reversed_blocks, into_block_0_by_unpacking, into_block_0_by_an_inner_loop, into_block_0_in_a_branch,
+    into_block_0_by_an_inlined_function,
+])
+def test_a_loop_index_the_body_rebinds_keeps_the_index_form(application):
+    kernel = ntsym.make(rows, application, (Tensor(2), Tensor(2)))
+    assert "NTSYM_ADVANCE" not in kernel.kernel_source
+    x = torch.arange(24.0).reshape(2, 12)
+    y = torch.zeros(2, 12)
+    kernel(x, y)
+    blocks = x.reshape(2, 3, B)
+    if application is reversed_blocks:
+        want = blocks.flip(1).reshape(2, 12)
+    else:
+        want = torch.zeros(2, 12)
+        want[:, :B] = blocks.sum(1)
+    torch.testing.assert_close(y, want)
+
+
+def put(y, t, k, s):
+    s = 0
+    y[0, k + s] = t
+
+
+def test_a_name_an_inlined_function_rebinds_keeps_that_access_in_the_index_form():
+    # The inlined `put` assigns `s`, which its parameter became: the store
+    # through `y[0, k + s]` is addressed from the index; `x[0, k]` advances.
+    def application(x, s, y):
+        for k in range(x.shape[1]):
+            t = x[0, k]
+            put(y, t, k, s)
+
+    def arrangement(x, s, y):
+        x, y = rows(x, y)
+        return x, s, y
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(0), Tensor(2)))
+    source = kernel.kernel_source
+    assert "x_ptrs_" in source and "y_ptrs_" not in source
+    x = torch.arange(24.0).reshape(2, 12)
+    for options in (None, ADVANCE):
+        padded = torch.zeros(2, 24)  # catches writes past the row
+        kernel(x, 1, padded[:, :12], ntsym_options=options)
+        torch.testing.assert_close(padded[:, :12], x)
+        assert not padded[:, 12:].any()
+
+
+def pick(x, k):
+    j = 0
+    return x[0, k + j]
+
+
+def test_an_inlined_functions_local_in_an_address():
+    def application(x, y):
+        for k in range(x.shape[1]):
+            y[0, k] = pick(x, k)
+
+    kernel = ntsym.make(rows, application, (Tensor(2), Tensor(2)))
+    x = torch.arange(24.0).reshape(2, 12)
+    for y in both(kernel, x, torch.zeros(2, 12)):
+        torch.testing.assert_close(y, x)
+
+
+def test_peeled_inner_loop_beside_a_tile_the_outer_loop_carries():
+    def arrangement(x, y, BLOCK=ntsym.block_size(lower_bound=4)):
+        arranged = x.tile((1, 1, BLOCK)).tile((1, -1, -1))
+        arranged.dtype = arranged.dtype.squeeze(0)
+        return arranged.squeeze((1, 2)), y.tile((1,))
+
+    def application(x, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        for j in range(x.shape[0]):
+            for k in range(x.shape[1]):  # cdiv(10, 4) blocks: peeled
+                acc += x[j, 0] + x[j, k]
+        y = ntl.sum(ntl.sum(acc, 2), 1)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(3), Tensor(1)))
+    x = torch.randn(2, 3, 10)
+    padded = torch.zeros(2, 3, 12)
+    padded[..., :10] = x
+    want = padded.sum((1, 2)) + 3 * padded[..., :B].sum((1, 2))
+    for y in both(kernel, x, torch.empty(2), BLOCK=B):
+        torch.testing.assert_close(y, want)
+
+
+def test_one_offset_two_tile_shapes():
+    def application(x, y):
+        acc = ntl.zeros((x.dtype.shape[1],), dtype=ntl.float32)
+        for k in range(x.shape[1]):
+            acc += x[0, k][0] + ntl.sum(x[0, k], 0)  # (B,) and (1, B) summed to (B,)
+        y = ntl.sum(acc, 0)  # noqa: F841
+
+    kernel = ntsym.make(row_blocks, application, (Tensor(2), Tensor(1)))
+    x = torch.randn(3, 16)
+    for y in both(kernel, x, torch.empty(3)):
+        torch.testing.assert_close(y, 2 * x.sum(1))
+
+
+def test_advancing_with_64_bit_index_math(monkeypatch):
+    from codegen import runtime
+
+    monkeypatch.setattr(runtime, "needs_int64", lambda tensors: True)
+    a, b = torch.randn(40, 50), torch.randn(50, 24)
+    for c in both(mm.kernel, a, b, torch.empty(40, 24), BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16):
+        torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
+
+
+def test_persistent_variant_with_the_flag():
+    a, b = torch.randn(40, 52), torch.randn(52, 24)  # rows of 16-byte multiples
+    for options in ({"persistent": True}, {"persistent": True, "advance": True}):
+        c = torch.full((40, 24), float("nan"))
+        mm.kernel(a, b, c, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16, ntsym_options=options)
+        torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)

@@ -21,6 +21,9 @@ import torch.nn.functional as F
 import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
 from examples import add, addmm, bmm, conv2d, mm, rms_norm, rope, sdpa, silu, softmax
 
+# Every test runs twice: loops address tiles from the index, then advance pointers.
+pytestmark = pytest.mark.usefixtures("loop_addressing")
+
 TOL = {
     torch.float32: dict(atol=1e-5, rtol=1e-5),
     torch.float16: dict(atol=1e-2, rtol=1e-2),

@@ -1,11 +1,15 @@
 """Application features real kernels use: sub-tile stores, inlined calls,
 scalars, offsets, source access, annotated constexprs, loads done once."""
 
+import pytest
 import torch
 
 import ntsym
 import ntsym.language as ntl
 from ntsym import Symbol, Tensor
+
+# Every test runs twice: loops address tiles from the index, then advance pointers.
+pytestmark = pytest.mark.usefixtures("loop_addressing")
 
 B = Symbol("B", constexpr=True)
 
