@@ -40,6 +40,13 @@ def row_blocks(x, y):
     return x.tile((1, B)).tile((1, -1)).squeeze(1), y.tile((1,))
 
 
+def planes(x, y, block):
+    """Each program: one plane of ``x`` (rows of blocks), and one element of ``y``."""
+    arranged = x.tile((1, 1, block)).tile((1, -1, -1))
+    arranged.dtype = arranged.dtype.squeeze(0)
+    return arranged.squeeze((1, 2)), y.tile((1,))
+
+
 def test_peeled_matrix_product_both_forms():
     assert "if NTSYM_ADVANCE:" in mm.kernel.kernel_source
     for k in (48, 50):  # whole blocks only, and a last partial block
@@ -74,9 +81,7 @@ def test_range_with_start_and_step():
 
 def test_nested_loops_advance_the_inner_pointers_from_where_the_outer_loop_is():
     def arrangement(x, y):
-        arranged = x.tile((1, 1, B)).tile((1, -1, -1))
-        arranged.dtype = arranged.dtype.squeeze(0)
-        return arranged.squeeze((1, 2)), y.tile((1,))
+        return planes(x, y, B)
 
     def application(x, y):
         acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
@@ -331,9 +336,7 @@ def test_an_inlined_functions_local_in_an_address():
 
 def test_peeled_inner_loop_beside_a_tile_the_outer_loop_carries():
     def arrangement(x, y, BLOCK=ntsym.block_size(lower_bound=4)):
-        arranged = x.tile((1, 1, BLOCK)).tile((1, -1, -1))
-        arranged.dtype = arranged.dtype.squeeze(0)
-        return arranged.squeeze((1, 2)), y.tile((1,))
+        return planes(x, y, BLOCK)
 
     def application(x, y):
         acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
