@@ -510,7 +510,8 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
         return lambda: k[g](*a, **kw)
 
     start = time.perf_counter()
-    timed = _time_all(spec, configs, parts, run, tensors, start)
+    failures = []
+    timed = _time_all(spec, configs, parts, run, tensors, start, failures=failures)
     extra = []
     ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
     if persistent is not None and timed and not only_persistent:
@@ -530,7 +531,11 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     for t, saved in snapshot:
         t.copy_(saved)
     if not timed:
-        runtime.fail(f"kernel `{spec.name}`: no configuration could be compiled and run")
+        why = ""
+        if failures:  # the first one says what went wrong
+            config, error = failures[0]
+            why = f"; with {config}: {type(error).__name__}: {str(error).strip()[:2000]}"
+        runtime.fail(f"kernel `{spec.name}`: no configuration could be compiled and run{why}")
     runtime.logger.info("ntsym: %s tuned over %d configs: %s (%.4f ms)", spec.name, len(configs), best, best_time)
     return best
 
@@ -566,8 +571,9 @@ def _persistent_candidates(configs, persistent):
     return out
 
 
-def _time_all(spec, configs, parts, run, tensors, start, done=0):
-    """(ms, config) for each of ``configs`` that compiles and runs."""
+def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
+    """(ms, config) for each of ``configs`` that compiles and runs; the others
+    go to ``failures`` as (config, exception)."""
     global BENCHMARKS_RUN
     import time
 
@@ -585,6 +591,8 @@ def _time_all(spec, configs, parts, run, tensors, start, done=0):
             ms = _time(spec, run(config))
         except Exception as e:  # out of resources and the like: skip the config
             runtime.logger.debug("ntsym: %s config %s failed: %s", spec.name, config, e)
+            if failures is not None:
+                failures.append((config, e))
             continue
         finally:
             BENCHMARKS_RUN += 1

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+import torch
 
 import ntsym
 from codegen import tuning
@@ -241,3 +242,16 @@ def test_near_ties_are_timed_again_and_the_lowest_median_wins(monkeypatch):
     calls.clear()
     assert tuning._retime(spec, [(1.0, a), (2.0, b)], lambda config: (lambda: config)) == (a, 1.0)
     assert calls == []
+
+
+def test_when_no_configuration_runs_the_first_failure_is_named(monkeypatch):
+    from examples import mm
+
+    def fail(spec, fn, rep=20):
+        raise RuntimeError("out of shared memory, say")
+
+    monkeypatch.setattr(tuning, "_time", fail)
+    a, b = torch.randn(20, 20), torch.randn(20, 20)
+    with pytest.raises(ntsym.LaunchError, match=r"no configuration could be compiled and run; with BLOCK_SIZE_K=.*"
+                                                r"RuntimeError: out of shared memory, say"):
+        tuning._benchmark(None, mm.kernel._spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
