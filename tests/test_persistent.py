@@ -12,10 +12,11 @@ import ntsym.language as ntl
 from codegen import runtime, tuning
 from examples import addmm, bmm, mm, sdpa
 from ntsym import Tensor
+from tests.conftest import FP32_DOT_TOL
 
 PERSISTENT = {"persistent": True}
 TOL = {
-    torch.float32: dict(atol=1e-4, rtol=1e-4),
+    torch.float32: dict(atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL),
     torch.float16: dict(atol=1e-2, rtol=1e-2),
     torch.bfloat16: dict(atol=2e-2, rtol=2e-2),
 }
@@ -60,7 +61,7 @@ def test_second_call_takes_the_recorded_variant():
     for _ in range(2):  # the second call goes through the fast path
         a.normal_()
         mm.kernel(a, b, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=16, ntsym_options=PERSISTENT)
-        torch.testing.assert_close(out, a @ b, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(out, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 def test_plain_and_persistent_agree_and_default_is_plain_in_the_interpreter():
@@ -95,7 +96,7 @@ def test_refused_with_the_reason_when_asked_for(make, why):
     with pytest.raises(ntsym.LaunchError, match=why):
         mm.kernel(a, b, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16, ntsym_options=PERSISTENT)
     mm.kernel(a, b, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)  # the plain kernel takes them
-    torch.testing.assert_close(out, a @ b, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(out, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 def test_refused_without_a_variant_and_for_bad_option():
@@ -129,7 +130,7 @@ def test_tile_in_another_order_than_its_source():
     a_t, b = torch.randn(72, 52), torch.randn(72, 40)  # rows of 208 and 160 bytes
     out = torch.empty(52, 40)
     kernel(a_t, b, out, BM=16, BN=16, BK=16, ntsym_options=PERSISTENT)
-    torch.testing.assert_close(out, a_t.t() @ b, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(out, a_t.t() @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
     assert ran_persistent(kernel)
 
 
@@ -228,7 +229,7 @@ def test_a_tensor_written_twice_is_written_with_pointer_stores():
     a, b = torch.randn(40, 48), torch.randn(48, 32)
     out = torch.empty(40, 32)
     kernel(a, b, out, BM=16, BN=16, BK=16, ntsym_options=PERSISTENT)
-    torch.testing.assert_close(out, 2 * (a @ b), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(out, 2 * (a @ b), atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 def test_no_variant_where_a_return_would_end_the_program():
@@ -271,7 +272,7 @@ def test_descriptor_names_do_not_take_the_applications_names():
     a, b = torch.randn(40, 48), torch.randn(48, 32)
     out = torch.empty(40, 32)
     kernel(a, b, out, BM=16, BN=16, BK=16, ntsym_options=PERSISTENT)
-    torch.testing.assert_close(out, 2 * (a @ b), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(out, 2 * (a @ b), atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 def test_refusal_names_the_reason_when_tuning_too(monkeypatch):
