@@ -6,7 +6,7 @@ import ast
 import sympy
 
 from codegen import bounds
-from codegen.kernel import EmitError, KernelEmitter
+from codegen.kernel import EmitError, KernelEmitter, _unrolled
 from codegen.printer import Printer, to_source
 
 HELPERS = {
@@ -110,14 +110,6 @@ def _loops(nodes):
 
 def _has_loops(body):
     return bool(_loops(ast.walk(ast.Module(body=body, type_ignores=[]))))
-
-
-def _unrolled(loop):
-    """Whether a ``for`` loop is ``tl.static_range`` (unrolled at compile time)."""
-    it = loop.iter
-    return isinstance(it, ast.Call) and isinstance(it.func, (ast.Attribute, ast.Name)) and (
-        getattr(it.func, "attr", None) == "static_range" or getattr(it.func, "id", None) == "static_range"
-    )
 
 
 def _user_locations(func, kernel_src, emitter):

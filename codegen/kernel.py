@@ -783,7 +783,7 @@ class KernelEmitter:
             if arg.arg not in self.params:
                 raise self.error(f"parameter `{arg.arg}` has no tensor", arg)
         for f in [func] + [d for d, _ in self.ir.inline_functions.values()]:
-            read = _loop_variable_read_after_its_loop(f.body)
+            read, _ = _loop_variable_read_after_its_loop(f.body)
             if read is not None:
                 raise self.error(
                     f"`{read.id}` is read after the loop it indexes: compiled Triton leaves a loop's variable "
@@ -1427,9 +1427,10 @@ class _NotIndex(Exception):
 
 def _loop_variable_read_after_its_loop(stmts, dead=frozenset()):
     """The first read of a run-time loop's variable after its loop and before
-    any assignment to it (a Name node), or None.  ``dead``: such names on
-    entry.  Statements that may not run (branches, loop bodies) leave the
-    names dead on any of their paths dead after them."""
+    any assignment to it (a Name node, or None), and the names so dead after
+    ``stmts``.  ``dead``: such names on entry.  Statements that may not run
+    (branches, loop bodies) leave the names dead on any of their paths dead
+    after them."""
     dead = set(dead)
 
     def check(node):
@@ -1440,67 +1441,41 @@ def _loop_variable_read_after_its_loop(stmts, dead=frozenset()):
 
     for s in stmts:
         if isinstance(s, ast.For):
-            found = check(s.iter)
-            if found is not None:
-                return found
             target = s.target.id if isinstance(s.target, ast.Name) else None
             inner = dead - {target}
-            after = _dead_after(s.body, inner)
             # The body as first run, and as run again after itself.
-            found = _loop_variable_read_after_its_loop(s.body, inner) or \
-                _loop_variable_read_after_its_loop(s.body, after - {target})
-            if found is not None:
-                return found
+            first, after = _loop_variable_read_after_its_loop(s.body, inner)
+            again, _ = _loop_variable_read_after_its_loop(s.body, after - {target})
+            found = check(s.iter) or first or again
             dead |= after
-            static = "static_range" in ast.unparse(s.iter.func) if isinstance(s.iter, ast.Call) else False
-            if target is not None and not static:
-                dead.add(target)
-            continue
-        if isinstance(s, ast.If):
-            found = check(s.test) or _loop_variable_read_after_its_loop(s.body, dead) or \
-                _loop_variable_read_after_its_loop(s.orelse, dead)
-            if found is not None:
-                return found
-            dead = _dead_after(s.body, dead) | _dead_after(s.orelse, dead)
-            continue
-        if isinstance(s, ast.While):
-            after = _dead_after(s.body, dead)
-            found = check(s.test) or _loop_variable_read_after_its_loop(s.body, dead) or \
-                _loop_variable_read_after_its_loop([ast.Expr(value=s.test)] + s.body, after)
-            if found is not None:
-                return found
-            dead |= after
-            continue
-        found = check(s)  # reads, subscripts of stored tiles included
-        if found is None and isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) and s.target.id in dead:
-            found = s.target
-        if found is not None:
-            return found
-        for n in ast.walk(s):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                dead.discard(n.id)
-    return None
-
-
-def _dead_after(stmts, dead):
-    """The loop variables dead after ``stmts`` (run once) given ``dead`` before."""
-    dead = set(dead)
-    for s in stmts:
-        if isinstance(s, ast.For):
-            target = s.target.id if isinstance(s.target, ast.Name) else None
-            dead |= _dead_after(s.body, dead - {target})
-            static = "static_range" in ast.unparse(s.iter.func) if isinstance(s.iter, ast.Call) else False
-            if target is not None and not static:
+            if target is not None and not _unrolled(s):
                 dead.add(target)
         elif isinstance(s, ast.If):
-            dead = _dead_after(s.body, dead) | _dead_after(s.orelse, dead)
+            first, after_body = _loop_variable_read_after_its_loop(s.body, dead)
+            other, after_else = _loop_variable_read_after_its_loop(s.orelse, dead)
+            found = check(s.test) or first or other
+            dead = after_body | after_else
         elif isinstance(s, ast.While):
-            dead |= _dead_after(s.body, dead)
+            first, after = _loop_variable_read_after_its_loop(s.body, dead)
+            again, _ = _loop_variable_read_after_its_loop([ast.Expr(value=s.test)] + s.body, after)
+            found = check(s.test) or first or again
+            dead |= after
         else:
-            for n in ast.walk(s):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                    dead.discard(n.id)
-    return dead
+            found = check(s)  # reads, subscripts of stored tiles included
+            if found is None and isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) and s.target.id in dead:
+                found = s.target
+            dead -= _assigned_names([s])
+        if found is not None:
+            return found, dead
+    return None, dead
+
+
+def _unrolled(loop):
+    """Whether a ``for`` loop is ``tl.static_range`` (unrolled at compile time)."""
+    it = loop.iter
+    return isinstance(it, ast.Call) and isinstance(it.func, (ast.Attribute, ast.Name)) and (
+        getattr(it.func, "attr", None) == "static_range" or getattr(it.func, "id", None) == "static_range"
+    )
 
 
 class _LoopFrame:
