@@ -12,8 +12,7 @@ import json
 import math
 import os
 import sys
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from codegen import runtime
 
@@ -495,7 +494,7 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     device = tensors[0].get_device() if tensors else -1
     configs = candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
     if advance:
-        configs = [dataclasses.replace(c, advance=True) for c in configs]
+        configs = [replace(c, advance=True) for c in configs]
     if only_persistent:
         wanted = _persistent_candidates(configs, persistent)
         if not wanted and configs:
@@ -520,7 +519,7 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
         extra += _persistent_candidates(_leading(ranked), persistent)
     if spec.advance_flag and advance is None:
         # Advancing pointers, at the configurations that did best.
-        extra += [dataclasses.replace(c, advance=True) for c in ranked[:ADVANCE_CONFIGS] if not c.persistent]
+        extra += [replace(c, advance=True) for c in ranked[:ADVANCE_CONFIGS] if not c.persistent]
     if extra:
         timed += _time_all(spec, extra, parts, run, tensors, start, len(configs))
         configs = configs + extra
