@@ -80,6 +80,7 @@ class KernelIR:
     application: Any  # ast.FunctionDef of the application
     inline_functions: dict = field(default_factory=dict)  # name -> ast.FunctionDef
     module_aliases: dict = field(default_factory=dict)  # name in application -> "tl"/"libdevice"/...
+    constants: dict = field(default_factory=dict)  # global or closure name (or dotted path) -> its value
     facts: tuple = ()  # human-readable proof log for explain()
     num_warps: Any = None
     num_stages: Any = None

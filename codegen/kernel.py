@@ -113,6 +113,18 @@ class _Ref:
         return ref
 
 
+# Arguments of ``triton.language`` functions that are shapes or extents.
+_TL_SHAPE_SLOTS = {
+    "zeros": ({0}, ("shape",)),
+    "full": ({0}, ("shape",)),
+    "arange": ({1}, ("end",)),
+    "reshape": ("rest", ("shape",)),
+    "view": ("rest", ("shape",)),
+    "broadcast_to": ("rest", ("shape",)),
+}
+# Methods of tile values whose arguments are a shape.
+_SHAPE_METHODS = {"reshape", "view", "broadcast_to"}
+
 FP32_MATH = {"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil"}
 
 
@@ -180,6 +192,11 @@ class KernelEmitter:
         self.index_values = {}  # local name -> its value as index math (offsets of tiles)
         self.tile_vars = {}  # tile index variable -> its extent (in index_values)
         self.track = True  # whether assignments here dominate what follows
+        # Inside the shape argument of zeros/full/arange/reshape...: tile
+        # shapes are padded blocks (elsewhere they are the true extents).
+        self.shape_context = False
+        self.padded_locals = {}  # local name -> its value as a shape argument (AST), where it differs
+        self.padded_sizes = {}  # the same for locals holding one size, as SymPy
 
     # -- errors -------------------------------------------------------------
 
@@ -208,8 +225,13 @@ class KernelEmitter:
         if isinstance(node, ast.Name):
             if node.id in self.tensors and node.id not in self.locals:
                 raise self.error(f"`{node.id}` is a tensor, not an index", node)
+            if self.shape_context and node.id in self.padded_sizes:
+                return self.padded_sizes[node.id]
             if node.id in self.local_values:
                 return self.local_values[node.id]
+            key = self._constant_key(node)
+            if key is not None and _is_int(self.ir.constants[key]):
+                return sympy.Integer(self.ir.constants[key])
             return sympy.Symbol(node.id, integer=True)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -self.to_sympy(node.operand)
@@ -226,6 +248,22 @@ class KernelEmitter:
             node,
         )
 
+    def _padded_value(self, node):
+        """What a local assigned ``node`` holds where a shape is built (see
+        :meth:`ref_shape`): SymPy for sizes (``n = x.shape[1]``), AST for
+        shapes (``s = x.shape``, ``(m, n)``), else None.  No side effects."""
+        with self._building_shape():
+            value = self._size_value(node)
+            if value is not None:
+                return value
+            if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(self.resolve(node.value), _Ref):
+                return self.attribute(node)
+            if isinstance(node, (ast.Tuple, ast.List)):
+                values = [self._size_value(e) for e in node.elts]
+                if all(v is not None for v in values):
+                    return ast.Tuple(elts=[self.printer()(v) for v in values], ctx=ast.Load())
+        return None
+
     def _size_value(self, node):
         """The value of an integer expression in sizes and block sizes, if it is
         one (``n = x.shape[0]``), else None."""
@@ -233,7 +271,7 @@ class KernelEmitter:
             value = self.to_sympy(node)
         except EmitError:
             return None
-        known = set(self.ir.symbols.values()) | set(self.ir.program_vars)
+        known = set(self.ir.symbols.values()) | set(self.ir.program_vars) | set(self.pow2.values())
         return value if value.free_symbols <= known else None
 
     def shape_value(self, node):
@@ -263,10 +301,29 @@ class KernelEmitter:
         return None
 
     def ref_shape(self, ref):
+        """A tile's shape as the application sees it: the true extents (a
+        whole dimension of 451 is 451), except where a shape is built
+        (``zeros``, ``arange``, ``reshape``...), which needs the power-of-two
+        block the tile is loaded in."""
         shape = ref.shape()
-        if ref.innermost:
+        if ref.innermost and self.shape_context:
             return [block_extent_expr(n, self.pow2) for n in shape]
         return shape
+
+    @contextlib.contextmanager
+    def _building_shape(self, on=True):
+        """Inside: ``x.shape`` of an innermost tile is its padded block."""
+        saved, self.shape_context = self.shape_context, on
+        try:
+            yield
+        finally:
+            self.shape_context = saved
+
+    def shape_argument(self, node):
+        """An argument that gives a shape or an extent: tile shapes (and locals
+        holding them) are the padded blocks."""
+        with self._building_shape():
+            return self.expr(node)
 
     # -- resolving tensor references -----------------------------------------
 
@@ -891,6 +948,8 @@ class KernelEmitter:
             self.locals.add(target.id)
             self.invalidate(target.id)
             self.local_values.pop(target.id, None)
+            self.padded_locals.pop(target.id, None)
+            self.padded_sizes.pop(target.id, None)
             self.index_values.pop(target.id, None)
             if self.track:
                 index = self.index_value(value_node)
@@ -899,6 +958,13 @@ class KernelEmitter:
             known = self._size_value(value_node)
             if known is not None and len(self.cache_stack) == 1:
                 self.local_values[target.id] = known
+            padded = self._padded_value(value_node) if len(self.cache_stack) == 1 else None
+            if isinstance(padded, sympy.Basic):
+                if padded != known:
+                    self.padded_sizes[target.id] = padded
+                    self.padded_locals[target.id] = self.printer()(padded)
+            elif padded is not None and ast.dump(padded) != ast.dump(value):
+                self.padded_locals[target.id] = padded
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             for e in target.elts:
@@ -907,6 +973,8 @@ class KernelEmitter:
                 self.locals.add(e.id)
                 self.index_values.pop(e.id, None)
                 self.local_values.pop(e.id, None)
+                self.padded_locals.pop(e.id, None)
+                self.padded_sizes.pop(e.id, None)
             return ast.copy_location(ast.Assign(targets=[target], value=self.expr(value_node)), stmt)
         raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)
 
@@ -1047,6 +1115,8 @@ class KernelEmitter:
         for name in names:
             self.index_values.pop(name, None)
             self.local_values.pop(name, None)
+            self.padded_locals.pop(name, None)
+            self.padded_sizes.pop(name, None)
 
     @contextlib.contextmanager
     def _branch(self, stmts):
@@ -1084,6 +1154,9 @@ class KernelEmitter:
                 return var
             if node.id in self.local_values:
                 return self.local_values[node.id]
+            key = self._constant_key(node)
+            if key is not None and _is_int(self.ir.constants[key]):
+                return sympy.Integer(self.ir.constants[key])
             raise _NotIndex
         shape = self.shape_value(node)
         if shape is not None:
@@ -1092,11 +1165,7 @@ class KernelEmitter:
             ref = self.resolve(node.func.value)
             if isinstance(ref, _Ref) and node.func.attr == "offsets":
                 return self._offsets_value(ref, node)
-            if (
-                node.func.attr == "trans"
-                and isinstance(node.func.value, ast.Name)
-                and self.ir.module_aliases.get(node.func.value.id) == "tl"
-            ):
+            if node.func.attr == "trans" and self.alias(node.func.value) == "tl":
                 return self._index_value(node.args[0])
         if isinstance(node, ast.Subscript):
             keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -1118,9 +1187,7 @@ class KernelEmitter:
         raise _NotIndex
 
     def _offsets_value(self, ref, node):
-        if not isinstance(node.args[0], ast.Constant):
-            raise _NotIndex
-        d = node.args[0].value
+        d = _literal_int(node.args[0])
         p = ref.param
         if not isinstance(d, int) or not -p.ndim <= d < p.ndim:
             raise _NotIndex
@@ -1165,15 +1232,16 @@ class KernelEmitter:
         if ref is not None:
             return self.tile_value(ref, node)
         if isinstance(node, ast.Name):
+            if self.shape_context and node.id in self.padded_locals:
+                return copy.deepcopy(self.padded_locals[node.id])
             if node.id in self.params and node.id not in self.locals:
-                p = self.params[node.id]
                 return ast.Name(id=node.id, ctx=ast.Load())
-            alias = self.ir.module_aliases.get(node.id)
-            if alias == "tl":
-                return ast.Name(id="tl", ctx=ast.Load())
-            if alias == "libdevice":
-                self.uses_libdevice = True
-                return ast.Name(id="libdevice", ctx=ast.Load())
+            alias = self.alias(node)
+            if alias in ("tl", "libdevice"):
+                return self.module_name(alias)
+            constant = self.constant(node)
+            if constant is not None:
+                return constant
             return node
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
@@ -1247,22 +1315,53 @@ class KernelEmitter:
             if node.attr == "ndim":
                 return ast.Constant(len(ref.shape()))
             return ast.Attribute(value=self.tile_value(ref, node.value), attr=node.attr, ctx=ast.Load())
-        if isinstance(node.value, ast.Name):
-            alias = self.ir.module_aliases.get(node.value.id)
-            if alias == "tl":
-                if node.attr == "libdevice":
-                    self.uses_libdevice = True
-                    return ast.Name(id="libdevice", ctx=ast.Load())
-                return ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=node.attr, ctx=ast.Load())
-            if alias == "libdevice":
-                self.uses_libdevice = True
-                return ast.Attribute(value=ast.Name(id="libdevice", ctx=ast.Load()), attr=node.attr, ctx=ast.Load())
-        if isinstance(node.value, ast.Attribute) and node.value.attr == "libdevice":
-            inner = node.value.value
-            if isinstance(inner, ast.Name) and self.ir.module_aliases.get(inner.id) == "tl":
-                self.uses_libdevice = True
-                return ast.Attribute(value=ast.Name(id="libdevice", ctx=ast.Load()), attr=node.attr, ctx=ast.Load())
+        alias = self.alias(node)
+        if alias in ("tl", "libdevice"):
+            return self.module_name(alias)
+        constant = self.constant(node)
+        if constant is not None:
+            return constant
+        alias = self.alias(node.value)
+        if alias in ("tl", "libdevice"):
+            return ast.Attribute(value=self.module_name(alias), attr=node.attr, ctx=ast.Load())
         return ast.Attribute(value=self.expr(node.value), attr=node.attr, ctx=ast.Load())
+
+    def alias(self, node):
+        """What a module path of the application (``ntl``, ``ntsym.language``,
+        ``ntl.libdevice``) stands for: "tl", "libdevice", a module, or None."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id in self.locals:
+            return None
+        dotted = ".".join([node.id] + parts[::-1])
+        alias = self.ir.module_aliases.get(dotted)
+        if alias is None and parts and parts[0] == "libdevice" and self.alias(node) == "tl":
+            return "libdevice"
+        return alias
+
+    def _constant_key(self, node):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id in self.locals:
+            return None
+        key = ".".join([node.id] + parts[::-1])
+        return key if key in self.ir.constants else None
+
+    def constant(self, node):
+        """A global or closure constant (``SCALE``, ``math.pi``) as a literal
+        of the generated code, else None."""
+        key = self._constant_key(node)
+        return None if key is None else _literal(self.ir.constants[key])
+
+    def module_name(self, alias):
+        """The generated module's name for "tl" or "libdevice"."""
+        if alias == "libdevice":
+            self.uses_libdevice = True
+        return ast.Name(id=alias, ctx=ast.Load())
 
     def call(self, node):
         func = node.func
@@ -1292,13 +1391,12 @@ class KernelEmitter:
                 args=[self.expr(a) for a in node.args],
                 keywords=[],
             )
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            alias = self.ir.module_aliases.get(func.value.id)
-            if alias == "tl":
+        if isinstance(func, ast.Attribute):
+            if self.alias(func.value) == "tl":
                 import triton.language as tl
 
                 if not hasattr(tl, func.attr) and func.attr != "libdevice":
-                    raise self.error(f"`{func.value.id}.{func.attr}` does not exist in ntsym.language", func)
+                    raise self.error(f"`{ast.unparse(func)}` does not exist in ntsym.language", func)
                 if func.attr == "where" and len(node.args) == 3 and self.proved(node.args[0]):
                     # Proved for every element: Triton folds the select away.
                     return ast.Call(
@@ -1316,22 +1414,48 @@ class KernelEmitter:
                         args=[arg],
                         keywords=[],
                     )
-        return ast.Call(func=self.expr(func), args=[self.expr(a) for a in node.args], keywords=[self.keyword(k) for k in node.keywords])
+        positions, keywords = self._shape_slots(func)
+        args = [self.shape_argument(a) if i in positions or (positions == "rest" and i) or positions == "all"
+                else self.expr(a) for i, a in enumerate(node.args)]
+        kwargs = [ast.keyword(arg=k.arg, value=self.shape_argument(k.value)) if k.arg in keywords else self.keyword(k)
+                  for k in node.keywords]
+        return ast.Call(func=self.expr(func), args=args, keywords=kwargs)
+
+    def _shape_slots(self, func):
+        """Which arguments of a call give a shape or an extent: positions (a
+        set, "rest" for all but the first, "all") and keyword names."""
+        if not isinstance(func, ast.Attribute):
+            return (), ()
+        name = func.attr
+        if self.alias(func.value) == "tl":
+            return _TL_SHAPE_SLOTS.get(name, ((), ()))
+        if name in _SHAPE_METHODS:
+            return "all", ("shape",)
+        return (), ()
 
     def offsets(self, ref, node):
-        if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant):
-            raise self.error("`x.offsets(dim)` takes one constant source dimension", node)
-        d = node.args[0].value
+        """``x.offsets(d)``: the source indices along dimension ``d`` of the
+        tile's elements; ``x.offsets()``: their offsets from the start of the
+        source in elements (the sum of index times stride), as NineToothed
+        gives them."""
         p = ref.param
-        if not -p.ndim <= d < p.ndim:
-            raise self.error(f"`{p.name}` has {p.ndim} source dimensions", node)
+        d = _literal_int(node.args[0]) if len(node.args) == 1 and not node.keywords else None
+        if node.args and (d is None or not -p.ndim <= d < p.ndim):
+            raise self.error(
+                f"`x.offsets(dim)` takes no argument or one constant source dimension; "
+                f"`{p.name}` has {p.ndim} source dimensions", node)
+        if node.keywords or len(node.args) > 1:
+            raise self.error("`x.offsets(dim)` takes no argument or one constant source dimension", node)
         names, subs, ranges = {}, {}, {}
         for var, (value, _, _) in ref.fixed.items():
             subs[var] = value
         vars = p.level_vars[ref.depth]
-        index = p.index[d].xreplace(subs)
+        if d is None:
+            index = sympy.Add(*(i * st for i, st in zip(p.index, p.strides))).xreplace(subs)
+        else:
+            index = p.index[d].xreplace(subs)
         used = [j for j in ref.dims if vars[j] in index.free_symbols]
-        if len(used) == 1:
+        if len(used) == 1 and d is not None:
             # One tile dimension runs along source dimension d: a vector of its
             # offsets (as NineToothed gives), to be broadcast by the caller.
             (j,) = used
@@ -1395,6 +1519,34 @@ class KernelEmitter:
         if result is None:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
         return ast.Name(id=result, ctx=ast.Load())
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _literal(value):
+    """A constant of the application's scope as generated code."""
+    import triton.language as tl
+
+    if isinstance(value, tuple):
+        return ast.Tuple(elts=[_literal(v) for v in value], ctx=ast.Load())
+    if isinstance(value, tl.dtype):
+        name = next(n for n in dir(tl) if getattr(tl, n) is value)
+        return ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=name, ctx=ast.Load())
+    if isinstance(value, float) and not math.isfinite(value):
+        return ast.Call(func=ast.Name(id="float", ctx=ast.Load()), args=[ast.Constant(str(value))], keywords=[])
+    return ast.Constant(value)
+
+
+def _literal_int(node):
+    """The value of an integer literal (``2``, ``-1``), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _literal_int(node.operand)
+        return None if value is None else -value
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    return None
 
 
 def _tl(attr, *args):

@@ -77,6 +77,109 @@ class _InterpreterLibdevice:
     def div_rn(self, a, b):
         return a / b
 
+    def sinh(self, x):
+        e = tl.exp(x)
+        s = (e - 1 / e) / 2
+        # Near zero, e - 1/e cancels: the series' first two terms are exact to fp32 there.
+        return tl.where(tl.abs(x) < 0.03, x + x * x * x / 6, s)
+
+    def cosh(self, x):
+        e = tl.exp(x)
+        return (e + 1 / e) / 2
+
+    def tan(self, x):
+        return tl.sin(x) / tl.cos(x)
+
+    def atan(self, x):
+        # Cephes' atanf: reduce to |x| <= tan(pi/8), then a minimax polynomial.
+        a = tl.abs(x)
+        big = a > 2.414213562373095
+        mid = (a > 0.4142135623730950) & ~big
+        base = tl.where(big, 1.5707963267948966, tl.where(mid, 0.7853981633974483, 0.0))
+        r = tl.where(big, -1 / tl.where(big, a, 1.0), tl.where(mid, (a - 1) / (a + 1), a))
+        z = r * r
+        p = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * r + r
+        y = base + p
+        return tl.where(x < 0, -y, y)
+
+    def atan2(self, y, x):
+        t = self.atan(y / tl.where(x == 0, 1.0, x))
+        pi = 3.141592653589793
+        t = tl.where(x < 0, tl.where(y < 0, t - pi, t + pi), t)
+        t = tl.where(x == 0, tl.where(y > 0, pi / 2, tl.where(y < 0, -pi / 2, 0.0)), t)
+        return t
+
+    def asin(self, x):
+        return self.atan2(x, tl.sqrt((1 - x) * (1 + x)))
+
+    def acos(self, x):
+        return self.atan2(tl.sqrt((1 - x) * (1 + x)), x)
+
+    def asinh(self, x):
+        a = tl.abs(x)
+        y = tl.log(a + tl.sqrt(a * a + 1))
+        y = tl.where(a < 0.03, a - a * a * a / 6, y)
+        return tl.where(x < 0, -y, y)
+
+    def acosh(self, x):
+        return tl.log(x + tl.sqrt(x * x - 1))
+
+    def atanh(self, x):
+        y = 0.5 * tl.log((1 + x) / (1 - x))
+        return tl.where(tl.abs(x) < 0.03, x + x * x * x / 3, y)
+
+    def expm1(self, x):
+        return tl.where(tl.abs(x) < 0.03, x + x * x / 2 + x * x * x / 6, tl.exp(x) - 1)
+
+    def log1p(self, x):
+        return tl.where(tl.abs(x) < 0.03, x - x * x / 2 + x * x * x / 3, tl.log(1 + x))
+
+    def log10(self, x):
+        return tl.log2(x) * 0.30102999566398120
+
+    def exp10(self, x):
+        return tl.exp2(x * 3.3219280948873623)
+
+    def cbrt(self, x):
+        y = tl.exp2(tl.log2(tl.abs(x)) / 3)
+        return tl.where(x < 0, -y, tl.where(x == 0, x, y))
+
+    def hypot(self, a, b):
+        return tl.sqrt(a * a + b * b)
+
+    def trunc(self, x):
+        return tl.where(x < 0, tl.ceil(x), tl.floor(x))
+
+    def round(self, x):
+        # Halfway cases away from zero.
+        return tl.where(x < 0, tl.ceil(x - 0.5), tl.floor(x + 0.5))
+
+    def rint(self, x):
+        # Halfway cases to even.
+        r = tl.floor(x + 0.5)
+        odd = (r - 2 * tl.floor(r * 0.5)) != 0
+        return tl.where(((r - x) == 0.5) & odd, r - 1, r)
+
+    nearbyint = rint
+
+    def fmod(self, a, b):
+        return a - self.trunc(a / b) * b
+
+    def copysign(self, a, b):
+        return tl.where(b < 0, -tl.abs(a), tl.abs(a))
+
+    def erfc(self, x):
+        return 1 - tl.erf(x)
+
+    def isnan(self, x):
+        return x != x
+
+    def isinf(self, x):
+        return tl.abs(x) == float("inf")
+
+    def signbit(self, x):
+        return x < 0
+
     def __getattr__(self, name):
         raise AttributeError(f"libdevice.{name} has no interpreter fallback in ntsym")
 

@@ -47,7 +47,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     kernel_name = kernel_name or getattr(application, "__name__", "kernel")
     if not kernel_name.isidentifier():
         raise ArrangementError(f"kernel_name {kernel_name!r} is not an identifier")
-    inline, aliases = _resolve_globals(app_def, app_globals)
+    inline, aliases, constants = _resolve_globals(app_def, app_globals)
     return KernelIR(
         name=kernel_name,
         params=params,
@@ -59,6 +59,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         application=app_def,
         inline_functions=inline,
         module_aliases=aliases,
+        constants=constants,
         facts=tuple(proof.facts),
         num_warps=num_warps,
         num_stages=num_stages,
@@ -114,43 +115,122 @@ def _cell_ok(cell):
 
 
 def _resolve_globals(func, names):
-    """Functions to inline and modules the application refers to by name."""
-    import triton.language as tl
-
-    import ntsym.language as ntl
-
-    inline, aliases, seen = {}, {}, set()
+    """Functions to inline, modules and compile-time constants the
+    application refers to by name (or by a dotted path: ``ntsym.language``,
+    ``math.pi``)."""
+    inline, aliases, constants, seen = {}, {}, {}, set()
 
     def visit(fn_def, scope):
+        local = _local_names(fn_def)
         for node in ast.walk(fn_def):
-            if isinstance(node, ast.Name) and node.id not in seen:
+            if isinstance(node, ast.Name) and node.id not in seen and node.id not in local:
                 seen.add(node.id)
-                value = scope.get(node.id)
-                if value is None:
+                if node.id not in scope:
                     continue
-                if value is ntl or value is tl:
-                    aliases[node.id] = "tl"
-                elif isinstance(value, types.ModuleType) and getattr(value, "__name__", "").endswith("libdevice"):
-                    aliases[node.id] = "libdevice"
-                elif isinstance(value, types.ModuleType):
-                    aliases[node.id] = value
+                value = scope[node.id]
+                kind = _module_kind(value)
+                if kind is not None:
+                    aliases[node.id] = kind
                 elif isinstance(value, types.FunctionType) and not _is_jit(value):
                     sub, sub_scope = parse_application(value)
                     inline[node.id] = (sub, sub_scope)
                     visit(sub, sub_scope)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                value = scope.get(node.value.id)
-                if isinstance(value, types.ModuleType) and value not in (ntl, tl):
-                    attr = getattr(value, node.attr, None)
-                    if isinstance(attr, types.FunctionType) and not _is_jit(attr):
-                        key = f"{node.value.id}.{node.attr}"
+                elif _is_constant(value):
+                    constants[node.id] = _constant_value(value)
+                elif not _is_jit(value) and not isinstance(value, type) and not callable(value):
+                    raise ApplicationError(
+                        f"`{node.id}` is a {type(value).__name__} the application reads from outside "
+                        "(a global or closure variable); kernels can use constants (int, float, bool, str, None, tuples of them, "
+                        "ntl.constexpr, ntl dtypes), modules and functions, fixed when the kernel is made"
+                    )
+            if isinstance(node, ast.Attribute):
+                path = _dotted(node)
+                if path is None or path[0] in local or path[0] not in scope:
+                    continue
+                value = scope[path[0]]
+                if not isinstance(value, types.ModuleType) or _module_kind(value) in ("tl", "libdevice"):
+                    continue
+                for k, attr in enumerate(path[1:], start=2):
+                    value = getattr(value, attr, None)
+                    key = ".".join(path[:k])
+                    kind = _module_kind(value)
+                    if kind in ("tl", "libdevice"):
+                        aliases.setdefault(key, kind)
+                        break
+                    if kind is not None:
+                        aliases.setdefault(key, kind)
+                    elif isinstance(value, types.FunctionType) and not _is_jit(value):
                         if key not in inline:
-                            sub, sub_scope = parse_application(attr)
+                            sub, sub_scope = parse_application(value)
                             inline[key] = (sub, sub_scope)
                             visit(sub, sub_scope)
+                        break
+                    elif _is_constant(value):
+                        constants.setdefault(key, _constant_value(value))
+                        break
+                    elif not isinstance(value, types.ModuleType):
+                        break
 
     visit(func, names)
-    return inline, aliases
+    return inline, aliases, constants
+
+
+def _local_names(fn_def):
+    """Names a function assigns (or takes as parameters): its locals."""
+    names = {a.arg for a in fn_def.args.args}
+    for node in ast.walk(fn_def):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+    return names
+
+
+def _dotted(node):
+    """``a.b.c`` as ["a", "b", "c"], or None if it is not a path of names."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id] + parts[::-1]
+
+
+def _module_kind(value):
+    """"tl" for ``ntsym.language``/``triton.language``, "libdevice" for a
+    libdevice (Triton's or ntsym's), a module object for other modules."""
+    import triton.language as tl
+
+    import ntsym.language as ntl
+
+    if value is ntl or value is tl:
+        return "tl"
+    if value is ntl.libdevice or (
+        isinstance(value, types.ModuleType) and getattr(value, "__name__", "").endswith("libdevice")
+    ):
+        return "libdevice"
+    if isinstance(value, types.ModuleType):
+        return value
+    return None
+
+
+def _is_constant(value):
+    import triton.language as tl
+
+    if isinstance(value, tl.constexpr):
+        return _is_constant(value.value)
+    if isinstance(value, tuple):
+        return all(_is_constant(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str, tl.dtype))
+
+
+def _constant_value(value):
+    import triton.language as tl
+
+    if isinstance(value, tl.constexpr):
+        return _constant_value(value.value)
+    if isinstance(value, tuple):
+        return tuple(_constant_value(v) for v in value)
+    return value
 
 
 def _is_jit(fn):
