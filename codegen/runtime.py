@@ -152,6 +152,9 @@ def _prepare(spec):
     import torch
 
     params = [p for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
+    for p in params:
+        if p.kind == "tensor" and p.dtype is not None and _torch_dtype(p.dtype) is None:
+            fail(f"`{p.name}` is declared with element type {p.dtype!r}, which Triton kernels cannot read")
     spec.call_params = tuple(
         (p.name, p.kind, p.ndim, _torch_dtype(p.dtype) if p.dtype is not None else None, p.written)
         for p in params
@@ -242,26 +245,31 @@ def _check_aliasing(spec, tensors):
 
 
 def _torch_dtype(dtype):
+    """The torch dtype of an element type given as a torch dtype, a Triton
+    dtype (``ntl.float32``, ``ntsym.float32``) or a NineToothed name
+    (``"fp32"``, ``"i32"``, ``"u8"``); None for one Triton kernels cannot read."""
     import torch
 
     if isinstance(dtype, torch.dtype):
         return dtype
     name = getattr(dtype, "name", None) or str(dtype)
     mapping = {
-        "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64,
-        "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
-        "uint8": torch.uint8, "int1": torch.bool,
+        "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "int1": "bool",
+        "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+        "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
     }
-    return mapping.get(name)
+    result = getattr(torch, mapping.get(name, name), None)
+    return result if isinstance(result, torch.dtype) and result in _supported() else None
 
 
 def _supported():
     import torch
 
+    names = ("uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2")
     return {
         torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16,
         torch.int32, torch.int64, torch.uint8, torch.bool,
-    } | {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, n)}
+    } | {getattr(torch, n) for n in names if hasattr(torch, n)}
 
 
 def constexpr_value(spec, name, given):

