@@ -7,6 +7,7 @@ SymPy proves always true; fill in :mod:`codegen.ir`.
 """
 
 import ast
+import functools
 import inspect
 import itertools
 import textwrap
@@ -73,6 +74,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
 def parse_application(fn):
     """The application's ``ast.FunctionDef`` with line numbers of its file, and
     the names it can see."""
+    _check_application_kind(fn)
     try:
         source = textwrap.dedent(inspect.getsource(fn))
         filename = inspect.getsourcefile(fn) or "<unknown>"
@@ -103,6 +105,29 @@ def parse_application(fn):
             {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__) if _cell_ok(c)}
         )
     return func, names
+
+
+def _check_application_kind(fn):
+    """The application is compiled from its source, so it must be a plain
+    function, as in NineToothed: what a partial or a method binds (arguments,
+    ``self``) is not in that source, and the kernel could not see it."""
+    if isinstance(fn, functools.partial):
+        raise ApplicationError(
+            f"the application {fn!r} is a functools.partial: the kernel is compiled from "
+            "the function's source, where the arguments the partial binds do not appear; "
+            "pass a function (use a constexpr Tensor(0) for a compile-time value)"
+        )
+    if inspect.ismethod(fn):
+        raise ApplicationError(
+            f"the application {fn.__qualname__} is a bound method: the kernel is compiled "
+            "from its source, where `self` has no value; pass a function (a staticmethod "
+            "or a module-level def)"
+        )
+    if not isinstance(fn, types.FunctionType):
+        raise ApplicationError(
+            f"the application must be a function (a def), got {type(fn).__name__} {fn!r}: "
+            "the kernel is compiled from the function's source"
+        )
 
 
 def _cell_ok(cell):
@@ -203,22 +228,9 @@ def _canonical_names(arrangement, tensors, arranged, names):
                 if isinstance(s, Symbol) and s.name == f"{tensor.name}_stride_{d}":
                     renames[s] = _copy_symbol(s, f"{name}_stride_{d}")
     # Auto-named block sizes take the name they are bound to in the arrangement
-    # (a parameter default, a closure variable or a global), else BLOCK_SIZE_<k>
-    # in order of first appearance.
-    bound = {}
-    for fn in (arrangement,):
-        sig = inspect.signature(fn)
-        for p in sig.parameters.values():
-            if isinstance(p.default, Symbol):
-                bound.setdefault(p.default, p.name)
-        if fn.__closure__:
-            for n, c in zip(fn.__code__.co_freevars, fn.__closure__):
-                if _cell_ok(c) and isinstance(c.cell_contents, Symbol):
-                    bound.setdefault(c.cell_contents, n)
-        for n in fn.__code__.co_names:
-            v = fn.__globals__.get(n)
-            if isinstance(v, Symbol):
-                bound.setdefault(v, n)
+    # (a parameter default, a bound keyword, a closure variable or a global),
+    # else BLOCK_SIZE_<k> in order of first appearance.
+    bound = _bound_names(arrangement)
     taken = set(names) | {s.name for s in renames.values()}
     counter = itertools.count()
     for symbol in _symbols_in_order(arranged):
@@ -231,6 +243,59 @@ def _canonical_names(arrangement, tensors, arranged, names):
             taken.add(name)
             renames[symbol] = _copy_symbol(symbol, name)
     return renames
+
+
+def _bound_names(fn):
+    """Symbol -> the name ``fn`` binds it to, for any callable NineToothed
+    accepts as an arrangement: a function's parameter defaults, closure
+    variables and the globals its code reads; the keywords and arguments a
+    ``functools.partial`` binds (before those of the function it wraps); the
+    function of a bound method and the attributes of its object; a callable
+    object's attributes and its ``__call__``."""
+    bound, seen = {}, set()
+
+    def add(value, name):
+        if isinstance(value, Symbol):
+            bound.setdefault(value, name)
+
+    def attributes(obj):
+        for name, value in getattr(obj, "__dict__", {}).items():
+            add(value, name)
+
+    def visit(fn):
+        if id(fn) in seen:
+            return
+        seen.add(id(fn))
+        if isinstance(fn, functools.partial):
+            for name, value in fn.keywords.items():
+                add(value, name)
+            try:
+                params = list(inspect.signature(fn.func).parameters)
+            except (TypeError, ValueError):
+                params = []
+            for name, value in zip(params, fn.args):
+                add(value, name)
+            visit(fn.func)
+        elif inspect.ismethod(fn):
+            visit(fn.__func__)
+            attributes(fn.__self__)
+        elif isinstance(fn, types.FunctionType):
+            for p in inspect.signature(fn).parameters.values():
+                add(p.default, p.name)
+            if fn.__closure__:
+                for n, c in zip(fn.__code__.co_freevars, fn.__closure__):
+                    if _cell_ok(c):
+                        add(c.cell_contents, n)
+            for n in fn.__code__.co_names:
+                add(fn.__globals__.get(n), n)
+        elif callable(fn):
+            call = getattr(type(fn), "__call__", None)
+            if isinstance(call, types.FunctionType):
+                visit(call)
+            attributes(fn)
+
+    visit(fn)
+    return bound
 
 
 def _symbols_in_order(arranged):

@@ -31,6 +31,74 @@ def check_scale(kernel, **constexprs):
     return kernel
 
 
+# -- any callable as the arrangement ------------------------------------------------
+
+
+def test_partial_arrangement_names_its_block_size_after_the_keyword():
+    arrangement = functools.partial(scale_arrangement, block_size=ntsym.block_size())
+    kernel = check_scale(ntsym.make(arrangement, scale_application, (Tensor(1), Tensor(1))))
+    assert "block_size: tl.constexpr" in kernel.kernel_source
+
+
+def test_partial_arrangement_with_a_call_time_block_size():
+    arrangement = functools.partial(scale_arrangement, block_size=Symbol("BLOCK", constexpr=True))
+    check_scale(ntsym.make(arrangement, scale_application, (Tensor(1), Tensor(1))), BLOCK=8)
+
+
+def test_partial_of_a_partial_binding_a_positional_argument():
+    def arrangement(block_size, input, output):
+        return input.tile((block_size,)), output.tile((block_size,))
+
+    inner = functools.partial(arrangement, ntsym.block_size())
+    kernel = check_scale(ntsym.make(functools.partial(inner), scale_application, (Tensor(1), Tensor(1))))
+    assert "block_size: tl.constexpr" in kernel.kernel_source
+
+
+class Arranger:
+    def __init__(self):
+        self.tile_size = ntsym.block_size()
+
+    def arrange(self, input, output):
+        return input.tile((self.tile_size,)), output.tile((self.tile_size,))
+
+    def __call__(self, input, output):
+        return self.arrange(input, output)
+
+
+def test_bound_method_and_callable_object_arrangements():
+    for arrangement in (Arranger().arrange, Arranger()):
+        kernel = check_scale(ntsym.make(arrangement, scale_application, (Tensor(1), Tensor(1))))
+        assert "tile_size: tl.constexpr" in kernel.kernel_source
+
+
+def test_closure_and_lambda_arrangements():
+    size = ntsym.block_size()
+
+    def closure(input, output):
+        return input.tile((size,)), output.tile((size,))
+
+    kernel = check_scale(ntsym.make(closure, scale_application, (Tensor(1), Tensor(1))))
+    assert "size: tl.constexpr" in kernel.kernel_source
+    lam = lambda input, output: (input.tile((size,)), output.tile((size,)))  # noqa: E731
+    check_scale(ntsym.make(lam, scale_application, (Tensor(1), Tensor(1))))
+
+
+class Scaler:
+    def application(self, input, output):
+        output = input * 2  # noqa: F841
+
+
+def test_partial_or_bound_method_application_is_refused_clearly():
+    arrangement = functools.partial(scale_arrangement, block_size=ntsym.block_size())
+    tensors = (Tensor(1), Tensor(1))
+    with pytest.raises(ntsym.ApplicationError, match="functools.partial"):
+        ntsym.make(arrangement, functools.partial(scale_application), tensors)
+    with pytest.raises(ntsym.ApplicationError, match="bound method.*`self`"):
+        ntsym.make(arrangement, Scaler().application, tensors)
+    with pytest.raises(ntsym.ApplicationError, match="must be a function"):
+        ntsym.make(arrangement, Arranger(), tensors)
+
+
 # -- dtype names -------------------------------------------------------------------
 
 
