@@ -130,3 +130,37 @@ def test_dtype_names_fix_the_element_type(name):
     other = torch.float32 if torch_dtype != torch.float32 else torch.float64
     with pytest.raises(ntsym.LaunchError, match=f"must have dtype {torch_dtype}"):
         kernel(x.to(other), 3, y)
+
+
+# -- None and ... in indexing ----------------------------------------------------------
+
+
+def test_none_and_ellipsis_insert_and_fill_dimensions():
+    t = Tensor(shape=(3, 4))
+    assert t[None, :].shape == (1, 3, 4)
+    assert t[..., None].shape == (3, 4, 1)
+    assert t[None, ..., None, 1].shape == (1, 3, 1)
+    assert t[1, ...].shape == (4,)
+    with pytest.raises(ntsym.MetaOperationError, match="single ellipsis"):
+        t[..., ...]
+    with pytest.raises(ntsym.MetaOperationError, match="too many indices"):
+        t[None, 1, 2, 3]
+
+
+def test_bias_broadcast_with_new_axes():
+    B = ntsym.block_size()
+
+    def arrangement(input, bias, output):
+        n, _, h, w = input.shape
+        bias_arranged = bias[None, :, None, None].expand((n, -1, h, w))
+        tile = (1, 1, 1, B)
+        return input.tile(tile), bias_arranged.tile(tile), output.tile(tile)
+
+    def application(input, bias, output):
+        output = input + bias  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(4), Tensor(1), Tensor(4)))
+    x, b = torch.randn(2, 3, 2, 5), torch.randn(3)
+    y = torch.empty_like(x)
+    kernel(x, b, y)
+    torch.testing.assert_close(y, x + b[None, :, None, None])
