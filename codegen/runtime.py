@@ -287,8 +287,10 @@ def constexpr_value(spec, name, given):
         fail(f"`{name}`={given} is below its lower bound {meta.lower_bound}")
     if meta.upper_bound is not None and given > meta.upper_bound:
         fail(f"`{name}`={given} is above its upper bound {meta.upper_bound}")
-    if given <= 0:
-        fail(f"`{name}` must be positive, got {given}")
+    if given < 0 or (given == 0 and meta.symbol.is_positive):
+        kind = "positive" if meta.symbol.is_positive else "non-negative"
+        reason = getattr(meta.symbol, "positive_reason", "")
+        fail(f"`{name}` must be {kind}, got {given}" + (f": {reason}" if reason else ""))
     if meta.power_of_two and given & (given - 1):
         fail(f"`{name}`={given} must be a power of two")
     return given

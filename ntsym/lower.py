@@ -39,6 +39,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
             raise ArrangementError(f"parameter `{name}`: expected an ntsym.Tensor, got {tensor!r}")
     arranged = _arrange(arrangement, tensors, names)
     renames = _canonical_names(arrangement, tensors, arranged, names)
+    renames.update(_positive_twins(arranged))
     arranged = [_rename_hierarchy(t, renames) for t in arranged]
     sources = [_rename_source(t, renames) for t in tensors]
     proof = _Proof(names, arranged, sources)
@@ -310,7 +311,7 @@ def _symbols_in_order(arranged):
     return list(seen)
 
 
-def _copy_symbol(symbol, name):
+def _copy_symbol(symbol, name, positive=False):
     new = Symbol(
         name,
         constexpr=symbol.constexpr,
@@ -318,10 +319,26 @@ def _copy_symbol(symbol, name):
         lower_bound=symbol.lower_bound,
         upper_bound=symbol.upper_bound,
         power_of_two=symbol.power_of_two,
-        nonnegative=symbol.is_positive is not True,
+        nonnegative=not positive and symbol.is_positive is not True,
     )
     new.is_size = getattr(symbol, "is_size", False)
     return new
+
+
+def _positive_twins(arranged):
+    """A positive copy of every non-negative compile-time symbol that a
+    meta-operation required to be at least 1 (a tile size, stride or
+    dilation given at call time): proofs then know it is positive, as they
+    know of block sizes, and the launcher checks the value it gets."""
+    twins = {}
+    for t in arranged:
+        for req in t.hierarchy.requirements:
+            lhs = req.lhs if isinstance(req, sympy.GreaterThan) and req.rhs == 1 else None
+            if isinstance(lhs, Symbol) and lhs.constexpr and lhs.is_positive is not True and lhs not in twins:
+                twin = _copy_symbol(lhs, lhs.name, positive=True)
+                twin.positive_reason = "the arrangement uses it as a tile size, stride or dilation"
+                twins[lhs] = twin
+    return twins
 
 
 class _Renamed:

@@ -155,7 +155,7 @@ class Tensor:
                     # Tiles over it are unpadded blocks: their extent is the
                     # size itself, which Triton needs at compile time.
                     opts["constexpr"] = True
-                symbol = Symbol(f"{self.name}_size_{d}", **opts)
+                symbol = Symbol(f"{self.name}_size_{d}", nonnegative=False, **opts)
                 symbol.is_size = True
                 sizes.append(symbol)
             else:
@@ -335,6 +335,10 @@ class Tensor:
                         f"tile: {label}[{j}] = {value} must be positive (or -1) "
                         f"for shape {_fmt(self.shape)}"
                     )
+                if value.is_positive is not True:
+                    # A compile-time value the caller gives may be 0: make()
+                    # takes a bare one as positive, the launcher checks it.
+                    requirements.append(sympy.Ge(value, 1))
             span = d * (t - 1) + 1
             if s == t and d == 1 and not floor_mode:
                 outer = CeilDiv(n, t)

@@ -164,3 +164,49 @@ def test_bias_broadcast_with_new_axes():
     y = torch.empty_like(x)
     kernel(x, b, y)
     torch.testing.assert_close(y, x + b[None, :, None, None])
+
+
+# -- compile-time values of 0 ---------------------------------------------------------
+
+
+def test_constexpr_padding_of_zero():
+    padding = Symbol("padding", constexpr=True)
+    BLOCK = Symbol("BLOCK", constexpr=True)
+
+    def arrangement(input, output, padding=padding):
+        return input.pad(((padding, padding),)).tile((BLOCK,)), output.tile((BLOCK,))
+
+    kernel = ntsym.make(arrangement, scale_application, (Tensor(1, other=0.0), Tensor(1)))
+    x = torch.randn(10)
+    for p in (0, 2):
+        y = torch.empty(10 + 2 * p)
+        kernel(x, y, padding=p, BLOCK=4)
+        torch.testing.assert_close(y, torch.nn.functional.pad(x, (p, p)) * 2)
+    with pytest.raises(ntsym.LaunchError, match="`padding` must be non-negative, got -1"):
+        kernel(x, torch.empty(8), padding=-1, BLOCK=4)
+    with pytest.raises(ntsym.LaunchError, match="`BLOCK` must be positive, got 0: .*tile size"):
+        kernel(x, torch.empty(10), padding=0, BLOCK=0)
+
+
+def test_constexpr_zero_in_window_arithmetic():
+    """A pooling-style window whose padding is 0: the output size formula
+    and the padded, strided tile hold for it."""
+    padding = Symbol("padding", constexpr=True)
+    stride = Symbol("stride", constexpr=True)
+    window = 3
+
+    def arrangement(input, output):
+        padded = input.pad(((padding, padding),))
+        windows = padded.tile((window,), strides=(stride,), floor_mode=True)
+        return windows, output.tile((1,))
+
+    def application(input, output):
+        output = ntl.sum(input, 0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1, other=0.0), Tensor(1)))
+    x = torch.randn(11)
+    for p, s in ((0, 2), (1, 2), (0, 1)):
+        expected = torch.nn.functional.avg_pool1d(x[None, None], window, s, p, count_include_pad=True)[0, 0] * window
+        y = torch.empty_like(expected)
+        kernel(x, y, padding=p, stride=s)
+        torch.testing.assert_close(y, expected)
