@@ -428,18 +428,16 @@ class _Proof:
         if not arrays:
             raise ArrangementError("no arranged tensor to launch programs over")
         ref_name, ref = arrays[0]
+        ref_shape = ref.levels[0][0]
+        self.alignment = {ref_name: tuple(range(len(ref_shape)))}
         for name, t in arrays[1:]:
-            if len(t.levels[0][0]) != len(ref.levels[0][0]):
-                raise ArrangementError(
-                    f"outermost shapes differ in length: `{ref_name}` has "
-                    f"{_shape_text(ref.levels[0][0])} but `{name}` has "
-                    f"{_shape_text(t.levels[0][0])}; every arranged tensor must have the "
-                    "same outermost shape (one program per element)"
-                )
-        for d in range(len(ref.levels[0][0])):
+            self.alignment[name] = _align(ref_name, ref_shape, name, t.levels[0][0])
+        for g in range(len(ref_shape)):
             for name, t in arrays[1:]:
-                self._equate(ref_name, ref.levels[0][0][d], name, t.levels[0][0][d], d)
-        self.grid = tuple(self._apply(s) for s in ref.levels[0][0])
+                for d, target in enumerate(self.alignment[name]):
+                    if target == g:
+                        self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g)
+        self.grid = tuple(self._apply(s) for s in ref_shape)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
         )
@@ -538,9 +536,11 @@ class _Proof:
                 kind = "constexpr" if tensor.constexpr else "scalar"
                 params.append(TensorParam(name=name, kind=kind, value=tensor.value, dtype=tensor.element_dtype))
                 continue
+            # Each outermost dimension takes the program index of the grid
+            # dimension it is aligned with; a unit dimension takes 0.
             program = {
-                v: (sympy.S.Zero if g == 1 else p)
-                for v, p, g in zip(t.levels[0][1], self.program_vars, self.grid)
+                v: (sympy.S.Zero if g is None or self.grid[g] == 1 else self.program_vars[g])
+                for v, g in zip(t.levels[0][1], self.alignment[name])
             }
             grid_ranges = dict(zip(self.program_vars, self.grid))
             levels = [tuple(self._apply(s) for s in shape) for shape, _ in t.levels]
@@ -606,6 +606,31 @@ class _Proof:
                 for sym in sympy.sympify(s).free_symbols:
                     found[sym.name] = sym
         return found
+
+
+def _align(ref_name, ref_shape, name, shape):
+    """For each outermost dimension of ``name``, the dimension of the grid
+    (``ref_shape``) whose program index it takes, or None for a unit one.
+
+    One program per element: NineToothed splits the program id over each
+    tensor's own outermost shape, so dimensions of size 1 take index 0 and the
+    others are paired in order.  Shapes that keep their unit dimensions in the
+    same places pair position by position (then unequal sizes are for the
+    proof to decide)."""
+    units = [d for d, n in enumerate(shape) if n == 1]
+    ref_units = [d for d, n in enumerate(ref_shape) if n == 1]
+    if len(shape) == len(ref_shape) and (units == ref_units or len(shape) - len(units) != len(ref_shape) - len(ref_units)):
+        return tuple(range(len(shape)))
+    kept = [d for d in range(len(ref_shape)) if d not in ref_units]
+    if len(shape) - len(units) != len(kept):
+        raise ArrangementError(
+            f"outermost shapes differ in length: `{ref_name}` has {_shape_text(ref_shape)} but "
+            f"`{name}` has {_shape_text(shape)}, even without their dimensions of size 1; every "
+            "arranged tensor must have the same outermost shape (one program per element), up "
+            "to dimensions of size 1"
+        )
+    pairs = iter(kept)
+    return tuple(None if d in units else next(pairs) for d in range(len(shape)))
 
 
 def _shape_text(shape):

@@ -210,3 +210,57 @@ def test_constexpr_zero_in_window_arithmetic():
         y = torch.empty_like(expected)
         kernel(x, y, padding=p, stride=s)
         torch.testing.assert_close(y, expected)
+
+
+# -- outermost shapes that differ by unit dimensions ----------------------------------
+
+
+def test_outer_shapes_of_different_length_with_unit_dimensions():
+    B = ntsym.block_size()
+
+    def arrangement(input, scale, output):
+        scale_arranged = scale.tile((B,))
+        scale_arranged.dtype = scale_arranged.dtype.unsqueeze(1)
+        return input.tile((B, -1)), scale_arranged, output.tile((B, -1))
+
+    def application(input, scale, output):
+        output = input * scale  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(1), Tensor(2)))
+    x, s = torch.randn(37, 3), torch.randn(37)
+    y = torch.empty_like(x)
+    kernel(x, s, y)
+    torch.testing.assert_close(y, x * s[:, None])
+
+
+def test_outer_unit_dimensions_in_other_places():
+    """(1, M) beside (M,) beside (M, 1): one program per element, each tensor
+    indexed by its own non-unit dimension."""
+    B = ntsym.block_size()
+
+    def arrangement(input, other, output):
+        input_arranged = input.tile((-1, B))  # (1, cdiv(N, B))
+        other_arranged = other.tile((B,))  # (cdiv(N, B),)
+        other_arranged.dtype = other_arranged.dtype.unsqueeze(0)
+        output_arranged = output.tile((B, -1)).permute((1, 0))  # (cdiv(N, B), 1)
+        output_arranged.dtype = output_arranged.dtype.permute((1, 0))
+        return input_arranged, other_arranged, output_arranged
+
+    def application(input, other, output):
+        output = input + other  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(1), Tensor(2)))
+    x, o = torch.randn(1, 45), torch.randn(45)
+    y = torch.empty(45, 1)
+    kernel(x, o, y)
+    torch.testing.assert_close(y, (x[0] + o)[:, None])
+
+
+def test_outer_shapes_differing_beyond_unit_dimensions_are_refused():
+    B = ntsym.block_size()
+
+    def arrangement(input, output):
+        return input.tile((B, 1)), output.tile((B,))
+
+    with pytest.raises(ntsym.ArrangementError, match="differ in length: .* even without their dimensions of size 1"):
+        ntsym.make(arrangement, scale_application, (Tensor(2), Tensor(1)))
