@@ -200,6 +200,11 @@ def check_arguments(spec, args):
                             "contiguous tensor"
                         )
             tensors.append((name, a))
+        elif kind == "shape":
+            if not isinstance(a, tensor_type):
+                fail(f"`{name}` must be a torch.Tensor (the kernel reads its shape), got {type(a).__name__}")
+            if a.ndim != ndim:
+                fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
         elif kind == "scalar":
             if isinstance(a, tensor_type):
                 if a.numel() != 1:
@@ -702,7 +707,7 @@ def _interpret(kernel, grid, args, kwargs, spec):
     if not any(isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 for a in args):
         kernel[grid](*args, **kwargs)
         return
-    names = [p.name for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
+    names = [p.name for p in spec.params if not (p.kind == "constexpr" and p.value is not None) and p.kind != "shape"]
     staged, bases, written = list(args), {}, set()
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16:

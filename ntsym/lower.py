@@ -27,20 +27,20 @@ from ntsym.tensor import Tensor
 def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
           num_stages=None, max_num_configs=None):
     app_def, app_globals = parse_application(application)
-    names = [a.arg for a in app_def.args.args]
+    app_names = [a.arg for a in app_def.args.args]
     tensors = tuple(tensors)
-    if len(names) != len(tensors):
+    if len(app_names) > len(tensors):
         raise ArrangementError(
-            f"the application takes {len(names)} parameters ({', '.join(names)}) but "
+            f"the application takes {len(app_names)} parameters ({', '.join(app_names)}) but "
             f"{len(tensors)} tensors were given"
         )
-    for name, tensor in zip(names, tensors):
+    for i, tensor in enumerate(tensors):
         if not isinstance(tensor, Tensor):
-            raise ArrangementError(f"parameter `{name}`: expected an ntsym.Tensor, got {tensor!r}")
-    arranged = _arrange(arrangement, tensors, names)
-    renames = _canonical_names(arrangement, tensors, arranged, names)
-    renames.update(_positive_twins(arranged))
-    arranged = [_rename_hierarchy(t, renames) for t in arranged]
+            raise ArrangementError(f"tensors[{i}]: expected an ntsym.Tensor, got {tensor!r}")
+    names, arranged = _arrange(arrangement, tensors, app_names, app_def)
+    renames = _canonical_names(arrangement, tensors, [t for t in arranged if t is not None], names)
+    renames.update(_positive_twins([t for t in arranged if t is not None]))
+    arranged = [None if t is None else _rename_hierarchy(t, renames) for t in arranged]
     sources = [_rename_source(t, renames) for t in tensors]
     proof = _Proof(names, arranged, sources)
     proof.run()
@@ -66,6 +66,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         num_stages=num_stages,
         max_num_configs=max_num_configs,
         symbols=proof.symbols(),
+        ignored_args=proof.ignored_args(),
     )
 
 
@@ -186,7 +187,17 @@ def _is_jit(fn):
 # -- running the arrangement -----------------------------------------------
 
 
-def _arrange(arrangement, tensors, names):
+def _arrange(arrangement, tensors, app_names, app_def):
+    """Run the arrangement: each tensor's parameter name, and its arranged
+    form (None for a tensor the arrangement does not return).
+
+    As in NineToothed, the arrangement's results pair with the application's
+    parameters in order.  It may return fewer tensors than it takes: the
+    others (used for their sizes) are still arguments of the kernel, named
+    after the arrangement's parameters."""
+    names = list(app_names)
+    if len(app_names) != len(tensors):
+        names = _shape_only_names(arrangement, len(tensors), app_names, app_def)
     for name, tensor in zip(names, tensors):
         if tensor._auto_named:
             tensor._display = name
@@ -197,24 +208,55 @@ def _arrange(arrangement, tensors, names):
     if isinstance(arranged, Tensor):
         arranged = (arranged,)
     arranged = tuple(arranged)
-    if len(arranged) != len(tensors):
+    if len(arranged) != len(app_names):
         raise ArrangementError(
-            f"the arrangement returned {len(arranged)} tensors for {len(tensors)} parameters"
+            f"the arrangement returned {len(arranged)} tensors for the {len(app_names)} "
+            f"parameters of the application ({', '.join(app_names)}); they pair in order"
         )
-    for name, tensor, result in zip(names, tensors, arranged):
+    by_tensor = [None] * len(tensors)
+    for position, (name, result) in enumerate(zip(app_names, arranged)):
         if not isinstance(result, Tensor):
             raise ArrangementError(f"the arrangement returned {result!r} for `{name}`, not a Tensor")
-        if result.source is not tensor:
-            raise ArrangementError(
-                f"the arrangement returned, in the place of `{name}`, a tensor derived from "
-                f"`{result.source.name}`; return the arranged tensors in parameter order"
-            )
+        if len(arranged) == len(tensors):
+            index = position
+            if result.source is not tensors[position]:
+                raise ArrangementError(
+                    f"the arrangement returned, in the place of `{name}`, a tensor derived from "
+                    f"`{result.source.name}`; return the arranged tensors in parameter order"
+                )
+        else:
+            index = next((i for i, t in enumerate(tensors) if t is result.source), None)
+            if index is None or by_tensor[index] is not None:
+                raise ArrangementError(
+                    f"the arrangement returned, for `{name}`, a tensor derived from "
+                    f"`{result.source.name}`, which is not one of the tensors given or is returned twice"
+                )
+            names[index] = name
         if result.level != 0:
             raise ArrangementError(
                 f"`{name}`: the arrangement returned an inner level; assign it back with "
                 f"`t.dtype = ...` and return the outer tensor"
             )
-    return arranged
+        by_tensor[index] = result
+    return names, by_tensor
+
+
+def _shape_only_names(arrangement, count, app_names, app_def):
+    """Names for tensors the arrangement may not return: its own parameter
+    names, unless the application uses the name (then ``<name>_shape``)."""
+    try:
+        params = [p.name for p in inspect.signature(arrangement).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    except (TypeError, ValueError):
+        params = []
+    used = {n.id for n in ast.walk(app_def) if isinstance(n, ast.Name)} | set(app_names)
+    names = []
+    for i in range(count):
+        name = params[i] if i < len(params) and params[i].isidentifier() else f"tensor_{i}"
+        while name in used or name in names:
+            name += "_shape"
+        names.append(name)
+    return names
 
 
 def _canonical_names(arrangement, tensors, arranged, names):
@@ -421,9 +463,10 @@ class _Proof:
         return text
 
     def run(self):
-        arrays = [(n, t) for n, t, s in zip(self.names, self.arranged, self.sources) if s.tensor.ndim or len(t.levels[0][0])]
+        arrays = [(n, t) for n, t, s in zip(self.names, self.arranged, self.sources)
+                  if t is not None and (s.tensor.ndim or len(t.levels[0][0]))]
         for name, t in zip(self.names, self.arranged):
-            for req in t.requirements:
+            for req in t.requirements if t is not None else ():
                 self._require(req, f"`{name}`: a meta-operation assumed {self.describe(req)}", "")
         if not arrays:
             raise ArrangementError("no arranged tensor to launch programs over")
@@ -528,10 +571,43 @@ class _Proof:
         message = f"{where} must be equal"
         self._require(sympy.Eq(a, b), message, "checked with the chosen block sizes")
 
+    def needed(self, src):
+        """Whether the kernel needs a tensor the arrangement does not return:
+        whether one of its sizes is in an arranged shape, index, condition
+        or launch check."""
+        if not hasattr(self, "_used"):
+            exprs = [c.relation for c in self.checks] + list(self.subs.values())
+            for t in self.arranged:
+                if t is not None:
+                    exprs += [self._apply(e) for shape, _ in t.levels for e in shape]
+                    exprs += [self._apply(e) for e in t.index + t.conditions]
+            self._used = set().union(*(sympy.sympify(e).free_symbols for e in exprs)) if exprs else set()
+        return any(s in self._used for s in src.shape)
+
+    def ignored_args(self):
+        """Call positions of the tensors not returned and not needed: the kernel
+        takes the call without them (NineToothed's form) or ignores them."""
+        positions, position = [], 0
+        for t, src in zip(self.arranged, self.sources):
+            if src.tensor.constexpr and src.tensor.value is not None:
+                continue
+            if t is None and not self.needed(src):
+                positions.append(position)
+            position += 1
+        return tuple(positions)
+
     def params(self):
         params = []
         for name, t, src in zip(self.names, self.arranged, self.sources):
             tensor = src.tensor
+            if t is None:
+                # Not returned: an argument for its sizes, where the kernel needs them.
+                if self.needed(src):
+                    params.append(TensorParam(
+                        name=name, kind="shape", ndim=tensor.ndim, dtype=tensor.element_dtype,
+                        sizes=tuple(self._apply(s) for s in src.shape), source_sizes=tuple(src.shape),
+                    ))
+                continue
             if tensor.ndim == 0 and not len(t.levels[0][0]):
                 kind = "constexpr" if tensor.constexpr else "scalar"
                 params.append(TensorParam(name=name, kind=kind, value=tensor.value, dtype=tensor.element_dtype))
@@ -582,12 +658,14 @@ class _Proof:
 
     def size_args(self):
         args, seen = [], set(self.subs)
-        for name, src in zip(self.names, self.sources):
+        for name, t, src in zip(self.names, self.arranged, self.sources):
+            if t is None and not self.needed(src):
+                continue
             for d, s in enumerate(src.shape):
                 if isinstance(s, sympy.Symbol) and s not in seen:
                     seen.add(s)
                     args.append(SizeArg(s, name, "size", d, constexpr=bool(getattr(s, "constexpr", False))))
-            for d, s in enumerate(src.strides):
+            for d, s in enumerate(src.strides if t is not None else ()):
                 if isinstance(s, sympy.Symbol) and s not in seen:
                     seen.add(s)
                     args.append(SizeArg(s, name, "stride", d))
@@ -596,7 +674,7 @@ class _Proof:
     def symbols(self):
         found = {}
         for t in self.arranged:
-            for shape, _ in t.levels:
+            for shape, _ in t.levels if t is not None else ():
                 for s in shape:
                     for sym in sympy.sympify(s).free_symbols:
                         if isinstance(sym, Symbol):
@@ -643,7 +721,8 @@ def _meta_params(proof):
     found = {}
     exprs = [c.relation for c in proof.checks]  # a check may name a block size alone
     for t in proof.arranged:
-        exprs += [s for shape, _ in t.levels for s in shape] + list(t.index) + list(t.conditions)
+        if t is not None:
+            exprs += [s for shape, _ in t.levels for s in shape] + list(t.index) + list(t.conditions)
     for e in exprs:
         for s in sympy.sympify(e).free_symbols:
             if isinstance(s, Symbol) and s.constexpr and s not in sizes:
@@ -657,7 +736,8 @@ def _meta_params(proof):
                 raise ArrangementError(f"meta symbol {name} has no candidate values in its bounds")
         else:
             cands = ()
-        tile_dims = {x for t in proof.arranged for x in sympy.sympify(sympy.Add(*t.levels[-1][0])).free_symbols}
+        tile_dims = {x for t in proof.arranged if t is not None
+                     for x in sympy.sympify(sympy.Add(*t.levels[-1][0])).free_symbols}
         result.append(
             MetaParam(
                 symbol=s,

@@ -264,3 +264,64 @@ def test_outer_shapes_differing_beyond_unit_dimensions_are_refused():
 
     with pytest.raises(ntsym.ArrangementError, match="differ in length: .* even without their dimensions of size 1"):
         ntsym.make(arrangement, scale_application, (Tensor(2), Tensor(1)))
+
+
+# -- arrangements returning fewer tensors than they take -------------------------------
+
+
+def test_tensor_given_for_its_shape_only():
+    """3 tensors in, 2 arranged out: `like` gives the length to copy; the
+    kernel takes it, in the order of `tensors`, and reads its sizes."""
+    B = ntsym.block_size()
+
+    def arrangement(input, like, output):
+        return input[: like.shape[0]].tile((B,)), output.tile((B,))
+
+    kernel = ntsym.make(arrangement, scale_application, (Tensor(1), Tensor(1), Tensor(1)))
+    x, like = torch.randn(30), torch.empty(20)
+    y = torch.empty(20)
+    kernel(x, like, y)
+    torch.testing.assert_close(y, x[:20] * 2)
+    assert "like_ptr" not in kernel.kernel_source  # no pointer: sizes only
+    with pytest.raises(ntsym.LaunchError, match="like.shape\\[0\\]\\) \\(=19\\) must equal output.shape"):
+        kernel(x, torch.empty(19), y)
+    with pytest.raises(ntsym.LaunchError, match="`like` must have 1 dimensions"):
+        kernel(x, torch.empty(4, 5), y)
+
+
+def test_tensor_not_returned_and_not_needed_takes_either_call():
+    """NineToothed's launcher takes the returned tensors; ntsym takes that
+    call, or every tensor given to make()."""
+    B = ntsym.block_size()
+
+    def arrangement(input, unused, output):
+        return input.tile((B,)), output.tile((B,))
+
+    kernel = ntsym.make(arrangement, scale_application, (Tensor(1), Tensor(2), Tensor(1)))
+    x = torch.randn(30)
+    for args in ((x,), (x, torch.empty(2, 2))):
+        y = torch.empty_like(x)
+        kernel(*args, y)
+        torch.testing.assert_close(y, x * 2)
+
+
+def test_results_pair_with_the_application_in_order():
+    B = ntsym.block_size()
+
+    def arrangement(input, other, output):
+        return other.tile((B,)), output.tile((B,))
+
+    def application(x, y):
+        y = x + 1  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1), Tensor(1)))
+    x = torch.randn(25)
+    y = torch.empty_like(x)
+    kernel(x, y)
+    torch.testing.assert_close(y, x + 1)
+    with pytest.raises(ntsym.ArrangementError, match="returned 2 tensors for the 3 parameters"):
+        ntsym.make(arrangement, lambda_free_application, (Tensor(1), Tensor(1), Tensor(1)))
+
+
+def lambda_free_application(a, b, c):
+    c = a + b  # noqa: F841
