@@ -155,7 +155,7 @@ def _kernel_args(ir, emitter):
             args.append((f"{p.name}_ptr", False))
         elif p.kind == "scalar":
             args.append((p.name, False))
-        else:
+        elif p.kind == "constexpr":
             args.append((p.name, True))
     for a in ir.size_args:
         args.append((a.symbol.name, a.constexpr))
@@ -364,6 +364,8 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
     host = Printer(mode="host")
     lines = []
     tensor_params = [p for p in ir.params if p.kind == "tensor"]
+    # Tensors the arrangement does not return give their sizes only.
+    shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
     pnames = [p.name for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
     baked = {p.name: p.value for p in ir.params if p.kind == "constexpr" and p.value is not None}
     scalars = {p.name for p in ir.params if p.kind == "scalar"}
@@ -382,20 +384,21 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
     body.append("    runtime.unknown_keywords(SPEC, unknown)")
     body.append("runtime.check_arguments(SPEC, args)")
     body.append(f"{', '.join(pnames)}{',' if len(pnames) == 1 else ''} = args")
-    for p in tensor_params:
+    for p in shaped:
         if not p.ndim:
             continue
         sizes = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.source_sizes]
-        strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
         body.append(f"{', '.join(sizes)}{',' if p.ndim == 1 else ''} = {p.name}.shape")
-        body.append(f"{', '.join(strides)}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
-    for p in tensor_params:  # sizes declared with bounds or as powers of two
+        if p.kind == "tensor":
+            strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
+            body.append(f"{', '.join(strides)}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
+    for p in shaped:  # sizes declared with bounds or as powers of two
         for d, s in enumerate(p.source_sizes):
             lo, hi = getattr(s, "lower_bound", None), getattr(s, "upper_bound", None)
             pow2 = bool(getattr(s, "power_of_two", False))
             if isinstance(s, sympy.Symbol) and (lo is not None or hi is not None or pow2):
                 body.append(f"runtime.check_size({p.name!r}, {d}, {s.name}, {lo!r}, {hi!r}, {pow2!r})")
-    for p in tensor_params:  # after every size is read: shapes may refer to others
+    for p in shaped:  # after every size is read: shapes may refer to others
         for d, s in enumerate(p.source_sizes):
             if not isinstance(s, sympy.Symbol):
                 body.append(f"runtime.check_shape({p.name!r}, {p.name}, {d}, {to_source(host(s))})")
@@ -546,6 +549,9 @@ def spec(ir, generated):
     for p in ir.params:
         if p.kind == "constexpr" and p.value is not None:
             template.append(("value", p.value))
+            continue
+        if p.kind == "shape":  # read by the launcher, not passed to the kernel
+            position += 1
             continue
         template.append(("scalar" if p.kind == "scalar" else "arg", position))
         position += 1

@@ -86,3 +86,6 @@ class KernelIR:
     num_stages: Any = None
     max_num_configs: Any = None
     symbols: dict = field(default_factory=dict)  # name -> symbol (size, stride, meta)
+    # Positions of call arguments the kernel ignores when given: tensors the
+    # arrangement does not return and whose sizes it does not need.
+    ignored_args: tuple = ()

@@ -153,7 +153,7 @@ class KernelEmitter:
         self.user_names = set()  # every name the application (and what it inlines) uses
         # Tensor descriptors: name -> (tensor parameter, block shape per source dim)
         self.descriptors = {}
-        self.params = {p.name: p for p in ir.params}
+        self.params = {p.name: p for p in ir.params if p.kind != "shape"}
         self.tensors = {p.name: p for p in ir.params if p.kind == "tensor"}
         self.pow2 = {}
         # Peeled loops: flag name -> (size, block) for ``size % block == 0``,

@@ -152,6 +152,9 @@ def _prepare(spec):
     import torch
 
     params = [p for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
+    for p in params:
+        if p.kind == "tensor" and p.dtype is not None and _torch_dtype(p.dtype) is None:
+            fail(f"`{p.name}` is declared with element type {p.dtype!r}, which Triton kernels cannot read")
     spec.call_params = tuple(
         (p.name, p.kind, p.ndim, _torch_dtype(p.dtype) if p.dtype is not None else None, p.written)
         for p in params
@@ -197,6 +200,11 @@ def check_arguments(spec, args):
                             "contiguous tensor"
                         )
             tensors.append((name, a))
+        elif kind == "shape":
+            if not isinstance(a, tensor_type):
+                fail(f"`{name}` must be a torch.Tensor (the kernel reads its shape), got {type(a).__name__}")
+            if a.ndim != ndim:
+                fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
         elif kind == "scalar":
             if isinstance(a, tensor_type):
                 if a.numel() != 1:
@@ -242,26 +250,31 @@ def _check_aliasing(spec, tensors):
 
 
 def _torch_dtype(dtype):
+    """The torch dtype of an element type given as a torch dtype, a Triton
+    dtype (``ntl.float32``, ``ntsym.float32``) or a NineToothed name
+    (``"fp32"``, ``"i32"``, ``"u8"``); None for one Triton kernels cannot read."""
     import torch
 
     if isinstance(dtype, torch.dtype):
         return dtype
     name = getattr(dtype, "name", None) or str(dtype)
     mapping = {
-        "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64,
-        "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
-        "uint8": torch.uint8, "int1": torch.bool,
+        "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "int1": "bool",
+        "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+        "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
     }
-    return mapping.get(name)
+    result = getattr(torch, mapping.get(name, name), None)
+    return result if isinstance(result, torch.dtype) and result in _supported() else None
 
 
 def _supported():
     import torch
 
+    names = ("uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2")
     return {
         torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16,
         torch.int32, torch.int64, torch.uint8, torch.bool,
-    } | {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, n)}
+    } | {getattr(torch, n) for n in names if hasattr(torch, n)}
 
 
 def constexpr_value(spec, name, given):
@@ -279,8 +292,10 @@ def constexpr_value(spec, name, given):
         fail(f"`{name}`={given} is below its lower bound {meta.lower_bound}")
     if meta.upper_bound is not None and given > meta.upper_bound:
         fail(f"`{name}`={given} is above its upper bound {meta.upper_bound}")
-    if given <= 0:
-        fail(f"`{name}` must be positive, got {given}")
+    if given < 0 or (given == 0 and meta.symbol.is_positive):
+        kind = "positive" if meta.symbol.is_positive else "non-negative"
+        reason = getattr(meta.symbol, "positive_reason", "")
+        fail(f"`{name}` must be {kind}, got {given}" + (f": {reason}" if reason else ""))
     if meta.power_of_two and given & (given - 1):
         fail(f"`{name}`={given} must be a power of two")
     return given
@@ -692,7 +707,7 @@ def _interpret(kernel, grid, args, kwargs, spec):
     if not any(isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 for a in args):
         kernel[grid](*args, **kwargs)
         return
-    names = [p.name for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
+    names = [p.name for p in spec.params if not (p.kind == "constexpr" and p.value is not None) and p.kind != "shape"]
     staged, bases, written = list(args), {}, set()
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16:

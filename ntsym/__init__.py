@@ -36,6 +36,20 @@ from ntsym.errors import (
     MetaOperationError,
     NtsymError,
 )
+from ntsym.dtype import (
+    bfloat16,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor, eval_expr, index_table
 from ntsym.make import Kernel, jit, make
@@ -51,11 +65,23 @@ __all__ = [
     "NtsymError",
     "Symbol",
     "Tensor",
+    "bfloat16",
     "block_size",
     "eval_expr",
     "explain",
+    "float16",
+    "float32",
+    "float64",
     "index_table",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
     "jit",
     "language",
     "make",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
 ]

@@ -54,6 +54,9 @@ def explain_ir(ir, generated):
     pids = ", ".join(v.name for v in ir.program_vars)
     add(f"programs  ({pids}) = the program id split over {_shape(ir.grid)}, last fastest")
     for p in ir.params:
+        if p.kind == "shape":
+            add(f"{p.name:<9} source  {_shape(p.sizes)}   not arranged: the kernel reads its sizes only")
+            continue
         if p.kind != "tensor":
             kind = "compile-time constant" if p.kind == "constexpr" else "runtime scalar"
             add(f"{p.name:<9} {kind}" + (f" = {p.value!r}" if p.value is not None else ""))

@@ -7,6 +7,7 @@ SymPy proves always true; fill in :mod:`codegen.ir`.
 """
 
 import ast
+import functools
 import inspect
 import itertools
 import textwrap
@@ -26,19 +27,20 @@ from ntsym.tensor import Tensor
 def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
           num_stages=None, max_num_configs=None):
     app_def, app_globals = parse_application(application)
-    names = [a.arg for a in app_def.args.args]
+    app_names = [a.arg for a in app_def.args.args]
     tensors = tuple(tensors)
-    if len(names) != len(tensors):
+    if len(app_names) > len(tensors):
         raise ArrangementError(
-            f"the application takes {len(names)} parameters ({', '.join(names)}) but "
+            f"the application takes {len(app_names)} parameters ({', '.join(app_names)}) but "
             f"{len(tensors)} tensors were given"
         )
-    for name, tensor in zip(names, tensors):
+    for i, tensor in enumerate(tensors):
         if not isinstance(tensor, Tensor):
-            raise ArrangementError(f"parameter `{name}`: expected an ntsym.Tensor, got {tensor!r}")
-    arranged = _arrange(arrangement, tensors, names)
-    renames = _canonical_names(arrangement, tensors, arranged, names)
-    arranged = [_rename_hierarchy(t, renames) for t in arranged]
+            raise ArrangementError(f"tensors[{i}]: expected an ntsym.Tensor, got {tensor!r}")
+    names, arranged = _arrange(arrangement, tensors, app_names, app_def)
+    renames = _canonical_names(arrangement, tensors, [t for t in arranged if t is not None], names)
+    renames.update(_positive_twins([t for t in arranged if t is not None]))
+    arranged = [None if t is None else _rename_hierarchy(t, renames) for t in arranged]
     sources = [_rename_source(t, renames) for t in tensors]
     proof = _Proof(names, arranged, sources)
     proof.run()
@@ -65,6 +67,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         num_stages=num_stages,
         max_num_configs=max_num_configs,
         symbols=proof.symbols(),
+        ignored_args=proof.ignored_args(),
     )
 
 
@@ -74,6 +77,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
 def parse_application(fn):
     """The application's ``ast.FunctionDef`` with line numbers of its file, and
     the names it can see."""
+    _check_application_kind(fn)
     try:
         source = textwrap.dedent(inspect.getsource(fn))
         filename = inspect.getsourcefile(fn) or "<unknown>"
@@ -104,6 +108,29 @@ def parse_application(fn):
             {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__) if _cell_ok(c)}
         )
     return func, names
+
+
+def _check_application_kind(fn):
+    """The application is compiled from its source, so it must be a plain
+    function, as in NineToothed: what a partial or a method binds (arguments,
+    ``self``) is not in that source, and the kernel could not see it."""
+    if isinstance(fn, functools.partial):
+        raise ApplicationError(
+            f"the application {fn!r} is a functools.partial: the kernel is compiled from "
+            "the function's source, where the arguments the partial binds do not appear; "
+            "pass a function (use a constexpr Tensor(0) for a compile-time value)"
+        )
+    if inspect.ismethod(fn):
+        raise ApplicationError(
+            f"the application {fn.__qualname__} is a bound method: the kernel is compiled "
+            "from its source, where `self` has no value; pass a function (a staticmethod "
+            "or a module-level def)"
+        )
+    if not isinstance(fn, types.FunctionType):
+        raise ApplicationError(
+            f"the application must be a function (a def), got {type(fn).__name__} {fn!r}: "
+            "the kernel is compiled from the function's source"
+        )
 
 
 def _cell_ok(cell):
@@ -240,7 +267,17 @@ def _is_jit(fn):
 # -- running the arrangement -----------------------------------------------
 
 
-def _arrange(arrangement, tensors, names):
+def _arrange(arrangement, tensors, app_names, app_def):
+    """Run the arrangement: each tensor's parameter name, and its arranged
+    form (None for a tensor the arrangement does not return).
+
+    As in NineToothed, the arrangement's results pair with the application's
+    parameters in order.  It may return fewer tensors than it takes: the
+    others (used for their sizes) are still arguments of the kernel, named
+    after the arrangement's parameters."""
+    names = list(app_names)
+    if len(app_names) != len(tensors):
+        names = _shape_only_names(arrangement, len(tensors), app_names, app_def)
     for name, tensor in zip(names, tensors):
         if tensor._auto_named:
             tensor._display = name
@@ -251,24 +288,55 @@ def _arrange(arrangement, tensors, names):
     if isinstance(arranged, Tensor):
         arranged = (arranged,)
     arranged = tuple(arranged)
-    if len(arranged) != len(tensors):
+    if len(arranged) != len(app_names):
         raise ArrangementError(
-            f"the arrangement returned {len(arranged)} tensors for {len(tensors)} parameters"
+            f"the arrangement returned {len(arranged)} tensors for the {len(app_names)} "
+            f"parameters of the application ({', '.join(app_names)}); they pair in order"
         )
-    for name, tensor, result in zip(names, tensors, arranged):
+    by_tensor = [None] * len(tensors)
+    for position, (name, result) in enumerate(zip(app_names, arranged)):
         if not isinstance(result, Tensor):
             raise ArrangementError(f"the arrangement returned {result!r} for `{name}`, not a Tensor")
-        if result.source is not tensor:
-            raise ArrangementError(
-                f"the arrangement returned, in the place of `{name}`, a tensor derived from "
-                f"`{result.source.name}`; return the arranged tensors in parameter order"
-            )
+        if len(arranged) == len(tensors):
+            index = position
+            if result.source is not tensors[position]:
+                raise ArrangementError(
+                    f"the arrangement returned, in the place of `{name}`, a tensor derived from "
+                    f"`{result.source.name}`; return the arranged tensors in parameter order"
+                )
+        else:
+            index = next((i for i, t in enumerate(tensors) if t is result.source), None)
+            if index is None or by_tensor[index] is not None:
+                raise ArrangementError(
+                    f"the arrangement returned, for `{name}`, a tensor derived from "
+                    f"`{result.source.name}`, which is not one of the tensors given or is returned twice"
+                )
+            names[index] = name
         if result.level != 0:
             raise ArrangementError(
                 f"`{name}`: the arrangement returned an inner level; assign it back with "
                 f"`t.dtype = ...` and return the outer tensor"
             )
-    return arranged
+        by_tensor[index] = result
+    return names, by_tensor
+
+
+def _shape_only_names(arrangement, count, app_names, app_def):
+    """Names for tensors the arrangement may not return: its own parameter
+    names, unless the application uses the name (then ``<name>_shape``)."""
+    try:
+        params = [p.name for p in inspect.signature(arrangement).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    except (TypeError, ValueError):
+        params = []
+    used = {n.id for n in ast.walk(app_def) if isinstance(n, ast.Name)} | set(app_names)
+    names = []
+    for i in range(count):
+        name = params[i] if i < len(params) and params[i].isidentifier() else f"tensor_{i}"
+        while name in used or name in names:
+            name += "_shape"
+        names.append(name)
+    return names
 
 
 def _canonical_names(arrangement, tensors, arranged, names):
@@ -283,22 +351,9 @@ def _canonical_names(arrangement, tensors, arranged, names):
                 if isinstance(s, Symbol) and s.name == f"{tensor.name}_stride_{d}":
                     renames[s] = _copy_symbol(s, f"{name}_stride_{d}")
     # Auto-named block sizes take the name they are bound to in the arrangement
-    # (a parameter default, a closure variable or a global), else BLOCK_SIZE_<k>
-    # in order of first appearance.
-    bound = {}
-    for fn in (arrangement,):
-        sig = inspect.signature(fn)
-        for p in sig.parameters.values():
-            if isinstance(p.default, Symbol):
-                bound.setdefault(p.default, p.name)
-        if fn.__closure__:
-            for n, c in zip(fn.__code__.co_freevars, fn.__closure__):
-                if _cell_ok(c) and isinstance(c.cell_contents, Symbol):
-                    bound.setdefault(c.cell_contents, n)
-        for n in fn.__code__.co_names:
-            v = fn.__globals__.get(n)
-            if isinstance(v, Symbol):
-                bound.setdefault(v, n)
+    # (a parameter default, a bound keyword, a closure variable or a global),
+    # else BLOCK_SIZE_<k> in order of first appearance.
+    bound = _bound_names(arrangement)
     taken = set(names) | {s.name for s in renames.values()}
     counter = itertools.count()
     for symbol in _symbols_in_order(arranged):
@@ -313,6 +368,59 @@ def _canonical_names(arrangement, tensors, arranged, names):
     return renames
 
 
+def _bound_names(fn):
+    """Symbol -> the name ``fn`` binds it to, for any callable NineToothed
+    accepts as an arrangement: a function's parameter defaults, closure
+    variables and the globals its code reads; the keywords and arguments a
+    ``functools.partial`` binds (before those of the function it wraps); the
+    function of a bound method and the attributes of its object; a callable
+    object's attributes and its ``__call__``."""
+    bound, seen = {}, set()
+
+    def add(value, name):
+        if isinstance(value, Symbol):
+            bound.setdefault(value, name)
+
+    def attributes(obj):
+        for name, value in getattr(obj, "__dict__", {}).items():
+            add(value, name)
+
+    def visit(fn):
+        if id(fn) in seen:
+            return
+        seen.add(id(fn))
+        if isinstance(fn, functools.partial):
+            for name, value in fn.keywords.items():
+                add(value, name)
+            try:
+                params = list(inspect.signature(fn.func).parameters)
+            except (TypeError, ValueError):
+                params = []
+            for name, value in zip(params, fn.args):
+                add(value, name)
+            visit(fn.func)
+        elif inspect.ismethod(fn):
+            visit(fn.__func__)
+            attributes(fn.__self__)
+        elif isinstance(fn, types.FunctionType):
+            for p in inspect.signature(fn).parameters.values():
+                add(p.default, p.name)
+            if fn.__closure__:
+                for n, c in zip(fn.__code__.co_freevars, fn.__closure__):
+                    if _cell_ok(c):
+                        add(c.cell_contents, n)
+            for n in fn.__code__.co_names:
+                add(fn.__globals__.get(n), n)
+        elif callable(fn):
+            call = getattr(type(fn), "__call__", None)
+            if isinstance(call, types.FunctionType):
+                visit(call)
+            attributes(fn)
+
+    visit(fn)
+    return bound
+
+
 def _symbols_in_order(arranged):
     seen = {}
     for t in arranged:
@@ -325,7 +433,7 @@ def _symbols_in_order(arranged):
     return list(seen)
 
 
-def _copy_symbol(symbol, name):
+def _copy_symbol(symbol, name, positive=False):
     new = Symbol(
         name,
         constexpr=symbol.constexpr,
@@ -333,10 +441,26 @@ def _copy_symbol(symbol, name):
         lower_bound=symbol.lower_bound,
         upper_bound=symbol.upper_bound,
         power_of_two=symbol.power_of_two,
-        nonnegative=symbol.is_positive is not True,
+        nonnegative=not positive and symbol.is_positive is not True,
     )
     new.is_size = getattr(symbol, "is_size", False)
     return new
+
+
+def _positive_twins(arranged):
+    """A positive copy of every non-negative compile-time symbol that a
+    meta-operation required to be at least 1 (a tile size, stride or
+    dilation given at call time): proofs then know it is positive, as they
+    know of block sizes, and the launcher checks the value it gets."""
+    twins = {}
+    for t in arranged:
+        for req in t.hierarchy.requirements:
+            lhs = req.lhs if isinstance(req, sympy.GreaterThan) and req.rhs == 1 else None
+            if isinstance(lhs, Symbol) and lhs.constexpr and lhs.is_positive is not True and lhs not in twins:
+                twin = _copy_symbol(lhs, lhs.name, positive=True)
+                twin.positive_reason = "the arrangement uses it as a tile size, stride or dilation"
+                twins[lhs] = twin
+    return twins
 
 
 class _Renamed:
@@ -419,25 +543,24 @@ class _Proof:
         return text
 
     def run(self):
-        arrays = [(n, t) for n, t, s in zip(self.names, self.arranged, self.sources) if s.tensor.ndim or len(t.levels[0][0])]
+        arrays = [(n, t) for n, t, s in zip(self.names, self.arranged, self.sources)
+                  if t is not None and (s.tensor.ndim or len(t.levels[0][0]))]
         for name, t in zip(self.names, self.arranged):
-            for req in t.requirements:
+            for req in t.requirements if t is not None else ():
                 self._require(req, f"`{name}`: a meta-operation assumed {self.describe(req)}", "")
         if not arrays:
             raise ArrangementError("no arranged tensor to launch programs over")
         ref_name, ref = arrays[0]
+        ref_shape = ref.levels[0][0]
+        self.alignment = {ref_name: tuple(range(len(ref_shape)))}
         for name, t in arrays[1:]:
-            if len(t.levels[0][0]) != len(ref.levels[0][0]):
-                raise ArrangementError(
-                    f"outermost shapes differ in length: `{ref_name}` has "
-                    f"{_shape_text(ref.levels[0][0])} but `{name}` has "
-                    f"{_shape_text(t.levels[0][0])}; every arranged tensor must have the "
-                    "same outermost shape (one program per element)"
-                )
-        for d in range(len(ref.levels[0][0])):
+            self.alignment[name] = _align(ref_name, ref_shape, name, t.levels[0][0])
+        for g in range(len(ref_shape)):
             for name, t in arrays[1:]:
-                self._equate(ref_name, ref.levels[0][0][d], name, t.levels[0][0][d], d)
-        self.grid = tuple(self._apply(s) for s in ref.levels[0][0])
+                for d, target in enumerate(self.alignment[name]):
+                    if target == g:
+                        self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g)
+        self.grid = tuple(self._apply(s) for s in ref_shape)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
         )
@@ -528,17 +651,52 @@ class _Proof:
         message = f"{where} must be equal"
         self._require(sympy.Eq(a, b), message, "checked with the chosen block sizes")
 
+    def needed(self, src):
+        """Whether the kernel needs a tensor the arrangement does not return:
+        whether one of its sizes is in an arranged shape, index, condition
+        or launch check."""
+        if not hasattr(self, "_used"):
+            exprs = [c.relation for c in self.checks] + list(self.subs.values())
+            for t in self.arranged:
+                if t is not None:
+                    exprs += [self._apply(e) for shape, _ in t.levels for e in shape]
+                    exprs += [self._apply(e) for e in t.index + t.conditions]
+            self._used = set().union(*(sympy.sympify(e).free_symbols for e in exprs)) if exprs else set()
+        return any(s in self._used for s in src.shape)
+
+    def ignored_args(self):
+        """Call positions of the tensors not returned and not needed: the kernel
+        takes the call without them (NineToothed's form) or ignores them."""
+        positions, position = [], 0
+        for t, src in zip(self.arranged, self.sources):
+            if src.tensor.constexpr and src.tensor.value is not None:
+                continue
+            if t is None and not self.needed(src):
+                positions.append(position)
+            position += 1
+        return tuple(positions)
+
     def params(self):
         params = []
         for name, t, src in zip(self.names, self.arranged, self.sources):
             tensor = src.tensor
+            if t is None:
+                # Not returned: an argument for its sizes, where the kernel needs them.
+                if self.needed(src):
+                    params.append(TensorParam(
+                        name=name, kind="shape", ndim=tensor.ndim, dtype=tensor.element_dtype,
+                        sizes=tuple(self._apply(s) for s in src.shape), source_sizes=tuple(src.shape),
+                    ))
+                continue
             if tensor.ndim == 0 and not len(t.levels[0][0]):
                 kind = "constexpr" if tensor.constexpr else "scalar"
                 params.append(TensorParam(name=name, kind=kind, value=tensor.value, dtype=tensor.element_dtype))
                 continue
+            # Each outermost dimension takes the program index of the grid
+            # dimension it is aligned with; a unit dimension takes 0.
             program = {
-                v: (sympy.S.Zero if g == 1 else p)
-                for v, p, g in zip(t.levels[0][1], self.program_vars, self.grid)
+                v: (sympy.S.Zero if g is None or self.grid[g] == 1 else self.program_vars[g])
+                for v, g in zip(t.levels[0][1], self.alignment[name])
             }
             grid_ranges = dict(zip(self.program_vars, self.grid))
             levels = [tuple(self._apply(s) for s in shape) for shape, _ in t.levels]
@@ -580,12 +738,14 @@ class _Proof:
 
     def size_args(self):
         args, seen = [], set(self.subs)
-        for name, src in zip(self.names, self.sources):
+        for name, t, src in zip(self.names, self.arranged, self.sources):
+            if t is None and not self.needed(src):
+                continue
             for d, s in enumerate(src.shape):
                 if isinstance(s, sympy.Symbol) and s not in seen:
                     seen.add(s)
                     args.append(SizeArg(s, name, "size", d, constexpr=bool(getattr(s, "constexpr", False))))
-            for d, s in enumerate(src.strides):
+            for d, s in enumerate(src.strides if t is not None else ()):
                 if isinstance(s, sympy.Symbol) and s not in seen:
                     seen.add(s)
                     args.append(SizeArg(s, name, "stride", d))
@@ -594,7 +754,7 @@ class _Proof:
     def symbols(self):
         found = {}
         for t in self.arranged:
-            for shape, _ in t.levels:
+            for shape, _ in t.levels if t is not None else ():
                 for s in shape:
                     for sym in sympy.sympify(s).free_symbols:
                         if isinstance(sym, Symbol):
@@ -604,6 +764,31 @@ class _Proof:
                 for sym in sympy.sympify(s).free_symbols:
                     found[sym.name] = sym
         return found
+
+
+def _align(ref_name, ref_shape, name, shape):
+    """For each outermost dimension of ``name``, the dimension of the grid
+    (``ref_shape``) whose program index it takes, or None for a unit one.
+
+    One program per element: NineToothed splits the program id over each
+    tensor's own outermost shape, so dimensions of size 1 take index 0 and the
+    others are paired in order.  Shapes that keep their unit dimensions in the
+    same places pair position by position (then unequal sizes are for the
+    proof to decide)."""
+    units = [d for d, n in enumerate(shape) if n == 1]
+    ref_units = [d for d, n in enumerate(ref_shape) if n == 1]
+    if len(shape) == len(ref_shape) and (units == ref_units or len(shape) - len(units) != len(ref_shape) - len(ref_units)):
+        return tuple(range(len(shape)))
+    kept = [d for d in range(len(ref_shape)) if d not in ref_units]
+    if len(shape) - len(units) != len(kept):
+        raise ArrangementError(
+            f"outermost shapes differ in length: `{ref_name}` has {_shape_text(ref_shape)} but "
+            f"`{name}` has {_shape_text(shape)}, even without their dimensions of size 1; every "
+            "arranged tensor must have the same outermost shape (one program per element), up "
+            "to dimensions of size 1"
+        )
+    pairs = iter(kept)
+    return tuple(None if d in units else next(pairs) for d in range(len(shape)))
 
 
 def _shape_text(shape):
@@ -616,7 +801,8 @@ def _meta_params(proof):
     found = {}
     exprs = [c.relation for c in proof.checks]  # a check may name a block size alone
     for t in proof.arranged:
-        exprs += [s for shape, _ in t.levels for s in shape] + list(t.index) + list(t.conditions)
+        if t is not None:
+            exprs += [s for shape, _ in t.levels for s in shape] + list(t.index) + list(t.conditions)
     for e in exprs:
         for s in sympy.sympify(e).free_symbols:
             if isinstance(s, Symbol) and s.constexpr and s not in sizes:
@@ -630,7 +816,8 @@ def _meta_params(proof):
                 raise ArrangementError(f"meta symbol {name} has no candidate values in its bounds")
         else:
             cands = ()
-        tile_dims = {x for t in proof.arranged for x in sympy.sympify(sympy.Add(*t.levels[-1][0])).free_symbols}
+        tile_dims = {x for t in proof.arranged if t is not None
+                     for x in sympy.sympify(sympy.Add(*t.levels[-1][0])).free_symbols}
         result.append(
             MetaParam(
                 symbol=s,

@@ -27,6 +27,10 @@ class Kernel:
         self.__name__ = ir.name
 
     def __call__(self, *args, **kwargs):
+        ignored = self.ir.ignored_args
+        if ignored and len(args) == _call_arity(self.ir) + len(ignored):
+            # Every tensor given, as in `tensors`: drop those the kernel does not need.
+            args = tuple(a for i, a in enumerate(args) if i not in ignored)
         return self._launch(*args, **kwargs)
 
     @property
@@ -78,6 +82,12 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None,
     module = cache.load(generated.source, ir.name)
     launch = module.make_launch(spec, generated.checks, _display_names(ir))
     return Kernel(ir, generated, module, spec, launch)
+
+
+def _call_arity(ir):
+    """How many arguments the launcher takes: every parameter but the
+    compile-time values fixed at make()."""
+    return sum(1 for p in ir.params if not (p.kind == "constexpr" and p.value is not None))
 
 
 def _display_names(ir):

@@ -7,12 +7,19 @@ import sympy
 
 
 class Symbol(sympy.Symbol):
-    """A positive integer symbol, e.g. a block size or a tensor size.
+    """An integer symbol, e.g. a block size or a tensor size.
 
     ``constexpr=True``: the value is known when the kernel is compiled (given at
     call time if not bound).  ``meta=True``: the auto-tuner chooses the value
     (implies ``constexpr``).  ``lower_bound``/``upper_bound`` bound the value;
     ``power_of_two`` restricts it to powers of two.
+
+    Sizes, block sizes and symbols bounded below by 1 are positive.  A
+    compile-time value the caller gives (``constexpr=True``, not ``meta``, no
+    positive lower bound) is only non-negative: a padding or an offset may be
+    0.  Where an arrangement uses one as a tile size, stride or dilation,
+    ``make`` takes it as positive and the launcher checks that it is.
+    ``nonnegative`` (True or False) overrides the choice.
     """
 
     def __new__(
@@ -23,10 +30,12 @@ class Symbol(sympy.Symbol):
         lower_bound=None,
         upper_bound=None,
         power_of_two=None,
-        nonnegative=False,
+        nonnegative=None,
     ):
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"Symbol name must be a Python identifier, got {name!r}")
+        if nonnegative is None:
+            nonnegative = _given_at_call(constexpr, meta, lower_bound, power_of_two)
         assumptions = {"integer": True}
         assumptions["nonnegative" if nonnegative else "positive"] = True
         obj = sympy.Symbol.__xnew__(cls, name, **assumptions)
@@ -56,6 +65,7 @@ class Symbol(sympy.Symbol):
                 "lower_bound": self.lower_bound,
                 "upper_bound": self.upper_bound,
                 "power_of_two": self.power_of_two,
+                "nonnegative": self.is_positive is not True,
             },
         )
 
@@ -84,6 +94,12 @@ class Symbol(sympy.Symbol):
                 v *= 2
             return values
         return list(range(lo, hi + 1))
+
+
+def _given_at_call(constexpr, meta, lower_bound, power_of_two):
+    """Whether a symbol stands for a compile-time value the caller gives, which
+    may be 0 (a padding): not tuned, not a power of two, not bounded below by 1."""
+    return bool(constexpr) and not meta and not power_of_two and (lower_bound is None or lower_bound < 1)
 
 
 _block_size_ids = itertools.count()

@@ -155,7 +155,7 @@ class Tensor:
                     # Tiles over it are unpadded blocks: their extent is the
                     # size itself, which Triton needs at compile time.
                     opts["constexpr"] = True
-                symbol = Symbol(f"{self.name}_size_{d}", **opts)
+                symbol = Symbol(f"{self.name}_size_{d}", nonnegative=False, **opts)
                 symbol.is_size = True
                 sizes.append(symbol)
             else:
@@ -335,6 +335,10 @@ class Tensor:
                         f"tile: {label}[{j}] = {value} must be positive (or -1) "
                         f"for shape {_fmt(self.shape)}"
                     )
+                if value.is_positive is not True:
+                    # A compile-time value the caller gives may be 0: make()
+                    # takes a bare one as positive, the launcher checks it.
+                    requirements.append(sympy.Ge(value, 1))
             span = d * (t - 1) + 1
             if s == t and d == 1 and not floor_mode:
                 outer = CeilDiv(n, t)
@@ -494,15 +498,18 @@ class Tensor:
         return self._derive(mapping, [Level(shape, vars)], conditions)
 
     def __getitem__(self, key):
-        """Select (int) or slice (``a:b:c``) dimensions of this level."""
-        key = key if isinstance(key, tuple) else (key,)
-        if len(key) > self.ndim:
-            raise MetaOperationError(
-                f"too many indices ({len(key)}) for shape {_fmt(self.shape)}"
-            )
+        """Select (int) or slice (``a:b:c``) dimensions of this level, as NumPy
+        does: ``None`` inserts a new dimension of size 1 and ``...`` stands for
+        as many full slices as the other entries leave."""
+        key = self._expand_key(key if isinstance(key, tuple) else (key,))
         shape, vars, mapping, conditions = [], [], {}, []
-        for j, (n, var) in enumerate(zip(self.shape, self._lvl.vars)):
-            k = key[j] if j < len(key) else slice(None)
+        dims = iter(enumerate(zip(self.shape, self._lvl.vars)))
+        for k in key:
+            if k is None:
+                shape.append(sympy.S.One)
+                vars.append(_new_var("u"))
+                continue
+            j, (n, var) = next(dims)
             if isinstance(k, slice):
                 size, start, step = _slice(k, n, j, self.shape)
                 if start == 0 and step == 1 and size == n:
@@ -525,6 +532,24 @@ class Tensor:
                     conditions.append(sympy.Lt(i, n))
                 mapping[var] = i
         return self._derive(mapping, [Level(shape, vars)], conditions)
+
+    def _expand_key(self, key):
+        """``key`` with ``...`` replaced by full slices and full slices
+        appended for the dimensions it leaves out."""
+        ellipses = sum(1 for k in key if k is Ellipsis)
+        if ellipses > 1:
+            raise MetaOperationError(f"an index can only have a single ellipsis ('...'), got {key!r}")
+        used = sum(1 for k in key if k is not None and k is not Ellipsis)
+        if used > self.ndim:
+            raise MetaOperationError(
+                f"too many indices ({used}) for shape {_fmt(self.shape)}"
+                + (" (None entries add dimensions and do not count)" if None in key else "")
+            )
+        fill = (slice(None),) * (self.ndim - used)
+        if ellipses:
+            at = key.index(Ellipsis)
+            return key[:at] + fill + key[at + 1 :]
+        return key + fill
 
     # -- evaluation ---------------------------------------------------------
 
