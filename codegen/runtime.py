@@ -125,10 +125,58 @@ def fail_check(check, values, display=None):
 
 def unknown_keywords(spec, unknown):
     known = ", ".join(sorted(spec.meta_by_name)) or "none"
+    params = ", ".join(p.name for p in spec.params)
     fail(
         f"kernel `{spec.name}` got unknown keyword argument(s) {', '.join(sorted(unknown))}; "
-        f"its compile-time parameters are: {known} (and ntsym_options)"
+        f"its parameters are: {params}; its compile-time parameters are: {known} (and ntsym_options)"
     )
+
+
+def bind_arguments(spec, args, keywords):
+    """The kernel's own arguments, in order, of a call that names parameters by
+    keyword or passes the values of ``Tensor(0, constexpr=True, value=v)``
+    parameters (NineToothed's launcher takes every parameter, in its place or
+    by keyword).  A value given must be the compiled one, of its type."""
+    names = [p.name for p in spec.params]
+    fixed = {p.name: p.value for p in spec.params if p.kind == "constexpr" and p.value is not None}
+    unknown = set(keywords) - set(names)
+    if unknown:
+        unknown_keywords(spec, unknown)
+    own = [n for n in names if n not in fixed]
+    bound = None
+    # Every parameter in its place (NineToothed's signature), else only the
+    # kernel's own (ntsym's: the compiled values left out).
+    for order in (names, own):
+        if len(args) <= len(order) and not set(order[: len(args)]) & set(keywords):
+            candidate = {**dict(zip(order, args)), **keywords}
+            if all(n in candidate for n in own):
+                bound = candidate
+                break
+    if bound is None:
+        text = f"kernel `{spec.name}` takes {len(own)} arguments ({', '.join(own)}), got {len(args)}"
+        if keywords:
+            text += f" and keyword argument(s) {', '.join(keywords)}"
+        if fixed:
+            values = ", ".join(f"`{n}` (compiled as {v!r})" for n, v in fixed.items())
+            text += f"; {values} may be passed too, in its place or by keyword"
+        fail(text)
+    for name, value in fixed.items():
+        if name in bound:
+            given = bound[name]
+            if not (type(given) is type(value) and (given == value or given != given and value != value)):
+                fail(
+                    f"`{name}` was compiled with the value {value!r} ({type(value).__name__}, from "
+                    f"Tensor(0, constexpr=True, value={value!r})) but the call gives {_shown(given)}: "
+                    f"the kernel would compute with {value!r}; make a kernel with the other value"
+                )
+    return tuple(bound[n] for n in own)
+
+
+def _shown(value):
+    """A call's argument in a message: tensors by shape and dtype."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"a tensor of shape {tuple(value.shape)} ({value.dtype})"
+    return f"{value!r} ({type(value).__name__})"
 
 
 def check_size(name, dim, value, lower, upper, power_of_two):
