@@ -200,10 +200,10 @@ def _prepare(spec):
     import torch
 
     params = [p for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
-    spec.call_params = tuple(
-        (p.name, p.kind, p.ndim, _torch_dtype(p.dtype) if p.dtype is not None else None, p.written)
-        for p in params
-    )
+    # A declared dtype is not required of the call: the kernel reads every
+    # element type from its pointer, and Triton compiles it for each call's
+    # dtypes, as NineToothed's launcher does.
+    spec.call_params = tuple((p.name, p.kind, p.ndim, p.written) for p in params)
     spec.supported = _supported()
     spec.tensor_type = torch.Tensor
     spec.interpreting = interpreting()
@@ -220,7 +220,7 @@ def check_arguments(spec, args):
     tensor_type = spec.tensor_type
     device = None
     tensors = []
-    for (name, kind, ndim, dtype, written), a in zip(params, args):
+    for (name, kind, ndim, written), a in zip(params, args):
         if kind == "tensor":
             if not isinstance(a, tensor_type):
                 fail(f"`{name}` must be a torch.Tensor, got {type(a).__name__}")
@@ -228,8 +228,6 @@ def check_arguments(spec, args):
                 fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
             if a.dtype not in spec.supported:
                 fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
-            if dtype is not None and a.dtype != dtype:
-                fail(f"`{name}` must have dtype {dtype}, got {a.dtype}")
             if device is None:
                 device = a.device
                 if device.type == "cpu" and not spec.interpreting:
@@ -287,20 +285,6 @@ def _check_aliasing(spec, tensors):
                 "programs write (their arrangements differ, or the views are not identical); "
                 "pass a separate output"
             )
-
-
-def _torch_dtype(dtype):
-    import torch
-
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    name = getattr(dtype, "name", None) or str(dtype)
-    mapping = {
-        "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64,
-        "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
-        "uint8": torch.uint8, "int1": torch.bool,
-    }
-    return mapping.get(name)
 
 
 def _supported():

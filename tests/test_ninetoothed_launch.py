@@ -1,6 +1,7 @@
 """Calls as NineToothed's launcher takes them: every parameter in its place or
-by keyword, compile-time values included.  Each kernel runs through Triton
-(the interpreter on the CPU) and is compared against torch."""
+by keyword (compile-time values included), and tensors of dtypes other than
+the declared ones.  Each kernel runs through Triton (the interpreter on the
+CPU) and is compared against torch."""
 
 import pytest
 import torch
@@ -77,3 +78,79 @@ def test_wrong_argument_counts_name_the_optional_value():
         scale(x, 3, x, x)
     with pytest.raises(LaunchError, match="got unknown keyword argument.*z; its parameters are: x, factor, y"):
         scale(x, x, z=1)
+
+
+# -- dtypes other than the declared ones -----------------------------------------------------
+
+
+def add_one_app(x, y):
+    y = x + 1  # noqa: F841
+
+
+add_one = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), add_one_app,
+                     (Tensor(1, dtype=torch.int32), Tensor(1, dtype=ntl.int32)))
+
+
+def test_declared_dtype_follows_the_call():
+    # Values past int32: only a kernel compiled for int64 pointers gets them right.
+    x = torch.arange(10, dtype=torch.int64) + 2**40
+    y = torch.zeros_like(x)
+    add_one(x, y)
+    assert torch.equal(y, x + 1)
+    x32 = torch.arange(10, dtype=torch.int32)  # the declared dtype, same shapes
+    y32 = torch.zeros_like(x32)
+    add_one(x32, y32)
+    assert torch.equal(y32, x32 + 1)
+    xf = torch.randn(10, dtype=torch.float64)
+    yf = torch.zeros_like(xf)
+    add_one(xf, yf)
+    assert torch.equal(yf, xf + 1)
+
+
+def test_declared_index_output_takes_int64():
+    def application(x, output_idx):
+        output_idx = ntl.argmax(x, 1)  # noqa: F841
+
+    k = ntsym.make(lambda x, o: (x.tile((1, -1)), o.tile((1,)).unsqueeze(1)), application,
+                   (Tensor(2), Tensor(1, dtype=ntl.int32)))
+    x = torch.randn(5, 7)
+    output_idx = torch.full((5,), -1, dtype=torch.int64)
+    k(x, output_idx)
+    assert torch.equal(output_idx, torch.argmax(x, 1))
+
+
+def test_declared_dtype_read_by_the_application_is_the_tensors():
+    def application(x, y):
+        acc = ntl.zeros(x.shape, dtype=x.dtype)
+        y = acc + x * 1.0001  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), application,
+                   (Tensor(1, dtype=torch.float16), Tensor(1, dtype=torch.float16)))
+    x = torch.randn(16, dtype=torch.float64)
+    y = torch.zeros_like(x)
+    k(x, y)
+    torch.testing.assert_close(y, x * 1.0001, rtol=1e-7, atol=0)
+
+
+def test_scalar_takes_the_type_of_the_value_given():
+    def application(x, alpha, y):
+        y = x * alpha  # noqa: F841
+
+    k = ntsym.make(lambda x, a, y: (x.tile((B,)), a, y.tile((B,))), application,
+                   (Tensor(1), Tensor(0, dtype=ntl.int32), Tensor(1)))
+    x = torch.randn(12)
+    y = torch.zeros_like(x)
+    k(x, 2.5, y)  # a float for an int-declared scalar computes with the float
+    torch.testing.assert_close(y, x * 2.5)
+    k = ntsym.make(lambda x, a, y: (x.tile((B,)), a, y.tile((B,))), application,
+                   (Tensor(1), Tensor(0, dtype=torch.float32), Tensor(1)))
+    x = torch.arange(12, dtype=torch.int64) + 2**40 + 1
+    y = torch.zeros_like(x)
+    k(x, 3, y)  # an int for a float-declared scalar stays an int: exact
+    assert torch.equal(y, x * 3)
+
+
+def test_dtype_triton_cannot_read_is_refused():
+    x = torch.zeros(8, dtype=torch.complex64)
+    with pytest.raises(LaunchError, match="`x` has dtype torch.complex64, which Triton kernels cannot read"):
+        add_one(x, torch.zeros(8, dtype=torch.int32))
