@@ -1,7 +1,7 @@
 """Calls as NineToothed's launcher takes them: every parameter in its place or
-by keyword (compile-time values included), and tensors of dtypes other than
-the declared ones.  Each kernel runs through Triton (the interpreter on the
-CPU) and is compared against torch."""
+by keyword (compile-time values included), tensors of dtypes other than the
+declared ones, and a flattened tensor updated in place.  Each kernel runs
+through Triton (the interpreter on the CPU) and is compared against torch."""
 
 import pytest
 import torch
@@ -154,3 +154,55 @@ def test_dtype_triton_cannot_read_is_refused():
     x = torch.zeros(8, dtype=torch.complex64)
     with pytest.raises(LaunchError, match="`x` has dtype torch.complex64, which Triton kernels cannot read"):
         add_one(x, torch.zeros(8, dtype=torch.int32))
+
+
+# -- in place on a flattened tensor ----------------------------------------------------------
+
+
+def double_app(x, y):
+    y = x * 2  # noqa: F841
+
+
+double_flat = ntsym.make(lambda x, y: (x.flatten().tile((B,)), y.flatten().tile((B,))), double_app,
+                         (Tensor(2), Tensor(2)))
+
+
+def test_in_place_on_a_flattened_tensor():
+    x = torch.randn(3, 7)
+    expected = x * 2
+    double_flat(x, x, B=8)
+    torch.testing.assert_close(x, expected)
+    t = torch.randn(5, 4).t()  # not contiguous: the same view still aliases safely
+    expected = t * 2
+    double_flat(t, t, B=8)
+    torch.testing.assert_close(t, expected)
+
+
+def test_in_place_on_flattened_3d_tensor_with_a_flattened_leading_pair():
+    k = ntsym.make(lambda x, y: (x.flatten(0, 2).tile((B, -1)), y.flatten(0, 2).tile((B, -1))), double_app,
+                   (Tensor(3), Tensor(3)))
+    x = torch.randn(2, 3, 4)
+    expected = x * 2
+    k(x, x, B=4)
+    torch.testing.assert_close(x, expected)
+
+
+def test_flattened_tensor_read_at_shifted_positions_is_refused():
+    base = torch.randn(13)
+    before = base.clone()
+    with pytest.raises(LaunchError, match="`x` and `y` share memory and the kernel writes `y`"):
+        double_flat(base[1:].view(3, 4), base[:12].view(3, 4), B=8)
+    assert torch.equal(base, before)
+
+
+def test_flattened_tensor_read_transposed_is_refused():
+    k = ntsym.make(lambda x, y: (x.permute((1, 0)).flatten().tile((B,)), y.flatten().tile((B,))), double_app,
+                   (Tensor(2), Tensor(2)))
+    x = torch.randn(4, 4)
+    before = x.clone()
+    with pytest.raises(LaunchError, match="`x` and `y` share memory"):
+        k(x, x, B=8)
+    assert torch.equal(x, before)
+    y = torch.empty(4, 4)
+    k(x, y, B=8)
+    torch.testing.assert_close(y, x.t().reshape(4, 4) * 2)
