@@ -85,6 +85,8 @@ def emit(ir):
     # Whether the kernel has a loop: without one, software pipelining
     # (num_stages) changes nothing, and tuning spends its budget on warps.
     generated.loops = loops
+    # Tensors the application indexes past its arrangement (`x.source[...]`).
+    generated.sourced = frozenset(emitter.sourced)
     generated.persistent = persistent is not None
     generated.advance_flag = emitter.advance_flag if emitter.advances else None
     return generated

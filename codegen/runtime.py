@@ -51,7 +51,7 @@ class Spec:
     streamed_tiles: tuple = ()  # (tensor position, elements(meta...), meta names)
     loops: bool = True  # whether the kernel has a loop (num_stages matters)
     checks: tuple = ()
-    aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: same index maps
+    aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: in-place use is safe
     kernel_source: str = ""
     locations: dict = field(default_factory=dict)  # generated line -> user location
     call_params: Any = None  # filled on the first call
@@ -274,16 +274,14 @@ def _check_aliasing(spec, tensors):
         (a0, a1), (b0, b1) = extents[i], extents[j]
         if not (a0 < b1 and b0 < a1):
             continue
-        same = (
-            (spec.aliasing.get((na, nb)) or spec.aliasing.get((nb, na)))
-            and a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
-        )
-        if not same:
+        safe = spec.aliasing.get((na, nb), spec.aliasing.get((nb, na), False))
+        identical = a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
+        if not (safe is True and identical):
+            why = "the views are not identical" if safe is True or not identical else safe
             fail(
                 f"`{na}` and `{nb}` share memory and the kernel writes "
                 f"`{na if na in written else nb}`: programs would read elements that other "
-                "programs write (their arrangements differ, or the views are not identical); "
-                "pass a separate output"
+                f"programs write ({why}); pass a separate output"
             )
 
 

@@ -206,3 +206,33 @@ def test_flattened_tensor_read_transposed_is_refused():
     y = torch.empty(4, 4)
     k(x, y, B=8)
     torch.testing.assert_close(y, x.t().reshape(4, 4) * 2)
+
+
+def test_in_place_where_programs_share_elements_is_refused():
+    def add_one(x, y):
+        y = x + 1  # noqa: F841
+
+    overlapping = ntsym.make(lambda x, y: (x.tile((4,), strides=(2,)), y.tile((4,), strides=(2,))), add_one,
+                             (Tensor(1), Tensor(1)))
+    broadcast = ntsym.make(lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)),
+                                         y.tile((-1,)).unsqueeze(0).expand((3, -1))), add_one,
+                           (Tensor(1), Tensor(1)))
+    for k in (overlapping, broadcast):
+        x = torch.zeros(10)
+        with pytest.raises(LaunchError, match="share memory.*several programs reach one element"):
+            k(x, x)
+        assert (x == 0).all()
+
+
+def test_in_place_with_source_indexing_is_refused():
+    def rotate(x, y):
+        positions = x.offsets(0)
+        y = x.source[(positions + 1) % x.source.shape[0]]  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), rotate, (Tensor(1), Tensor(1)))
+    x = torch.arange(16, dtype=torch.float32)
+    with pytest.raises(LaunchError, match=r"share memory.*indexes `x.source`"):
+        k(x, x, B=4)
+    y = torch.empty_like(x)
+    k(x, y, B=4)
+    assert torch.equal(y, torch.roll(x, -1))
