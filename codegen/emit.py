@@ -86,6 +86,8 @@ def emit(ir):
     # Whether the kernel has a loop: without one, software pipelining
     # (num_stages) changes nothing, and tuning spends its budget on warps.
     generated.loops = loops
+    # Tensors the application indexes past its arrangement (`x.source[...]`).
+    generated.sourced = frozenset(emitter.sourced)
     generated.persistent = persistent is not None
     generated.advance_flag = emitter.advance_flag if emitter.advances else None
     return generated
@@ -380,8 +382,11 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
     body.append("entry = CALLS.get(key)")
     body.append("if entry is not None and not unknown:  # seen before: checks passed, config chosen")
     body.append("    return runtime.fast_launch(KERNEL, SPEC, entry, args)")
-    body.append("if unknown:")
-    body.append("    runtime.unknown_keywords(SPEC, unknown)")
+    # Parameters named by keyword, or compile-time values passed although the
+    # kernel has them: bound to the kernel's own arguments, then launched so.
+    metas_kw = "".join(f"{m}={m}, " for m in metas)
+    body.append(f"if unknown or len(args) != {len(pnames)}:")
+    body.append(f"    return launch(*runtime.bind_arguments(SPEC, args, unknown), {metas_kw}ntsym_options=ntsym_options)")
     body.append("runtime.check_arguments(SPEC, args)")
     body.append(f"{', '.join(pnames)}{',' if len(pnames) == 1 else ''} = args")
     for p in shaped:

@@ -149,6 +149,7 @@ class KernelEmitter:
         self.tma = tma
         self.read = set(read)
         self.loaded = set()  # tensors this emission reads
+        self.sourced = set()  # tensors accessed through `x.source[...]` or `x.source.data_ptr()`
         self.stored_once = set()  # tensors the application writes in one statement, outside loops
         self.user_names = set()  # every name the application (and what it inlines) uses
         # Tensor descriptors: name -> (tensor parameter, block shape per source dim)
@@ -743,6 +744,7 @@ class KernelEmitter:
     def source_address(self, sub):
         """Pointer and bounds mask for ``x.source[i, j, ...]`` with index tiles."""
         p = self.resolve(sub.value).param
+        self.sourced.add(p.name)
         keys = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
         if len(keys) != p.ndim:
             raise self.error(f"`{p.name}.source[...]` needs {p.ndim} indices, got {len(keys)}", sub)
@@ -1373,6 +1375,7 @@ class KernelEmitter:
             if isinstance(ref, _SourceRef):
                 p = ref.param
                 if func.attr == "data_ptr" and not node.args:
+                    self.sourced.add(p.name)
                     return ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
                 if func.attr in ("stride", "size") and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
                     d = node.args[0].value

@@ -51,7 +51,7 @@ class Spec:
     streamed_tiles: tuple = ()  # (tensor position, elements(meta...), meta names)
     loops: bool = True  # whether the kernel has a loop (num_stages matters)
     checks: tuple = ()
-    aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: same index maps
+    aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: in-place use is safe
     kernel_source: str = ""
     locations: dict = field(default_factory=dict)  # generated line -> user location
     call_params: Any = None  # filled on the first call
@@ -125,10 +125,58 @@ def fail_check(check, values, display=None):
 
 def unknown_keywords(spec, unknown):
     known = ", ".join(sorted(spec.meta_by_name)) or "none"
+    params = ", ".join(p.name for p in spec.params)
     fail(
         f"kernel `{spec.name}` got unknown keyword argument(s) {', '.join(sorted(unknown))}; "
-        f"its compile-time parameters are: {known} (and ntsym_options)"
+        f"its parameters are: {params}; its compile-time parameters are: {known} (and ntsym_options)"
     )
+
+
+def bind_arguments(spec, args, keywords):
+    """The kernel's own arguments, in order, of a call that names parameters by
+    keyword or passes the values of ``Tensor(0, constexpr=True, value=v)``
+    parameters (NineToothed's launcher takes every parameter, in its place or
+    by keyword).  A value given must be the compiled one, of its type."""
+    names = [p.name for p in spec.params]
+    fixed = {p.name: p.value for p in spec.params if p.kind == "constexpr" and p.value is not None}
+    unknown = set(keywords) - set(names)
+    if unknown:
+        unknown_keywords(spec, unknown)
+    own = [n for n in names if n not in fixed]
+    bound = None
+    # Every parameter in its place (NineToothed's signature), else only the
+    # kernel's own (ntsym's: the compiled values left out).
+    for order in (names, own):
+        if len(args) <= len(order) and not set(order[: len(args)]) & set(keywords):
+            candidate = {**dict(zip(order, args)), **keywords}
+            if all(n in candidate for n in own):
+                bound = candidate
+                break
+    if bound is None:
+        text = f"kernel `{spec.name}` takes {len(own)} arguments ({', '.join(own)}), got {len(args)}"
+        if keywords:
+            text += f" and keyword argument(s) {', '.join(keywords)}"
+        if fixed:
+            values = ", ".join(f"`{n}` (compiled as {v!r})" for n, v in fixed.items())
+            text += f"; {values} may be passed too, in its place or by keyword"
+        fail(text)
+    for name, value in fixed.items():
+        if name in bound:
+            given = bound[name]
+            if not (type(given) is type(value) and (given == value or given != given and value != value)):
+                fail(
+                    f"`{name}` was compiled with the value {value!r} ({type(value).__name__}, from "
+                    f"Tensor(0, constexpr=True, value={value!r})) but the call gives {_shown(given)}: "
+                    f"the kernel would compute with {value!r}; make a kernel with the other value"
+                )
+    return tuple(bound[n] for n in own)
+
+
+def _shown(value):
+    """A call's argument in a message: tensors by shape and dtype."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"a tensor of shape {tuple(value.shape)} ({value.dtype})"
+    return f"{value!r} ({type(value).__name__})"
 
 
 def check_size(name, dim, value, lower, upper, power_of_two):
@@ -152,13 +200,10 @@ def _prepare(spec):
     import torch
 
     params = [p for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
-    for p in params:
-        if p.kind == "tensor" and p.dtype is not None and _torch_dtype(p.dtype) is None:
-            fail(f"`{p.name}` is declared with element type {p.dtype!r}, which Triton kernels cannot read")
-    spec.call_params = tuple(
-        (p.name, p.kind, p.ndim, _torch_dtype(p.dtype) if p.dtype is not None else None, p.written)
-        for p in params
-    )
+    # A declared dtype is not required of the call: the kernel reads every
+    # element type from its pointer, and Triton compiles it for each call's
+    # dtypes, as NineToothed's launcher does.
+    spec.call_params = tuple((p.name, p.kind, p.ndim, p.written) for p in params)
     spec.supported = _supported()
     spec.tensor_type = torch.Tensor
     spec.interpreting = interpreting()
@@ -175,7 +220,7 @@ def check_arguments(spec, args):
     tensor_type = spec.tensor_type
     device = None
     tensors = []
-    for (name, kind, ndim, dtype, written), a in zip(params, args):
+    for (name, kind, ndim, written), a in zip(params, args):
         if kind == "tensor":
             if not isinstance(a, tensor_type):
                 fail(f"`{name}` must be a torch.Tensor, got {type(a).__name__}")
@@ -183,8 +228,6 @@ def check_arguments(spec, args):
                 fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
             if a.dtype not in spec.supported:
                 fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
-            if dtype is not None and a.dtype != dtype:
-                fail(f"`{name}` must have dtype {dtype}, got {a.dtype}")
             if device is None:
                 device = a.device
                 if device.type == "cpu" and not spec.interpreting:
@@ -236,35 +279,15 @@ def _check_aliasing(spec, tensors):
         (a0, a1), (b0, b1) = extents[i], extents[j]
         if not (a0 < b1 and b0 < a1):
             continue
-        same = (
-            (spec.aliasing.get((na, nb)) or spec.aliasing.get((nb, na)))
-            and a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
-        )
-        if not same:
+        safe = spec.aliasing.get((na, nb), spec.aliasing.get((nb, na), False))
+        identical = a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
+        if not (safe is True and identical):
+            why = "the views are not identical" if safe is True or not identical else safe
             fail(
                 f"`{na}` and `{nb}` share memory and the kernel writes "
                 f"`{na if na in written else nb}`: programs would read elements that other "
-                "programs write (their arrangements differ, or the views are not identical); "
-                "pass a separate output"
+                f"programs write ({why}); pass a separate output"
             )
-
-
-def _torch_dtype(dtype):
-    """The torch dtype of an element type given as a torch dtype, a Triton
-    dtype (``ntl.float32``, ``ntsym.float32``) or a NineToothed name
-    (``"fp32"``, ``"i32"``, ``"u8"``); None for one Triton kernels cannot read."""
-    import torch
-
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    name = getattr(dtype, "name", None) or str(dtype)
-    mapping = {
-        "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "int1": "bool",
-        "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-        "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
-    }
-    result = getattr(torch, mapping.get(name, name), None)
-    return result if isinstance(result, torch.dtype) and result in _supported() else None
 
 
 def _supported():

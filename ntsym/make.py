@@ -76,7 +76,7 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None,
     spec = emit.spec(ir, generated)
     from ntsym.proofs import aliasing_table
 
-    spec.aliasing = aliasing_table(ir)
+    spec.aliasing = aliasing_table(ir, generated.sourced)
     spec.kernel_source = generated.source
     spec.locations = generated.locations
     module = cache.load(generated.source, ir.name)

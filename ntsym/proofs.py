@@ -4,14 +4,34 @@ import itertools
 
 import sympy
 
+from codegen import bounds
+from codegen.intfuncs import recombine
 
-def aliasing_table(ir):
-    """For each pair of tensors: whether their arranged index maps are the same
-    function of the program and tile indices (then in-place use is safe)."""
+
+def aliasing_table(ir, sourced=frozenset()):
+    """For each pair of tensors: True where one view may be passed for both
+    (in-place use is safe), else why not.  It is safe where their arranged
+    index maps are the same function of the program and tile indices, no two
+    programs reach one element, and the application reaches neither past its
+    arrangement (``sourced``: ``x.source[...]``, ``x.source.data_ptr()``).
+
+    The runtime consults an entry only for two views that are identical (one
+    data pointer, equal shapes and strides), so the maps are compared with the
+    sizes of one tensor taken for the other's, dimension by dimension: a
+    flattened ``x`` and ``y`` index by ``x.shape[1]`` and ``y.shape[1]``,
+    equal there."""
     tensors = [p for p in ir.params if p.kind == "tensor"]
     table = {}
     for a, b in itertools.combinations(tensors, 2):
-        table[(a.name, b.name)] = _same_map(a, b)
+        if a.name in sourced or b.name in sourced:
+            name = a.name if a.name in sourced else b.name
+            table[(a.name, b.name)] = f"the application indexes `{name}.source` past its arrangement"
+        elif not _same_map(a, b):
+            table[(a.name, b.name)] = "their arrangements map programs to different elements"
+        elif not _disjoint(a, ir.grid, ir.program_vars):
+            table[(a.name, b.name)] = "their arrangements let several programs reach one element"
+        else:
+            table[(a.name, b.name)] = True
     return table
 
 
@@ -24,5 +44,41 @@ def _same_map(a, b):
             return False
         for x, y in zip(va, vb):
             mapping[y] = x
-    ib = [e.xreplace(mapping) for e in b.index]
-    return all(sympy.expand(x - y) == 0 for x, y in zip(a.index, ib))
+    same = {}
+    for sa, sb in zip(a.sizes, b.sizes):
+        if isinstance(sb, sympy.Symbol) and sb != sa:
+            same.setdefault(sb, sa)
+        elif isinstance(sa, sympy.Symbol) and sa != sb:
+            same.setdefault(sa, sb)
+    ia = [e.xreplace(same) for e in a.index]
+    ib = [e.xreplace(mapping).xreplace(same) for e in b.index]
+    return all(sympy.expand(x - y) == 0 for x, y in zip(ia, ib))
+
+
+def _disjoint(p, grid, program_vars):
+    """Whether no two programs reach one element of ``p`` (programs updating
+    one element in place would race: an expanded or overlapping arrangement).
+
+    Proved for each program index over a grid dimension not of size 1: some
+    source index, or the row-major position over all source dimensions (which
+    undoes a flatten), is larger for every element program index ``k + 1``
+    reaches than for every element ``k`` reaches, whatever the other program
+    and tile indices.  Only elements in bounds are reached (the rest are
+    masked), and there the position is one-to-one."""
+    ranges = dict(zip(program_vars, grid))
+    for shape, level_vars in zip(p.levels[1:], p.level_vars[1:]):
+        ranges.update(zip(level_vars, shape))
+    position = sympy.Add(*(e * sympy.Mul(*p.sizes[d + 1:]) for d, e in enumerate(p.index)))
+    witnesses = [sympy.sympify(e) for e in p.index] + [recombine(position)]
+    for pid, n in zip(program_vars, grid):
+        if n == 1:
+            continue
+        others = {v: sympy.Dummy(f"{v}_other", integer=True, nonnegative=True) for v in ranges if v != pid}
+        spans = {v: r for v, r in ranges.items() if v != pid}
+        spans.update({others[v]: ranges[v] for v in others})
+        if not any(
+            bounds.holds(sympy.Gt(w.xreplace({pid: pid + 1, **others}) - w, 0), spans)
+            for w in witnesses if pid in w.free_symbols
+        ):
+            return False
+    return True

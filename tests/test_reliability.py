@@ -75,7 +75,7 @@ BAD = [
     (copy, lambda: (t(8), t(9)), {}, LaunchError, r"x.shape\[0\] \(=8\) must equal y.shape\[0\] \(=9\)"),
     (copy, lambda: (t(8), t(8).to(torch.complex64)), {}, LaunchError, "complex64"),
     (copy, lambda: (t(8).to(torch.complex128), t(8)), {}, LaunchError, "complex128"),
-    (copy_f16, lambda: (t(8), t(8)), {}, LaunchError, "`x` must have dtype torch.float16"),
+    (copy_f16, lambda: (t(8).to(torch.complex64), t(8)), {}, LaunchError, "`x` has dtype torch.complex64"),
     (copy, lambda: (t(8), torch.empty(8, device="meta")), {}, LaunchError, "all tensors must be on one device"),
     (copy, lambda: (t(8), t(1).expand(8)), {}, LaunchError, "dimension 0 has stride 0"),
     (copy, lambda: (t(8), t(8)), {"B": 32.5}, LaunchError, "`B` must be an int"),
