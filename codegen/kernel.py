@@ -68,7 +68,10 @@ def _is_pow2(n):
         v = int(n)
         return v > 0 and v & (v - 1) == 0
     if n.is_Symbol:
-        # Call-time constexpr block sizes are checked to be powers of two at launch.
+        if getattr(n, "padded", False):
+            return False
+        # Call-time constexpr block sizes are checked to be powers of two at
+        # launch (other values launch a variant where they are padded).
         return bool(getattr(n, "power_of_two", False)) or (
             bool(getattr(n, "constexpr", False)) and not getattr(n, "is_size", True)
         )

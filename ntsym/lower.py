@@ -25,7 +25,9 @@ from ntsym.tensor import Tensor
 
 
 def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
-          num_stages=None, max_num_configs=None):
+          num_stages=None, max_num_configs=None, padded=frozenset()):
+    """``padded``: names of call-time tile sizes to pad to the next power of
+    two (the launcher asks for this variant when given other values)."""
     app_def, app_globals = parse_application(application)
     app_names = [a.arg for a in app_def.args.args]
     tensors = tuple(tensors)
@@ -40,6 +42,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     names, arranged = _arrange(arrangement, tensors, app_names, app_def)
     renames = _canonical_names(arrangement, tensors, [t for t in arranged if t is not None], names)
     renames.update(_positive_twins([t for t in arranged if t is not None]))
+    renames.update(_padded_twins([t for t in arranged if t is not None], renames, padded))
     arranged = [None if t is None else _rename_hierarchy(t, renames) for t in arranged]
     sources = [_rename_source(t, renames) for t in tensors]
     proof = _Proof(names, arranged, sources)
@@ -164,7 +167,7 @@ def _resolve_globals(func, names):
                     visit(sub, sub_scope)
                 elif _is_constant(value):
                     constants[node.id] = _constant_value(value)
-                elif not _is_jit(value) and not isinstance(value, type) and not callable(value):
+                elif not _is_jit(value) and not isinstance(value, (type, sympy.Basic)):
                     raise ApplicationError(
                         f"`{node.id}` is a {type(value).__name__} the application reads from outside "
                         "(a global or closure variable); kernels can use constants (int, float, bool, str, None, tuples of them, "
@@ -444,7 +447,22 @@ def _copy_symbol(symbol, name, positive=False):
         nonnegative=not positive and symbol.is_positive is not True,
     )
     new.is_size = getattr(symbol, "is_size", False)
+    new.padded = getattr(symbol, "padded", False)
     return new
+
+
+def _padded_twins(arranged, renames, names):
+    """A twin, marked padded, of each call-time symbol named in ``names``."""
+    twins = {}
+    if not names:
+        return twins
+    for symbol in _symbols_in_order(arranged):
+        current = renames.get(symbol, symbol)
+        if current.name in names and not current.meta:
+            twin = _copy_symbol(current, current.name, positive=current.is_positive is True)
+            twin.padded = True
+            twins[symbol] = twin
+    return twins
 
 
 def _positive_twins(arranged):
@@ -825,7 +843,7 @@ def _meta_params(proof):
                 candidates=cands,
                 lower_bound=s.lower_bound,
                 upper_bound=s.upper_bound,
-                power_of_two=s.power_of_two or s in tile_dims,
+                power_of_two=s.power_of_two or (s in tile_dims and not s.padded),
             )
         )
     return tuple(result)

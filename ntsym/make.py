@@ -25,13 +25,31 @@ class Kernel:
         self._spec = spec
         self._launch = launch
         self.__name__ = ir.name
+        # Call-time tile sizes this kernel takes as powers of two; another
+        # value launches a variant made with that size padded and masked.
+        self._any_size = tuple(
+            m.symbol.name for m in ir.meta_params
+            if not m.meta and m.power_of_two and not m.symbol.power_of_two
+        )
+        self._remake = None  # (arrangement, application, tensors, make's keywords)
+        self._variant = None
 
     def __call__(self, *args, **kwargs):
         ignored = self.ir.ignored_args
         if ignored and len(args) == _call_arity(self.ir) + len(ignored):
             # Every tensor given, as in `tensors`: drop those the kernel does not need.
             args = tuple(a for i, a in enumerate(args) if i not in ignored)
+        for name in self._any_size:
+            value = kwargs.get(name)
+            if type(value) is int and value > 0 and value & (value - 1):
+                return self._padded_variant()(*args, **kwargs)
         return self._launch(*args, **kwargs)
+
+    def _padded_variant(self):
+        if self._variant is None:
+            arrangement, application, tensors, options = self._remake
+            self._variant = make(arrangement, application, tensors, **options, _padded=frozenset(self._any_size))
+        return self._variant
 
     @property
     def source(self):
@@ -60,13 +78,15 @@ class Kernel:
 
 
 def make(arrangement, application, tensors, caller="torch", kernel_name=None,
-         num_warps=None, num_stages=None, max_num_configs=None):
-    """Compile ``application`` over ``arrangement(*tensors)`` into a kernel."""
+         num_warps=None, num_stages=None, max_num_configs=None, _padded=frozenset()):
+    """Compile ``application`` over ``arrangement(*tensors)`` into a kernel.
+
+    ``_padded`` (internal): call-time tile sizes to pad to a power of two."""
     if caller != "torch":
         raise NotImplementedError(f"caller {caller!r}: ntsym launches kernels from torch only")
     if runtime.interpreting():
         os.environ["TRITON_INTERPRET"] = "1"
-    ir = lower(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs)
+    ir = lower(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs, _padded)
     try:
         generated = emit.emit(ir)
     except EmitError as e:
@@ -81,7 +101,11 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None,
     spec.locations = generated.locations
     module = cache.load(generated.source, ir.name)
     launch = module.make_launch(spec, generated.checks, _display_names(ir))
-    return Kernel(ir, generated, module, spec, launch)
+    kernel = Kernel(ir, generated, module, spec, launch)
+    kernel._remake = (arrangement, application, tensors, dict(
+        caller=caller, kernel_name=kernel_name, num_warps=num_warps, num_stages=num_stages,
+        max_num_configs=max_num_configs))
+    return kernel
 
 
 def _call_arity(ir):

@@ -46,6 +46,9 @@ class Symbol(sympy.Symbol):
         obj.power_of_two = bool(power_of_two)
         obj.auto_named = False
         obj.is_size = False
+        # A call-time tile size the kernel pads to the next power of two (a
+        # twin made by ``make`` when the value given is not a power of two).
+        obj.padded = False
         if (
             obj.lower_bound is not None
             and obj.upper_bound is not None
@@ -77,6 +80,7 @@ class Symbol(sympy.Symbol):
             -1 if self.lower_bound is None else self.lower_bound,
             -1 if self.upper_bound is None else self.upper_bound,
             int(self.power_of_two),
+            int(getattr(self, "padded", False)),
         )
 
     def __repr__(self):

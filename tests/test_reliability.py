@@ -87,7 +87,6 @@ BAD = [
     (copy, lambda: (t(8), t(8)), {"BLOCK": 16}, LaunchError, "unknown keyword argument"),
     (copy_c, lambda: (t(8), t(8)), {}, LaunchError, "needs the compile-time value `C`"),
     (copy_c, lambda: (t(8), t(8)), {"C": 0}, LaunchError, "must be positive"),
-    (copy_c, lambda: (t(8), t(8)), {"C": 24}, LaunchError, "must be a power of two"),
     (copy_c, lambda: (t(8), t(8)), {"C": "16"}, LaunchError, "`C` must be an int"),
     (scale, lambda: (t(8), t(2), t(8)), {}, LaunchError, "`alpha` is a scalar parameter"),
     (scale, lambda: (t(8), "2", t(8)), {}, LaunchError, "`alpha` must be a number"),
