@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
-from examples import add, addmm, bmm, conv2d, mm, rms_norm, rope, sdpa, silu, softmax
+from examples import add, addmm, bmm, conv2d, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax
 
 # Every test runs twice: loops address tiles from the index, then advance pointers.
 pytestmark = pytest.mark.usefixtures("loop_addressing")
@@ -216,6 +216,17 @@ def test_rope_strided():
     x = randn(2, 5, 6, 16).transpose(1, 2)  # (B, S, H, D) view of a (B, H, S, D) tensor
     sin, cos = tables(6, 8, torch.float32)
     check(rope.rope(x, sin, cos), rope_reference(x, sin, cos), torch.float32)
+
+
+@pytest.mark.parametrize("interleaved", [True, False])
+@pytest.mark.parametrize("shape", [(2, 4, 3, 16), (1, 3, 2, 12)])  # D/2 = 6: padded to 8
+def test_rope_interleaved(shape, interleaved):
+    x = randn(*shape)
+    sin, cos = tables(shape[1], shape[3] // 2, torch.float32)
+    result = rope_interleaved.rope(x, sin, cos, interleaved)
+    check(result, rope_interleaved.reference(x, sin, cos, interleaved), torch.float32)
+    if interleaved:  # the pairs are neighbours: not the halves
+        assert not torch.allclose(result, rope_reference(x, sin, cos), atol=1e-3)
 
 
 # -- sdpa ---------------------------------------------------------------------------------
