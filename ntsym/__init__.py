@@ -54,7 +54,20 @@ from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor, eval_expr, index_table
 from ntsym.make import Kernel, jit, make
 from ntsym.explain import explain
-from ntsym import language
+from ntsym import debugging, language
+from ntsym.debugging import eval, subs  # noqa: A004 - NineToothed's names
+
+
+def _version():
+    try:
+        from importlib.metadata import version
+
+        return version("ntsym")
+    except Exception:
+        return "0.1.0"
+
+
+__version__ = _version()
 
 __all__ = [
     "ApplicationError",
@@ -67,6 +80,8 @@ __all__ = [
     "Tensor",
     "bfloat16",
     "block_size",
+    "debugging",
+    "eval",
     "eval_expr",
     "explain",
     "float16",
@@ -80,6 +95,7 @@ __all__ = [
     "jit",
     "language",
     "make",
+    "subs",
     "uint8",
     "uint16",
     "uint32",

@@ -3,6 +3,7 @@
 import functools
 import inspect
 import os
+import pathlib
 
 from codegen import cache, emit, runtime
 from codegen.kernel import EmitError
@@ -77,9 +78,11 @@ class Kernel:
         return f"<ntsym kernel {self.name}>"
 
 
-def make(arrangement, application, tensors, caller="torch", kernel_name=None,
+def make(arrangement, application, tensors, caller="torch", kernel_name=None, output_dir=None,
          num_warps=None, num_stages=None, max_num_configs=None, _padded=frozenset()):
     """Compile ``application`` over ``arrangement(*tensors)`` into a kernel.
+
+    ``output_dir``: also write the generated module there, as ``<kernel_name>.py``.
 
     ``_padded`` (internal): call-time tile sizes to pad to a power of two."""
     if caller != "torch":
@@ -105,6 +108,10 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None,
     kernel._remake = (arrangement, application, tensors, dict(
         caller=caller, kernel_name=kernel_name, num_warps=num_warps, num_stages=num_stages,
         max_num_configs=max_num_configs))
+    if output_dir is not None:
+        path = pathlib.Path(output_dir)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / f"{ir.name}.py").write_text(generated.source)
     return kernel
 
 

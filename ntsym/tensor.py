@@ -554,12 +554,30 @@ class Tensor:
     # -- evaluation ---------------------------------------------------------
 
     def eval(self, subs=None):
-        """This level's shape with ``subs`` (symbol or name -> value) substituted."""
-        return tuple(eval_expr(s, subs) for s in self.shape)
+        """The flat source offset of every element of every level, -1 where
+        none (see :func:`ntsym.debugging.eval`)."""
+        from ntsym.debugging import eval as evaluate
+
+        return evaluate(self, subs)
 
     def subs(self, subs):
-        """Alias of :meth:`eval` (NineToothed's name)."""
-        return self.eval(subs)
+        """This arrangement with the values ``subs`` gives substituted (see
+        :func:`ntsym.debugging.subs`)."""
+        from ntsym.debugging import subs as substitute
+
+        return substitute(self, subs)
+
+    def innermost(self):
+        """The innermost level (the tiles an application computes on)."""
+        return Tensor._view(self._hier, len(self._hier.levels) - 1, parent=None)
+
+    def names(self):
+        """The symbols this arrangement depends on: sizes and strides of its
+        source, block sizes and other symbols in its levels' shapes."""
+        hier = self._hier
+        exprs = [s for level in hier.levels[self._level:] for s in level.shape]
+        exprs += list(self.source.source_shape) + list(self.source.source_strides)
+        return {s for e in exprs for s in sympy.sympify(e).free_symbols if isinstance(s, Symbol)}
 
 
 def eval_expr(expr, subs=None):

@@ -1,0 +1,170 @@
+"""Looking at arrangements with numbers: ``eval`` (where every element of
+every level comes from), ``subs`` (an arrangement with sizes filled in) and
+``simulate_arrangement`` (the same for concrete torch tensors), as NineToothed
+offers them.  All three evaluate the SymPy index maps directly: no kernel is
+compiled, so they work without a GPU."""
+
+import math
+
+import numpy as np
+import sympy
+
+from ntsym.errors import MetaOperationError
+
+
+def eval(tensor, subs=None):  # noqa: A001 - NineToothed's name
+    """The flat source offset of every element of every level of ``tensor``,
+    -1 where an element does not exist (outside the source, or padding).
+
+    The result has the shapes of all levels side by side (outermost first).
+    ``subs`` gives the values of symbols: a source tensor maps to
+    ``{"shape": ..., "strides": ...}`` (strides default to contiguous ones), a
+    symbol (or its name) to an int.  Without ``subs`` the source's shape must
+    be concrete.
+    """
+    source = tensor.source
+    if source.ndim == 0:
+        return np.array(0, dtype=np.intp)
+    values = _values(subs, tensor)
+    strides = _strides(source, values)
+    table = _table(tensor, values)
+    offsets = (table.source * np.asarray(strides, dtype=np.int64)).sum(axis=-1)
+    return np.where(table.valid, offsets, -1).astype(np.intp)
+
+
+def subs(tensor, subs):
+    """``tensor`` with the values ``subs`` gives (as for :func:`eval`)
+    substituted in every level's shape and in its index map."""
+    from ntsym.tensor import Hierarchy, Level, Tensor
+
+    values = _values(subs, tensor)
+    hier = tensor.hierarchy
+    mapping = {s: sympy.Integer(v) for s, v in values.items()}
+
+    def put(e):
+        return sympy.sympify(e).xreplace(mapping)
+
+    old = hier.source
+    shape = tuple(put(s) for s in old.source_shape)
+    if any(not s.is_Integer and not s.free_symbols for s in shape):
+        raise MetaOperationError(f"subs: the source shape {shape} does not evaluate to integers")
+    new_source = Tensor(
+        shape=tuple(int(s) if s.is_Integer else s for s in shape),
+        dtype=old.element_dtype, other=old.other, name=old.name,
+        strides=tuple(put(s) for s in old.source_strides),
+    )
+    # The new source's own index variables stand where the old ones stood.
+    renames = dict(zip(old.hierarchy.levels[0].vars, new_source.hierarchy.levels[0].vars))
+    renames.update(mapping)
+    levels = [Level([put(s) for s in level.shape], level.vars) for level in hier.levels]
+    substituted = Hierarchy(
+        new_source,
+        levels,
+        [sympy.sympify(e).xreplace(renames) for e in hier.index],
+        [c.xreplace(renames) for c in hier.conditions],
+        [r.xreplace(renames) for r in hier.requirements],
+    )
+    return Tensor._view(substituted, tensor.level)
+
+
+def simulate_arrangement(arrangement, tensors, device=None):
+    """Run ``arrangement`` on the shapes of the torch tensors ``tensors``.
+
+    Returns ``(sources, targets)``: for each tensor, its elements numbered in
+    row-major order (``torch.arange(numel).view(shape)``), and its
+    arrangement with the outermost level flattened and every element holding
+    the number of the source element it comes from, -1 where it does not
+    exist.  As NineToothed's, in the order of ``tensors``.
+    """
+    import torch
+
+    from ntsym.tensor import Tensor
+
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    symbolic = tuple(Tensor(t.ndim) for t in tensors)
+    arranged = arrangement(*symbolic)
+    arranged = arranged if isinstance(arranged, tuple) else (arranged,)
+    sources, targets = [], []
+    for tensor, symbol, result in zip(tensors, symbolic, arranged):
+        if tensor.ndim == 0:
+            sources.append(torch.tensor(0, device=device))
+            targets.append(torch.tensor(0, device=device))
+            continue
+        known = {symbol: {"shape": tuple(tensor.shape)}}
+        for other, other_symbol in zip(tensors, symbolic):
+            known.setdefault(other_symbol, {"shape": tuple(other.shape)})
+        values = eval(result, known)
+        levels = [len(level.shape) for level in result.hierarchy.levels]
+        flat = values.reshape((-1,) + values.shape[levels[0]:])
+        sources.append(torch.arange(math.prod(tensor.shape), device=device).view(tensor.shape))
+        targets.append(torch.as_tensor(flat, dtype=torch.int64, device=device))
+    return tuple(sources), tuple(targets)
+
+
+def _values(subs, tensor):
+    """Symbol -> int from NineToothed's ``subs``: a tensor maps to
+    ``{"shape": ..., "strides": ...}`` or to a tensor of that shape (torch's
+    or ntsym's), a symbol or a symbol's name to an int."""
+    from ntsym.tensor import Tensor
+
+    source = tensor.source
+    if subs is None:
+        subs = {source: {"shape": source.source_shape}}
+    values, names = {}, {}
+    for key, value in subs.items():
+        if isinstance(key, Tensor):
+            value = {"shape": value.shape} if hasattr(value, "shape") else value
+            shape = tuple(value["shape"])
+            strides = value.get("strides") or _contiguous(shape)
+            for s, v in zip(key.source.source_shape, shape):
+                _bind(values, s, v)
+            for s, v in zip(key.source.source_strides, strides):
+                _bind(values, s, v)
+        elif isinstance(key, str):
+            names[key] = value
+        else:
+            _bind(values, key, value)
+    if names:
+        for s in _symbols(source) | tensor.names():
+            if s.name in names:
+                values.setdefault(s, int(names[s.name]))
+    return values
+
+
+def _bind(values, symbol, value):
+    symbol, value = sympy.sympify(symbol), sympy.sympify(value)
+    if isinstance(symbol, sympy.Symbol) and value.is_Integer:
+        values[symbol] = int(value)
+
+
+def _symbols(source):
+    return {s for e in source.source_shape + source.source_strides for s in sympy.sympify(e).free_symbols}
+
+
+def _contiguous(shape):
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= int(n)
+    return tuple(reversed(strides))
+
+
+def _strides(source, values):
+    strides = [sympy.sympify(s).xreplace({k: sympy.Integer(v) for k, v in values.items()})
+               for s in source.source_strides]
+    if all(s.is_Integer for s in strides):
+        return [int(s) for s in strides]
+    shape = [sympy.sympify(s).xreplace({k: sympy.Integer(v) for k, v in values.items()})
+             for s in source.source_shape]
+    if not all(s.is_Integer for s in shape):
+        raise MetaOperationError(f"eval: the shape of `{source.name}` is not concrete; pass subs")
+    return list(_contiguous([int(s) for s in shape]))
+
+
+def _table(tensor, values):
+    from ntsym.tensor import index_table
+
+    if tensor.level:
+        raise MetaOperationError("eval: pass the outermost level of an arrangement")
+    return index_table(tensor, {s.name: v for s, v in values.items()})
