@@ -254,6 +254,12 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         persistent = None
     if wanted and persistent is None:
         runtime.fail(_no_persistent(spec, "has no persistent variant (no loop reads a tile through a tensor descriptor)"))
+    launch = {name: options[name] for name in ("num_warps", "num_stages") if options.get(name) is not None}
+    for name, value in launch.items():
+        valid = {1, 2, 4, 8, 16, 32} if name == "num_warps" else range(1, 9)
+        if type(value) is not int or value not in valid:
+            allowed = "1, 2, 4, 8, 16 or 32" if name == "num_warps" else "an int from 1 to 8"
+            runtime.fail(f"kernel `{spec.name}`: {name} must be {allowed}, got {value!r}")
     advance = options.get("advance")
     if advance is not None and not isinstance(advance, bool):
         runtime.fail(f"kernel `{spec.name}`: ntsym_options['advance'] must be True or False, got {advance!r}")
@@ -273,19 +279,21 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         )
     elif spec.interpreting and not _tune_in_interpreter():
         # The interpreter times nothing meaningful: no tuning.
-        config = Config(probe.meta, probe.num_warps, probe.num_stages, bool(wanted), bool(advance))
+        config = Config(probe.meta, launch.get("num_warps", probe.num_warps),
+                        launch.get("num_stages", probe.num_stages), bool(wanted), bool(advance))
     else:
         disk_key = _disk_key(fixed_items, int64, tensors)
         if wanted is not None:  # a choice restricted by the caller is stored apart
             disk_key += "|persistent" if wanted else "|plain"
         if advance is not None:
             disk_key += "|advance" if advance else "|index"
+        disk_key += "".join(f"|{name}={value}" for name, value in sorted(launch.items()))
         config = None if os.environ.get("NTSYM_RETUNE") == "1" else _load(spec, disk_key)
         if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
             config = None
         if config is None:
             config = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, bool(wanted),
-                                advance)
+                                advance, launch)
             _store(spec, disk_key, config)
         if os.environ.get("NTSYM_PRINT_TUNING") == "1":
             chosen = ", ".join(f"{k}={v}" for k, v in config.meta)
@@ -482,10 +490,11 @@ def compile_ahead(parts, spec, configs, tensors):
 
 
 def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False,
-               advance=None):
+               advance=None, launch=None):
     """The fastest configuration.  ``advance`` True/False fixes how loops
     address tiles; None (where the kernel has the flag) times pointer
-    advancing too, at the plain configurations that did best."""
+    advancing too, at the plain configurations that did best.  ``launch``
+    fixes ``num_warps`` and/or ``num_stages``: only the rest is tuned."""
     import time
 
     # Timing runs the kernel many times: keep what it writes, to restore it.
@@ -493,6 +502,8 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     snapshot = [(t, t.clone()) for name, t in zip(names, tensors) if name in spec.written]
     device = tensors[0].get_device() if tensors else -1
     configs = candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
+    if launch:
+        configs = list(dict.fromkeys(replace(c, **launch) for c in configs))
     if advance:
         configs = [replace(c, advance=True) for c in configs]
     if only_persistent:

@@ -40,6 +40,8 @@ class Kernel:
         if ignored and len(args) == _call_arity(self.ir) + len(ignored):
             # Every tensor given, as in `tensors`: drop those the kernel does not need.
             args = tuple(a for i, a in enumerate(args) if i not in ignored)
+        if "num_warps" in kwargs or "num_stages" in kwargs:
+            kwargs = _launch_options(kwargs, self._spec)
         for name in self._any_size:
             value = kwargs.get(name)
             if type(value) is int and value > 0 and value & (value - 1):
@@ -113,6 +115,19 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None, ou
         path.mkdir(parents=True, exist_ok=True)
         (path / f"{ir.name}.py").write_text(generated.source)
     return kernel
+
+
+def _launch_options(kwargs, spec):
+    """``num_warps=`` and ``num_stages=`` given as Triton users give them: the
+    same as ``ntsym_options={"num_warps": ...}`` (unless the kernel has a
+    parameter of that name)."""
+    kwargs = dict(kwargs)
+    options = dict(kwargs.get("ntsym_options") or {})
+    for name in ("num_warps", "num_stages"):
+        if name in kwargs and name not in spec.meta_by_name and all(p.name != name for p in spec.params):
+            options[name] = kwargs.pop(name)
+    kwargs["ntsym_options"] = options
+    return kwargs
 
 
 def _call_arity(ir):

@@ -255,3 +255,41 @@ def test_when_no_configuration_runs_the_first_failure_is_named(monkeypatch):
     with pytest.raises(ntsym.LaunchError, match=r"no configuration could be compiled and run; with BLOCK_SIZE_K=.*"
                                                 r"RuntimeError: out of shared memory, say"):
         tuning._benchmark(None, mm.kernel._spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
+
+
+def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeypatch, tmp_path):
+    """``num_warps=``/``num_stages=`` (as Triton users type them) or the same
+    in ``ntsym_options``: the tuner times only configurations with them."""
+    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
+    timed = []
+
+    def fake_time(spec, fn, rep=20):
+        fn()
+        return 1.0
+
+    original = tuning._time_all
+
+    def spy(spec, configs, *args, **kwargs):
+        timed.extend(configs)
+        return original(spec, configs, *args, **kwargs)
+
+    monkeypatch.setattr(tuning, "_time", fake_time)
+    monkeypatch.setattr(tuning, "_time_all", spy)
+    B = ntsym.block_size(lower_bound=16, upper_bound=64)
+
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    x = torch.arange(100, dtype=torch.float32)
+    y = torch.empty_like(x)
+    kernel(x, y, num_warps=2, num_stages=1)
+    assert torch.equal(y, x * 2)
+    assert timed and {(c.num_warps, c.num_stages) for c in timed} == {(2, 1)}
+    assert len({c.meta for c in timed}) > 1  # the block size is still tuned
+    timed.clear()
+    kernel(x, y, ntsym_options={"num_warps": 8})
+    assert timed and {c.num_warps for c in timed} == {8}
+    with pytest.raises(ntsym.LaunchError, match="num_warps must be 1, 2, 4, 8, 16 or 32, got 3"):
+        kernel(x, y, num_warps=3)
