@@ -560,7 +560,12 @@ def spec(ir, generated):
             continue
         template.append(("scalar" if p.kind == "scalar" else "arg", position))
         position += 1
+    from codegen.arithmetic import arithmetic_parameters
+
+    arithmetic = arithmetic_parameters(ir.application, [p.name for p in ir.params if p.kind == "tensor"],
+                                       ir.inline_functions)
     return Spec(
+        arithmetic=frozenset(arithmetic),
         arg_template=tuple(template),
         meta_by_name={m.symbol.name: m for m in ir.meta_params},
         name=ir.name,

@@ -60,6 +60,7 @@ class Spec:
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False
     written: frozenset = frozenset()
+    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.arithmetic)
 
 
 def interpreting():
@@ -205,6 +206,7 @@ def _prepare(spec):
     # dtypes, as NineToothed's launcher does.
     spec.call_params = tuple((p.name, p.kind, p.ndim, p.written) for p in params)
     spec.supported = _supported()
+    spec.bool_dtype = torch.bool
     spec.tensor_type = torch.Tensor
     spec.interpreting = interpreting()
     spec.written = frozenset(p.name for p in spec.params if p.written)
@@ -228,6 +230,10 @@ def check_arguments(spec, args):
                 fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
             if a.dtype not in spec.supported:
                 fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
+            if a.dtype == spec.bool_dtype and name in spec.arithmetic:
+                fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values: "
+                     "Triton adds booleans as 1-bit integers (True + True is False), torch does not; "
+                     f"pass `{name}` as an integer tensor (e.g. {name}.to(torch.int8))")
             if device is None:
                 device = a.device
                 if device.type == "cpu" and not spec.interpreting:
@@ -720,26 +726,33 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=
     return None
 
 
-def _interpret(kernel, grid, args, kwargs, spec):
-    """Run under Triton's interpreter, which computes bfloat16 arithmetic
-    wrongly (silently): bfloat16 tensors are given to it as float32 copies
-    with the same strides, and the ones the kernel writes are copied back
-    (rounded to bfloat16, as a GPU stores float32 results)."""
+def _staged_dtypes():
     import torch
 
-    if not any(isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 for a in args):
+    return {torch.bfloat16} | {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, n)}
+
+
+def _interpret(kernel, grid, args, kwargs, spec):
+    """Run under Triton's interpreter, which computes bfloat16 arithmetic
+    wrongly (silently) and cannot load fp8 (masked loads fail): such tensors
+    are given to it as float32 copies with the same strides, and the ones the
+    kernel writes are copied back (rounded, as a GPU stores float32 results)."""
+    import torch
+
+    staged_dtypes = _staged_dtypes()
+    if not any(isinstance(a, torch.Tensor) and a.dtype in staged_dtypes for a in args):
         kernel[grid](*args, **kwargs)
         return
     names = [p.name for p in spec.params if not (p.kind == "constexpr" and p.value is not None) and p.kind != "shape"]
     staged, bases, written = list(args), {}, set()
     for i, a in enumerate(args):
-        if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16:
+        if isinstance(a, torch.Tensor) and a.dtype in staged_dtypes:
             # Stage the whole storage once, so views (expanded, overlapping,
             # aliased between arguments) keep their exact layout.
             storage = a.untyped_storage()
             key = storage.data_ptr()
             if key not in bases:
-                flat = torch.empty(0, dtype=torch.bfloat16, device=a.device).set_(storage)
+                flat = torch.empty(0, dtype=a.dtype, device=a.device).set_(storage)
                 bases[key] = (flat, flat.float())
             staged[i] = bases[key][1].as_strided(a.size(), a.stride(), a.storage_offset())
             if i < len(names) and names[i] in spec.written:

@@ -411,3 +411,67 @@ def test_paper_causal_attention_with_negative_offsets():
     kernel(q, k, v, 1 / math.sqrt(24), 0, o, BLOCK_SIZE_M=32, BLOCK_SIZE_N=32)
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(o, expected, rtol=1e-4, atol=1e-4)
+
+
+# -- bool and fp8 tensors ----------------------------------------------------------------------
+
+
+def _elementwise(application, count):
+    def arrangement(*tensors, B=block_size()):
+        return tuple(t.tile((B,)) for t in tensors)
+
+    return ntsym.make(arrangement, application, tuple(Tensor(1) for _ in range(count)))
+
+
+def _bool_add(a, b, c):
+    c = a + b  # noqa: F841
+
+
+def _bool_and(a, b, c):
+    c = a & b  # noqa: F841
+
+
+def _bool_select(m, x, y):
+    y = ntl.where(m, x * 2, x)  # noqa: F841
+
+
+def test_bool_arithmetic_is_refused_by_name():
+    """Triton adds booleans modulo 2 (True + True == False), torch does not."""
+    kernel = _elementwise(_bool_add, 3)
+    a, b = torch.tensor([True, True, False]), torch.tensor([True, False, False])
+    c = torch.empty(3, dtype=torch.bool)
+    with pytest.raises(ntsym.LaunchError, match="`a` is a bool tensor and the application computes arithmetic"):
+        kernel(a, b, c)
+    ints = torch.empty(3, dtype=torch.int8)
+    kernel(a.to(torch.int8), b.to(torch.int8), ints)  # as integers: what torch computes
+    assert ints.bool().tolist() == (a + b).tolist()
+
+
+def test_bool_logic_and_masks_run():
+    a, b = torch.tensor([True, True, False, False]), torch.tensor([True, False, True, False])
+    c = torch.empty(4, dtype=torch.bool)
+    _elementwise(_bool_and, 3)(a, b, c)
+    assert c.tolist() == (a & b).tolist()
+    x, y = torch.randn(4), torch.empty(4)
+    _elementwise(_bool_select, 3)(a, x, y)
+    assert torch.equal(y, torch.where(a, x * 2, x))
+
+
+def _to_float32(x, y):
+    y = x.to(ntl.float32) * 2  # noqa: F841
+
+
+def _from_float32(x, y):
+    y = x  # noqa: F841
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_tensors(name):
+    dtype = getattr(torch, name)
+    x = torch.randn(40).to(dtype)
+    y = torch.empty(40)
+    _elementwise(_to_float32, 2)(x, y)
+    torch.testing.assert_close(y, x.float() * 2)
+    back = torch.empty(40, dtype=dtype)
+    _elementwise(_from_float32, 2)(y, back)
+    assert torch.equal(back.float(), y.to(dtype).float())
