@@ -53,6 +53,7 @@ class Check:
     relation: sympy.Basic
     message: str
     reason: str = ""
+    why: str = ""  # what would go wrong without it, added to the launch error
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,8 @@ def fail_check(check, values, display=None):
     else:
         text = f"{rel} must hold; got " + ", ".join(f"{display.get(k, k)}={v}" for k, v in values.items())
     reason = check.reason or check.message
-    fail(f"{text}: {reason}")
+    why = getattr(check, "why", "")
+    fail(f"{text}: {reason}" + (f"; {why}" if why else ""))
 
 
 def unknown_keywords(spec, unknown):

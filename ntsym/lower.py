@@ -577,7 +577,7 @@ class _Proof:
             for name, t in arrays[1:]:
                 for d, target in enumerate(self.alignment[name]):
                     if target == g:
-                        self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g)
+                        self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
         self.grid = tuple(self._apply(s) for s in ref_shape)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
@@ -596,20 +596,29 @@ class _Proof:
     def _apply(self, e):
         return sympy.sympify(e).xreplace(self.subs) if self.subs else sympy.sympify(e)
 
-    def _require(self, relation, message, reason):
+    def _require(self, relation, message, reason, why=""):
         relation = self._apply(relation)
         if relation is sympy.true:
             return
         if relation is sympy.false:
-            raise ArrangementError(message + " — which can never hold")
+            raise ArrangementError(message + " — which can never hold" + (f"; {why}" if why else ""))
         if any(c.relation == relation for c in self.checks):
             return
-        self.checks.append(Check(relation, message, reason))
+        self.checks.append(Check(relation, message, reason, why))
         self.facts.append(("checked", relation, reason))
 
-    def _equate(self, name_a, a, name_b, b, dim):
+    def _equate(self, name_a, a, name_b, b, dim, dim_b):
         a, b = self._apply(a), self._apply(b)
         where = f"outermost dim {dim}: `{name_a}` {self.describe(a)} vs `{name_b}` {self.describe(b)}"
+        # Why an extent may not differ, either way: NineToothed maps program
+        # ids from the first tensor's outermost shape.
+        why = (
+            f"one program runs per element of the outermost shape of `{name_a}`, the first "
+            f"arranged tensor, and takes the tile of `{name_b}` at its index along `{name_b}`'s "
+            f"outermost dim {dim_b}: were `{name_b}` to have more tiles there, no program would "
+            f"compute the extra ones (a wrong result); were it to have fewer, the programs past "
+            f"its last tile are not proved to leave it untouched"
+        )
         if a == b or sympy.expand(a - b) == 0:
             self.facts.append(("proved", sympy.Eq(a, b, evaluate=False), f"outer(`{name_a}`)[{dim}] == outer(`{name_b}`)[{dim}]"))
             return
@@ -621,7 +630,7 @@ class _Proof:
         if diff.is_number and diff != 0:
             raise ArrangementError(
                 f"{where}: these can never be equal (they differ by {diff} even with block "
-                "sizes of 1)"
+                f"sizes of 1); {why}"
             )
         reason = ("needed for every " + ", ".join(m.name for m in metas)) if metas else "sizes must agree"
         free = [s for s in (a1 - b1).free_symbols if isinstance(s, sympy.Symbol)]
@@ -638,7 +647,7 @@ class _Proof:
             sub = {s: value}
             if sympy.simplify(a.xreplace(sub) - b.xreplace(sub)) == 0:
                 message = f"{self.describe(a1)} must equal {self.describe(b1)} ({where})"
-                self._require(sympy.Eq(a1, b1), message, reason)
+                self._require(sympy.Eq(a1, b1), message, reason, why)
                 if value.is_Symbol:
                     self.subs = {k: v.xreplace(sub) for k, v in self.subs.items()}
                     self.subs[s] = value
@@ -651,7 +660,7 @@ class _Proof:
             sa, sb = sizes_a[0], sizes_b[0]
             if sympy.expand(a.xreplace({sa: sb}) - b) == 0:
                 message = f"{self.describe(sa)} must equal {self.describe(sb)} ({where})"
-                self._require(sympy.Eq(sa, sb), message, "the arrangement maps them to the same programs")
+                self._require(sympy.Eq(sa, sb), message, "the arrangement maps them to the same programs", why)
                 self.subs = {k: v.xreplace({sb: sa}) for k, v in self.subs.items()}
                 self.subs[sb] = sa
                 return
@@ -661,13 +670,13 @@ class _Proof:
         tuned = metas and all(getattr(m, "meta", False) for m in metas)
         if tuned and not self._block_symbols(a1 - b1) and (a1 - b1).free_symbols:
             message = f"{self.describe(a1)} must equal {self.describe(b1)} ({where})"
-            self._require(sympy.Eq(a1, b1), message, reason)
+            self._require(sympy.Eq(a1, b1), message, reason, why)
             marker = sympy.Dummy("same", integer=True, positive=True)
             if sympy.expand(a.subs(a1, marker) - b.subs(b1, marker)) == 0:
                 return
         # Otherwise check the exact shapes at launch, with the chosen block sizes.
         message = f"{where} must be equal"
-        self._require(sympy.Eq(a, b), message, "checked with the chosen block sizes")
+        self._require(sympy.Eq(a, b), message, "checked with the chosen block sizes", why)
 
     def needed(self, src):
         """Whether the kernel needs a tensor the arrangement does not return:

@@ -354,8 +354,16 @@ class Tensor:
                     )
                 if (n - least).is_nonnegative is not True:
                     requirements.append(sympy.Ge(n, least))
-                div = FloorDiv if floor_mode else CeilDiv
-                outer = div(n - span, s) + 1
+                if not floor_mode and sympy.expand(s - span).is_nonnegative is True:
+                    # Windows no wider than their stride: count those that start
+                    # inside the dimension. NineToothed's cdiv(n - span, s) + 1
+                    # equals this, or is one more where s > span, counting a last
+                    # window that starts at or past the end: entirely masked, a
+                    # program that reads and writes nothing of this tensor.
+                    outer = CeilDiv(n, s)
+                else:
+                    div = FloorDiv if floor_mode else CeilDiv
+                    outer = div(n - span, s) + 1
             outer = sympy.sympify(outer)
             o, u = _new_var("o"), _new_var("t")
             outer_vars.append(o)

@@ -110,6 +110,23 @@ def test_tile_count_formula():
     assert tile_count(5, 2, 2, 1, True) == 2
     assert tile_count(5, 3, 1, 1, False) == 3
     assert tile_count(3, 5, 5, 1, False) == 1
+    # A gap between windows (stride 4 > span 2): only windows starting inside
+    # count; NineToothed's formula gives 3 for 8, its last window at 8 to 9.
+    assert tile_count(8, 2, 4, 1, False) == 2
+    assert tile_count(9, 2, 4, 1, False) == 3
+    assert tile_count(7, 2, 3, 2, False) == 3  # span 3 == stride: no gap
+
+
+def test_model_tile_gap_between_windows():
+    # Every other block of 2 over 8 elements: windows at 0 and 4.
+    m = Model.source((8,)).tile((2,), strides=(4,))
+    assert m.shapes == [(2,), (2,)]
+    assert m.valid.all()
+    assert [[src_at(m, o, u)[0] for u in range(2)] for o in range(2)] == [[0, 1], [4, 5]]
+    # Over 9, a third window starts at 8 and overhangs.
+    m = Model.source((9,)).tile((2,), strides=(4,))
+    assert m.shapes == [(3,), (2,)]
+    assert m.valid.tolist() == [[True, True], [True, True], [True, False]]
 
 
 def test_model_pad():

@@ -124,6 +124,24 @@ def test_tile_strides_dilation_floor_mode():
     assert src[0, :, 0].tolist() == [0, 2, 4] and src[4, :, 0].tolist() == [4, 6, 8]
 
 
+def test_tile_gap_counts_windows_starting_inside():
+    # Stride 4 over windows of 2: NineToothed's cdiv(8 - 2, 4) + 1 = 3 counts a
+    # window at 8 to 9, outside the source; only the two starting inside count.
+    shapes, src, valid = table(Tensor(shape=(8,)).tile((2,), strides=(4,)))
+    assert shapes == [(2,), (2,)] and valid.all()
+    assert src[..., 0].tolist() == [[0, 1], [4, 5]]
+    shapes, src, valid = table(Tensor(shape=(9,)).tile((2,), strides=(4,)))
+    assert shapes == [(3,), (2,)]
+    assert valid.tolist() == [[True, True], [True, True], [True, False]]
+    x = Tensor(1, name="x")
+    B = Symbol("B", constexpr=True)
+    assert x.tile((B,), strides=(2 * B,)).shape[0] == CeilDiv(x.shape[0], 2 * B)
+    # Dilated windows with a gap of n (a diagonal): n windows over n * n.
+    n = Symbol("n")
+    diag = Tensor(shape=(n * n,)).tile((B,), strides=(B * (n + 1),), dilation=(n + 1,))
+    assert diag.shape[0] == CeilDiv(n * n, B * (n + 1))
+
+
 def test_tile_minus_one_is_whole_dimension():
     x = Tensor(2, name="x")
     t = x.tile((1, -1))
