@@ -22,7 +22,6 @@ def ntsym_floordiv(a, b):
 @triton.jit
 def ntsym_math_arg(x):
     \"\"\"Half-precision operands of fp32-only math functions, in fp32.\"\"\"
-    x = tl.to_tensor(x)  # a Python number: an fp32 scalar, as Triton's math functions take it
     if x.dtype == tl.float16 or x.dtype == tl.bfloat16:
         x = x.to(tl.float32)
     return x

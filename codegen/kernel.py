@@ -1362,6 +1362,19 @@ class KernelEmitter:
         key = self._constant_key(node)
         return None if key is None else _literal(self.ir.constants[key])
 
+    def number(self, node):
+        """Whether ``node`` is a Python number at compile time (``2.0``,
+        ``SCALE``, ``-math.pi / 2``): Triton's math functions take those as
+        they are."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        if isinstance(node, ast.UnaryOp):
+            return self.number(node.operand)
+        if isinstance(node, ast.BinOp):
+            return self.number(node.left) and self.number(node.right)
+        key = self._constant_key(node)
+        return key is not None and isinstance(self.ir.constants[key], (int, float))
+
     def module_name(self, alias):
         """The generated module's name for "tl" or "libdevice"."""
         if alias == "libdevice":
@@ -1410,7 +1423,7 @@ class KernelEmitter:
                         args=[ast.Constant(True)] + [self.expr(a) for a in node.args[1:]],
                         keywords=[self.keyword(k) for k in node.keywords],
                     )
-                if func.attr in FP32_MATH and len(node.args) == 1 and not node.keywords:
+                if func.attr in FP32_MATH and len(node.args) == 1 and not node.keywords and not self.number(node.args[0]):
                     # Triton's math functions take fp32/fp64 only: half
                     # precision is computed in fp32, on CPU and GPU alike.
                     self.helpers.add("ntsym_math_arg")
