@@ -54,7 +54,7 @@ def emit(ir):
     emitter = KernelEmitter(ir)
     body = emitter.emit_body()
     loops = has_loops(body)
-    written = sorted(_written(ir, body))
+    written = sorted(emitter.stored)
     kernel_name = f"{ir.name}_kernel"
     params, prologue = _signature_and_prologue(ir, emitter)
     func = _jit_function(kernel_name, params, prologue + body)
@@ -121,17 +121,6 @@ def _user_locations(func, kernel_src, emitter):
                 user = emitter.source_lines[orig.lineno - 1].strip()
             mapping.setdefault(text, (emitter.filename, orig.lineno, user))
     return mapping
-
-
-def _written(ir, body):
-    names = set()
-    tensors = {p.name for p in ir.params if p.kind == "tensor"}
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "store":
-            for ptr in ast.walk(node.args[0]):
-                if isinstance(ptr, ast.Name) and ptr.id.endswith("_ptr") and ptr.id[:-4] in tensors:
-                    names.add(ptr.id[:-4])
-    return names
 
 
 def _arg(name, constexpr=False):

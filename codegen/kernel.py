@@ -179,6 +179,7 @@ class KernelEmitter:
         self.cache_stack = [{}]
         self.pre = self.top_pre = []
         self.maybe_written = set()
+        self.stored = set()  # tensors some store this emission emits writes
         func = ir.application
         self.filename = getattr(func, "ntsym_filename", "<application>")
         try:
@@ -779,6 +780,7 @@ class KernelEmitter:
 
     def scatter(self, sub, value, stmt):
         p, pointer, mask = self.source_address(sub)
+        self.stored.add(p.name)
         call = ast.Call(
             func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="store", ctx=ast.Load()),
             args=[pointer, value],
@@ -812,6 +814,7 @@ class KernelEmitter:
 
     def store(self, ref, value, node):
         name = ref.param.name
+        self.stored.add(name)
         if self.tma and name in self.stored_once and name not in self.read | self.loaded:
             access = self._descriptor_access(ref)
             if access is not None:
@@ -1431,6 +1434,13 @@ class KernelEmitter:
                 else self.expr(a) for i, a in enumerate(node.args)]
         kwargs = [ast.keyword(arg=k.arg, value=self.shape_argument(k.value)) if k.arg in keywords else self.keyword(k)
                   for k in node.keywords]
+        if isinstance(func, ast.Attribute) and func.attr == "store" and args:
+            # A store the application writes itself (``ntl.store``), through
+            # pointers made from ``x.source.data_ptr()``.
+            self.stored.update(
+                n.id[:-4] for n in ast.walk(args[0])
+                if isinstance(n, ast.Name) and n.id.endswith("_ptr") and n.id[:-4] in self.tensors
+            )
         return ast.Call(func=self.expr(func), args=args, keywords=kwargs)
 
     def _shape_slots(self, func):
