@@ -5,7 +5,6 @@ import ast
 
 import sympy
 
-from codegen import bounds
 from codegen.analysis import has_loops, reuses_tiles, runtime_loops
 from codegen.kernel import EmitError, KernelEmitter
 from codegen.printer import Printer, to_source

@@ -22,7 +22,7 @@ from codegen.analysis import (
 )
 from codegen.intfuncs import CeilDiv, FloorDiv, Mod, recombine
 from codegen.ir import Check
-from codegen.printer import Printer, PrintError, conjunction, to_source
+from codegen.printer import Printer, PrintError, conjunction
 
 
 class EmitError(TypeError):
@@ -224,10 +224,6 @@ class KernelEmitter:
         ranges = dict(zip(self.ir.program_vars, self.ir.grid))
         ranges.update(self.loop_ranges)
         return ranges
-
-    def fresh(self, hint):
-        self.counter += 1
-        return f"{hint}_{self.counter}"
 
     def to_sympy(self, node):
         """An integer index expression of the application as SymPy."""
