@@ -5,8 +5,8 @@ import ast
 
 import sympy
 
-from codegen import bounds
-from codegen.kernel import EmitError, KernelEmitter, _unrolled
+from codegen.analysis import has_loops, reuses_tiles, runtime_loops
+from codegen.kernel import EmitError, KernelEmitter
 from codegen.printer import Printer, to_source
 
 HELPERS = {
@@ -51,8 +51,8 @@ class Generated:
 def emit(ir):
     emitter = KernelEmitter(ir)
     body = emitter.emit_body()
-    loops = _has_loops(body)
-    written = sorted(_written(ir, body))
+    loops = has_loops(body)
+    written = sorted(emitter.stored)
     kernel_name = f"{ir.name}_kernel"
     params, prologue = _signature_and_prologue(ir, emitter)
     func = _jit_function(kernel_name, params, prologue + body)
@@ -105,15 +105,6 @@ def _jit_function(name, params, body):
     )
 
 
-def _loops(nodes):
-    """The loops among ``nodes`` that run at run time (not ``tl.static_range``)."""
-    return [n for n in nodes if isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n))]
-
-
-def _has_loops(body):
-    return bool(_loops(ast.walk(ast.Module(body=body, type_ignores=[]))))
-
-
 def _user_locations(func, kernel_src, emitter):
     """Generated kernel line (text) -> (file, line, source line) of the
     application statement it came from, to point errors at the user's code."""
@@ -128,17 +119,6 @@ def _user_locations(func, kernel_src, emitter):
                 user = emitter.source_lines[orig.lineno - 1].strip()
             mapping.setdefault(text, (emitter.filename, orig.lineno, user))
     return mapping
-
-
-def _written(ir, body):
-    names = set()
-    tensors = {p.name for p in ir.params if p.kind == "tensor"}
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "store":
-            for ptr in ast.walk(node.args[0]):
-                if isinstance(ptr, ast.Name) and ptr.id.endswith("_ptr") and ptr.id[:-4] in tensors:
-                    names.add(ptr.id[:-4])
-    return names
 
 
 def _arg(name, constexpr=False):
@@ -194,7 +174,7 @@ def _split_program_id(ir):
     # Split the program id over the grid, last dimension fastest; dimensions
     # of size one have index 0 (the lowering already substituted it).
     dims = [(v.name, g) for v, g in zip(ir.program_vars, ir.grid) if g != 1]
-    if len(dims) == 2 and _reuses_tiles(ir):
+    if len(dims) == 2 and reuses_tiles(ir):
         # Programs share tiles along both grid dimensions (a matrix product's
         # rows and columns): visit them in groups of GROUP_SIZE rows so that
         # the tiles they share stay in L2, as Triton's matmul tutorial does.
@@ -327,7 +307,7 @@ def _streams(body):
     nodes = list(ast.walk(ast.Module(body=body, type_ignores=[])))
     if any(isinstance(n, ast.Return) for n in nodes):
         return False  # a return would end the program, not the tile
-    loops = _loops(nodes)
+    loops = runtime_loops(nodes)
     if len(loops) != 1 or loops[0] not in body or not isinstance(loops[0], ast.For):
         return False
     before = body[:body.index(loops[0])]
@@ -343,18 +323,6 @@ def _positional(name, ir, emitter):
     metas = {m.symbol.name for m in ir.meta_params}
     return not (name in metas or name in (emitter.int64_flag, emitter.advance_flag) or name.startswith("NTSYM_BLOCK_")
                 or name in emitter.whole)
-
-
-def _reuses_tiles(ir):
-    """Whether some arranged tensor is broadcast along a grid dimension (its
-    index map ignores that program index): programs then share its tiles."""
-    used = set(ir.program_vars)
-    for p in ir.params:
-        if p.kind == "tensor":
-            free = set().union(*(sympy.sympify(e).free_symbols for e in p.index)) if p.index else set()
-            if used - free:
-                return True
-    return False
 
 
 def _paren(text):

@@ -14,9 +14,15 @@ import math
 import sympy
 
 from codegen import bounds
+from codegen.analysis import (
+    assigned_names,
+    assigned_parameters,
+    loop_variable_read_after_its_loop,
+    stored_once,
+)
 from codegen.intfuncs import CeilDiv, FloorDiv, Mod, recombine
 from codegen.ir import Check
-from codegen.printer import Printer, PrintError, conjunction, to_source
+from codegen.printer import Printer, PrintError, conjunction
 
 
 class EmitError(TypeError):
@@ -173,6 +179,7 @@ class KernelEmitter:
         self.cache_stack = [{}]
         self.pre = self.top_pre = []
         self.maybe_written = set()
+        self.stored = set()  # tensors some store this emission emits writes
         func = ir.application
         self.filename = getattr(func, "ntsym_filename", "<application>")
         try:
@@ -217,10 +224,6 @@ class KernelEmitter:
         ranges = dict(zip(self.ir.program_vars, self.ir.grid))
         ranges.update(self.loop_ranges)
         return ranges
-
-    def fresh(self, hint):
-        self.counter += 1
-        return f"{hint}_{self.counter}"
 
     def to_sympy(self, node):
         """An integer index expression of the application as SymPy."""
@@ -773,6 +776,7 @@ class KernelEmitter:
 
     def scatter(self, sub, value, stmt):
         p, pointer, mask = self.source_address(sub)
+        self.stored.add(p.name)
         call = ast.Call(
             func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="store", ctx=ast.Load()),
             args=[pointer, value],
@@ -806,6 +810,7 @@ class KernelEmitter:
 
     def store(self, ref, value, node):
         name = ref.param.name
+        self.stored.add(name)
         if self.tma and name in self.stored_once and name not in self.read | self.loaded:
             access = self._descriptor_access(ref)
             if access is not None:
@@ -837,15 +842,15 @@ class KernelEmitter:
 
     def emit_body(self):
         func = self.ir.application
-        self.maybe_written = _assigned_parameters(func, self.ir.inline_functions, set(self.tensors))
-        self.stored_once = _stored_once(func, self.maybe_written, self.ir.inline_functions)
+        self.maybe_written = assigned_parameters(func, self.ir.inline_functions, set(self.tensors))
+        self.stored_once = stored_once(func, self.maybe_written, self.ir.inline_functions)
         self.user_names = {n.id for f in [func] + [d for d, _ in self.ir.inline_functions.values()]
                            for n in ast.walk(f) if isinstance(n, ast.Name)}
         for arg in func.args.args:
             if arg.arg not in self.params:
                 raise self.error(f"parameter `{arg.arg}` has no tensor", arg)
         for f in [func] + [d for d, _ in self.ir.inline_functions.values()]:
-            read, _ = _loop_variable_read_after_its_loop(f.body)
+            read, _ = loop_variable_read_after_its_loop(f.body)
             if read is not None:
                 raise self.error(
                     f"`{read.id}` is read after the loop it indexes: compiled Triton leaves a loop's variable "
@@ -1011,7 +1016,7 @@ class KernelEmitter:
                 self.loop_trips[var] = bound
         self.locals.add(stmt.target.id)
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
-        assigned = _assigned_names(stmt.body) | {stmt.target.id}
+        assigned = assigned_names(stmt.body) | {stmt.target.id}
         start, step = self._range_start_step(it, assigned)
         self._forget(assigned)
         self._enter_loop()
@@ -1078,7 +1083,7 @@ class KernelEmitter:
     def _loop_body(self, stmts, var, start, step):
         """Emit a loop body (its advances appended), collecting the pointer
         blocks the loop carries."""
-        frame = _LoopFrame(var, start, step, _assigned_names(stmts))
+        frame = _LoopFrame(var, start, step, assigned_names(stmts))
         self.loop_frames.append(frame)
         try:
             body = self.block(stmts)
@@ -1087,7 +1092,7 @@ class KernelEmitter:
         # What the emitted body assigns includes what inlined functions do (to
         # the caller's names their parameters became, and to their locals): a
         # pointer whose offset, loop index or step it changes is not carried.
-        stored = _assigned_names(body)
+        stored = assigned_names(body)
         dropped = set()
         for key, (name, p, parts, printer, shape) in list(frame.pointers.items()):
             used = {s.name for _, offset, _ in parts for s in offset.free_symbols}
@@ -1127,7 +1132,7 @@ class KernelEmitter:
     def _branch(self, stmts):
         """Statements that may or may not run: what they assign is not
         known after them, and their assignments do not dominate."""
-        assigned = _assigned_names(stmts)
+        assigned = assigned_names(stmts)
         self._forget(assigned)
         saved, self.track = self.track, False
         try:
@@ -1438,6 +1443,13 @@ class KernelEmitter:
                 else self.expr(a) for i, a in enumerate(node.args)]
         kwargs = [ast.keyword(arg=k.arg, value=self.shape_argument(k.value)) if k.arg in keywords else self.keyword(k)
                   for k in node.keywords]
+        if isinstance(func, ast.Attribute) and func.attr == "store" and args:
+            # A store the application writes itself (``ntl.store``), through
+            # pointers made from ``x.source.data_ptr()``.
+            self.stored.update(
+                n.id[:-4] for n in ast.walk(args[0])
+                if isinstance(n, ast.Name) and n.id.endswith("_ptr") and n.id[:-4] in self.tensors
+            )
         return ast.Call(func=self.expr(func), args=args, keywords=kwargs)
 
     def _shape_slots(self, func):
@@ -1596,59 +1608,6 @@ class _NotIndex(Exception):
     pass
 
 
-def _loop_variable_read_after_its_loop(stmts, dead=frozenset()):
-    """The first read of a run-time loop's variable after its loop and before
-    any assignment to it (a Name node, or None), and the names so dead after
-    ``stmts``.  ``dead``: such names on entry.  Statements that may not run
-    (branches, loop bodies) leave the names dead on any of their paths dead
-    after them."""
-    dead = set(dead)
-
-    def check(node):
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in dead:
-                return n
-        return None
-
-    for s in stmts:
-        if isinstance(s, ast.For):
-            target = s.target.id if isinstance(s.target, ast.Name) else None
-            inner = dead - {target}
-            # The body as first run, and as run again after itself.
-            first, after = _loop_variable_read_after_its_loop(s.body, inner)
-            again, _ = _loop_variable_read_after_its_loop(s.body, after - {target})
-            found = check(s.iter) or first or again
-            dead |= after
-            if target is not None and not _unrolled(s):
-                dead.add(target)
-        elif isinstance(s, ast.If):
-            first, after_body = _loop_variable_read_after_its_loop(s.body, dead)
-            other, after_else = _loop_variable_read_after_its_loop(s.orelse, dead)
-            found = check(s.test) or first or other
-            dead = after_body | after_else
-        elif isinstance(s, ast.While):
-            first, after = _loop_variable_read_after_its_loop(s.body, dead)
-            again, _ = _loop_variable_read_after_its_loop([ast.Expr(value=s.test)] + s.body, after)
-            found = check(s.test) or first or again
-            dead |= after
-        else:
-            found = check(s)  # reads, subscripts of stored tiles included
-            if found is None and isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) and s.target.id in dead:
-                found = s.target
-            dead -= _assigned_names([s])
-        if found is not None:
-            return found, dead
-    return None, dead
-
-
-def _unrolled(loop):
-    """Whether a ``for`` loop is ``tl.static_range`` (unrolled at compile time)."""
-    it = loop.iter
-    return isinstance(it, ast.Call) and isinstance(it.func, (ast.Attribute, ast.Name)) and (
-        getattr(it.func, "attr", None) == "static_range" or getattr(it.func, "id", None) == "static_range"
-    )
-
-
 class _LoopFrame:
     """A `for` loop being emitted: its variable, its first value and step
     (index math; start None where not), the names its body assigns, and the
@@ -1690,15 +1649,6 @@ def _broadcast(pointer, shape):
     )
 
 
-def _assigned_names(stmts):
-    names = set()
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-    return names
-
-
 def _divisions(expr):
     return sum(1 for e in sympy.preorder_traversal(expr) if isinstance(e, (FloorDiv, Mod, CeilDiv)))
 
@@ -1716,71 +1666,6 @@ def _distributed_terms(expr):
                 continue
         terms.append(term)
     return terms
-
-
-def _assigned_parameters(func, inline_functions, params, depth=0):
-    """Parameters the application may write: assigned in it, or passed to an
-    inlined function that may write the parameter they become."""
-    written = set()
-    inlined = set(inline_functions)
-    for node in ast.walk(func):
-        written.update(_assigned_in(node, params, loops=True))
-        if isinstance(node, ast.Call):
-            callee = ast.unparse(node.func)
-            if callee in inlined:
-                passed = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in params]
-                target = inline_functions[callee][0]
-                names = [a.arg for a in target.args.args]
-                simple = (
-                    depth < 8 and not any(isinstance(a, ast.Starred) for a in node.args)
-                    and len(node.args) <= len(names) and all(k.arg in names for k in node.keywords)
-                )
-                if not simple:
-                    written |= set(passed) | {k.value.id for k in node.keywords
-                                              if isinstance(k.value, ast.Name) and k.value.id in params}
-                    continue
-                inner = _assigned_parameters(target, inline_functions, set(names), depth + 1)
-                bound = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
-                written |= {a.id for name, a in bound if name in inner and isinstance(a, ast.Name) and a.id in params}
-    return written
-
-
-def _assigned_in(node, names, loops=False):
-    """The ``names`` in the targets of statement ``node`` (``=``, ``+=``,
-    annotated assignments, and with ``loops`` ``for``), once per occurrence."""
-    targets = []
-    if isinstance(node, ast.Assign):
-        targets = node.targets
-    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) or (loops and isinstance(node, ast.For)):
-        targets = [node.target]
-    return [sub.id for t in targets for sub in ast.walk(t) if isinstance(sub, ast.Name) and sub.id in names]
-
-
-def _stored_once(func, written, inline_functions):
-    """Parameters the application assigns in exactly one statement, outside
-    any loop, and passes to no inlined function: a tensor descriptor may write
-    them (two writes of the same element, through descriptors or mixed with
-    pointer stores, are not ordered without fences)."""
-    counts = dict.fromkeys(written, 0)
-    excluded = set()
-    for node in ast.walk(func):
-        if isinstance(node, ast.Call) and ast.unparse(node.func) in inline_functions:
-            for a in list(node.args) + [k.value for k in node.keywords]:
-                for sub in ast.walk(a):
-                    if isinstance(sub, ast.Name) and sub.id in counts:
-                        excluded.add(sub.id)  # perhaps written where it is inlined
-
-    def visit(node, looping):
-        for name in _assigned_in(node, counts):
-            counts[name] += 1
-            if looping:
-                excluded.add(name)
-        for child in ast.iter_child_nodes(node):
-            visit(child, looping or isinstance(node, (ast.For, ast.While)))
-
-    for stmt in func.body:
-        visit(stmt, False)
-    return {name for name, n in counts.items() if n == 1 and name not in excluded}
 
 
 def _constant(value):

@@ -11,7 +11,7 @@ import ast
 
 import sympy
 
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from codegen.intfuncs import CeilDiv, FloorDiv
 
 
 class PrintError(TypeError):

@@ -8,6 +8,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from codegen import tuning
+from codegen.errors import ApplicationError, LaunchError, fail
+
 logger = logging.getLogger("ntsym")
 
 
@@ -18,14 +21,6 @@ def cdiv(a, b):
 def next_power_of_2(n):
     n = int(n)
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-class LaunchError(ValueError):
-    """Arguments that do not fit the kernel; ntsym re-exports a subclass."""
-
-
-# ntsym replaces this by its own LaunchError class (a subclass of NtsymError).
-LAUNCH_ERROR = LaunchError
 
 
 @dataclass(frozen=True)
@@ -93,10 +88,6 @@ def scalar(value):
     if hasattr(value, "item") and hasattr(value, "numel"):
         return value.item()
     return value
-
-
-def fail(message):
-    raise LAUNCH_ERROR(message)
 
 
 def fail_check(check, values, display=None):
@@ -423,14 +414,6 @@ class Persistent:
         return self.kernel, (programs,), tuple(args) + self.extra + (tiles,), config.kwargs(self.derived, int64, spec)
 
 
-def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device):
-    """(kernel, grid, arguments, keyword arguments) of a launch with ``config``:
-    the plain kernel's, or the persistent variant's where the config says so."""
-    if config.persistent:
-        return persistent.parts(config, grid, args, int64, spec, device)
-    return kernel, config.grid(grid), args, config.kwargs(derived, int64, spec)
-
-
 @functools.lru_cache(maxsize=None)
 def _capability(device):
     import torch
@@ -446,15 +429,7 @@ def persistent_programs(device, spec):
     """How many programs a persistent kernel runs: one per multiprocessor."""
     if spec.interpreting or device < 0:
         return INTERPRETER_PROGRAMS
-    return multiprocessors(device)
-
-
-@functools.lru_cache(maxsize=None)
-def multiprocessors(device):
-    """The streaming multiprocessors of a CUDA device (index or torch.device)."""
-    import torch
-
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    return tuning.multiprocessors(device)
 
 
 def _allocate(size, alignment, stream):
@@ -477,9 +452,6 @@ def ensure_allocator():
     import triton
 
     triton.set_allocator(_allocate)
-
-
-APPLICATION_ERROR = TypeError  # ntsym sets its ApplicationError
 
 
 def explain_failure(spec, error):
@@ -514,7 +486,7 @@ def explain_failure(spec, error):
     message = f"kernel `{spec.name}`: {reason}\n  File \"{filename}\", line {lineno}"
     if line:
         message += f"\n    {line}"
-    return APPLICATION_ERROR(message)
+    return ApplicationError(message)
 
 
 def call_key(args, metas, options):
@@ -698,8 +670,6 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=
     """Choose the configuration, then launch ``kernel`` (or its ``persistent``
     variant, where the configuration says so) over ``grid``."""
     int64 = needs_int64(tensors)
-    from codegen import tuning
-
     user_args = user_args or args
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent)
     if config is None:  # an empty problem: no programs to run
@@ -711,14 +681,14 @@ def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=
     if config.grid(grid)[0] == 0:
         _remember(spec, key, None, args, None, tensors, user_args)
         return None
-    kernel, grid_size, args, kwargs = launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
+    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
     variant = kernel if config.persistent else None
     try:
         compiled = _run(kernel, grid_size, args, kwargs, spec, device)
         direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)
         _remember(spec, key, grid_size, args, kwargs, tensors, user_args, direct, variant)
     except Exception as error:
-        if isinstance(error, LAUNCH_ERROR):
+        if isinstance(error, LaunchError):
             raise
         mapped = explain_failure(spec, error)
         if mapped is None:

@@ -6,15 +6,19 @@ interpreter (CPU) no benchmarking happens: a fixed, sensible configuration is
 taken, so CPU runs stay fast and deterministic.
 """
 
+import functools
 import hashlib
 import itertools
 import json
+import logging
 import math
 import os
 import sys
 from dataclasses import dataclass, replace
 
-from codegen import runtime
+from codegen.errors import fail
+
+logger = logging.getLogger("ntsym")
 
 MAX_BLOCK_ELEMENTS = 2**20  # Triton's limit on the elements of one block
 DEFAULT_MAX_CONFIGS = 24
@@ -95,7 +99,7 @@ def candidates(spec, fixed, tensors=None, programs=None):
                 fitting = [c for c in configs if shared_memory(spec, c, tensors) <= limit]
                 configs = fitting or configs[:1]
         if programs is not None:
-            half = runtime.multiprocessors(tensors[0].device) // 2
+            half = multiprocessors(tensors[0].device) // 2
             busy = [c for c in configs if programs(c) >= half]
             configs = busy or configs
     return configs[: spec.max_num_configs or DEFAULT_MAX_CONFIGS]
@@ -228,7 +232,7 @@ OPTIONS = ("num_warps", "num_stages", "persistent", "advance")
 
 def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None):
     """The configuration for this call (None when the problem is empty).
-    ``persistent`` is the kernel's persistent variant (runtime.Persistent) or
+    ``persistent`` is the kernel's persistent variant (:class:`codegen.runtime.Persistent`) or
     None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it
     out, ``{"advance": True/False}`` fixes how loops address tiles."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
@@ -239,7 +243,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     options = options or {}
     unknown = sorted(set(options) - set(OPTIONS), key=str)
     if unknown:
-        runtime.fail(f"kernel `{spec.name}`: unknown ntsym_options {', '.join(map(repr, unknown))}; "
+        fail(f"kernel `{spec.name}`: unknown ntsym_options {', '.join(map(repr, unknown))}; "
                      f"known: {', '.join(OPTIONS)}")
     fixed = dict(fixed_items)
     probe = default_config(spec, fixed)
@@ -247,24 +251,24 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         return None
     wanted = options.get("persistent")
     if wanted is not None and not isinstance(wanted, bool):
-        runtime.fail(f"kernel `{spec.name}`: ntsym_options['persistent'] must be True or False, got {wanted!r}")
+        fail(f"kernel `{spec.name}`: ntsym_options['persistent'] must be True or False, got {wanted!r}")
     if wanted is False or (persistent is not None and not persistent.usable(spec, tensors, int64)):
         if wanted:
-            runtime.fail(_no_persistent(spec, "needs 32-bit index math and a GPU of compute capability 9.0 or newer"))
+            fail(_no_persistent(spec, "needs 32-bit index math and a GPU of compute capability 9.0 or newer"))
         persistent = None
     if wanted and persistent is None:
-        runtime.fail(_no_persistent(spec, "has no persistent variant (no loop reads a tile through a tensor descriptor)"))
+        fail(_no_persistent(spec, "has no persistent variant (no loop reads a tile through a tensor descriptor)"))
     launch = {name: options[name] for name in ("num_warps", "num_stages") if options.get(name) is not None}
     for name, value in launch.items():
         valid = {1, 2, 4, 8, 16, 32} if name == "num_warps" else range(1, 9)
         if type(value) is not int or value not in valid:
             allowed = "1, 2, 4, 8, 16 or 32" if name == "num_warps" else "an int from 1 to 8"
-            runtime.fail(f"kernel `{spec.name}`: {name} must be {allowed}, got {value!r}")
+            fail(f"kernel `{spec.name}`: {name} must be {allowed}, got {value!r}")
     advance = options.get("advance")
     if advance is not None and not isinstance(advance, bool):
-        runtime.fail(f"kernel `{spec.name}`: ntsym_options['advance'] must be True or False, got {advance!r}")
+        fail(f"kernel `{spec.name}`: ntsym_options['advance'] must be True or False, got {advance!r}")
     if advance and not spec.advance_flag:
-        runtime.fail(f"kernel `{spec.name}`: ntsym_options asks loops to advance pointers, but no loop of the kernel "
+        fail(f"kernel `{spec.name}`: ntsym_options asks loops to advance pointers, but no loop of the kernel "
                      "reads or writes a tile at an address affine in its index")
     # With nothing to tune but the warps (whole-row kernels), a GPU still
     # times a few numbers of warps unless they are given.
@@ -305,7 +309,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
                 file=sys.stderr,
             )
     if config.persistent and not persistent.ready(dict(config.meta)):
-        runtime.fail(_refused(spec, persistent, config))
+        fail(_refused(spec, persistent, config))
     _memory[key] = config
     return config
 
@@ -441,7 +445,7 @@ def _retime(spec, timed, run):
             try:
                 rounds[c].append(_time(spec, run(c), rep=50))
             except Exception as e:  # it ran once already; a failure now is not expected
-                runtime.logger.debug("ntsym: %s config %s failed when timed again: %s", spec.name, c, e)
+                logger.debug("ntsym: %s config %s failed when timed again: %s", spec.name, c, e)
     medians = {c: sorted(t)[len(t) // 2] for c, t in rounds.items() if t}
     if not medians:
         return timed[0][1], best_ms
@@ -481,7 +485,7 @@ def compile_ahead(parts, spec, configs, tensors):
             kernel, grid, args, kwargs = parts(config)
             kernel.warmup(*args, grid=grid, **kwargs)
         except Exception as e:
-            runtime.logger.debug("ntsym: %s config %s did not compile: %s", spec.name, config, e)
+            logger.debug("ntsym: %s config %s did not compile: %s", spec.name, config, e)
 
     warm(configs[0])  # one first, on this thread: sets up the kernel's per-device state
     with ThreadPoolExecutor(threads, thread_name_prefix="ntsym-compile") as pool:
@@ -509,11 +513,11 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     if only_persistent:
         wanted = _persistent_candidates(configs, persistent)
         if not wanted and configs:
-            runtime.fail(_refused(spec, persistent, configs[0]))
+            fail(_refused(spec, persistent, configs[0]))
         configs = wanted
 
     def parts(config):
-        return runtime.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
+        return launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
 
     def run(config):
         k, g, a, kw = parts(config)
@@ -545,8 +549,8 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
         if failures:  # the first one says what went wrong
             config, error = failures[0]
             why = f"; with {config}: {type(error).__name__}: {str(error).strip()[:2000]}"
-        runtime.fail(f"kernel `{spec.name}`: no configuration could be compiled and run{why}")
-    runtime.logger.info("ntsym: %s tuned over %d configs: %s (%.4f ms)", spec.name, len(configs), best, best_time)
+        fail(f"kernel `{spec.name}`: no configuration could be compiled and run{why}")
+    logger.info("ntsym: %s tuned over %d configs: %s (%.4f ms)", spec.name, len(configs), best, best_time)
     return best
 
 
@@ -589,7 +593,7 @@ def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
 
     compiled = compile_ahead(parts, spec, configs, tensors)
     if compiled:
-        runtime.logger.info(
+        logger.info(
             "ntsym: %s: compiled %d configs in %d threads, %.1f s",
             spec.name, len(configs), compiled, time.perf_counter() - start,
         )
@@ -600,21 +604,37 @@ def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
         try:
             ms = _time(spec, run(config))
         except Exception as e:  # out of resources and the like: skip the config
-            runtime.logger.debug("ntsym: %s config %s failed: %s", spec.name, config, e)
+            logger.debug("ntsym: %s config %s failed: %s", spec.name, config, e)
             if failures is not None:
                 failures.append((config, e))
             continue
         finally:
             BENCHMARKS_RUN += 1
         timed.append((ms, config))
-        runtime.logger.debug("ntsym: %s %s: %.4f ms", spec.name, config, ms)
+        logger.debug("ntsym: %s %s: %.4f ms", spec.name, config, ms)
         if ms < best_time:
             best, best_time = config, ms
         elapsed = time.perf_counter() - start
         if elapsed > 2 and (not reported or i == len(configs) - 1 or i % 4 == 0):
             reported = True
-            runtime.logger.info(
+            logger.info(
                 "ntsym: tuning %s: %d/%d configs, best so far %s (%.4f ms), %.1f s",
                 spec.name, done + i + 1, done + len(configs), best, best_time, elapsed,
             )
     return timed
+
+
+def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device):
+    """(kernel, grid, arguments, keyword arguments) of a launch with ``config``:
+    the plain kernel's, or the persistent variant's where the config says so."""
+    if config.persistent:
+        return persistent.parts(config, grid, args, int64, spec, device)
+    return kernel, config.grid(grid), args, config.kwargs(derived, int64, spec)
+
+
+@functools.lru_cache(maxsize=None)
+def multiprocessors(device):
+    """The streaming multiprocessors of a CUDA device (index or torch.device)."""
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count

@@ -1,26 +1,14 @@
 """The exceptions ntsym raises.  Each is also the matching builtin, so existing
-``except ValueError`` code keeps working."""
+``except ValueError`` code keeps working.  Defined in :mod:`codegen.errors`,
+where the back end raises them too."""
 
+from codegen.errors import (
+    ApplicationError,
+    ArrangementError,
+    CodegenError,
+    LaunchError,
+    MetaOperationError,
+    NtsymError,
+)
 
-class NtsymError(Exception):
-    """Base class of every error ntsym raises on purpose."""
-
-
-class MetaOperationError(NtsymError, ValueError):
-    """A meta-operation got arguments that cannot describe a valid arrangement."""
-
-
-class ArrangementError(NtsymError, ValueError):
-    """The arranged tensors cannot be launched together (shapes, levels, names)."""
-
-
-class ApplicationError(NtsymError, TypeError):
-    """The application uses syntax or names ntsym cannot compile."""
-
-
-class LaunchError(NtsymError, ValueError):
-    """The arguments given to a kernel do not fit its arrangement."""
-
-
-class CodegenError(NtsymError, TypeError):
-    """An expression has no exact translation to Triton."""
+__all__ = ["ApplicationError", "ArrangementError", "CodegenError", "LaunchError", "MetaOperationError", "NtsymError"]

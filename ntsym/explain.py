@@ -4,7 +4,6 @@ addresses and masks, in the names the generated code uses."""
 
 import sympy
 
-from codegen import emit
 from ntsym.lower import lower
 
 
@@ -87,7 +86,6 @@ def explain_ir(ir, generated):
         for c in p.dropped:
             add(f"          dropped {_rename(c, names)}   (proved always true)")
     proved = [f for f in ir.facts if f[0] == "proved"]
-    checked = [f for f in ir.facts if f[0] == "checked"]
     if proved:
         for _, rel, text in proved:
             add(f"proved    {text}: both are {rel.lhs}")

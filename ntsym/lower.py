@@ -16,7 +16,6 @@ import types
 import sympy
 
 from codegen import bounds
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
 from codegen.ir import Check, KernelIR, MetaParam, SizeArg, TensorParam
 from codegen.kernel import block_extent_expr
 from ntsym.errors import ApplicationError, ArrangementError
@@ -527,10 +526,6 @@ def _rename_source(tensor, renames):
 
 
 # -- proofs ------------------------------------------------------------------
-
-
-def _fmt(e):
-    return str(e)
 
 
 class _Proof:

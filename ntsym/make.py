@@ -8,11 +8,8 @@ import pathlib
 from codegen import cache, emit, runtime
 from codegen.kernel import EmitError
 from codegen.printer import PrintError
-from ntsym.errors import ApplicationError, CodegenError, LaunchError
+from ntsym.errors import ApplicationError, CodegenError
 from ntsym.lower import lower
-
-runtime.LAUNCH_ERROR = LaunchError
-runtime.APPLICATION_ERROR = ApplicationError
 
 
 class Kernel:

@@ -19,7 +19,6 @@ variables), so ``t.dtype = t.dtype.squeeze(0)`` simply adopts the new hierarchy.
 """
 
 import itertools
-import math
 
 import numpy as np
 import sympy
@@ -71,26 +70,12 @@ class Hierarchy:
             self.requirements + tuple(requirements),
         )
 
-    @property
-    def all_vars(self):
-        return tuple(v for level in self.levels for v in level.vars)
-
 
 _var_ids = itertools.count()
 
 
 def _new_var(hint="i"):
     return sympy.Dummy(f"{hint}{next(_var_ids)}", integer=True, nonnegative=True)
-
-
-def _range_conditions(expr, size):
-    """Conditions for ``expr`` to be a valid index below ``size``, minus the
-    ones that hold by construction."""
-    conds = []
-    if expr.is_nonnegative is not True:
-        conds.append(sympy.Ge(expr, 0))
-    conds.append(sympy.Lt(expr, size))
-    return conds
 
 
 _instance_ids = itertools.count()

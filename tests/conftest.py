@@ -1,4 +1,5 @@
 import os
+import pathlib
 import sys
 
 import pytest
@@ -40,3 +41,44 @@ def loop_addressing(request, monkeypatch):
         # Launches remembered by the other run must not be reused.
         monkeypatch.setattr(runtime, "call_key", lambda *a, **k: ("advance", call_key(*a, **k)))
     return request.param
+
+
+# -- golden files -------------------------------------------------------------------------
+#
+# Generated text checked byte for byte against tests/golden/.  After a change
+# meant to alter generated code, review the diff and refresh the files with
+# NTSYM_UPDATE_GOLDEN=1.
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+UPDATE_GOLDEN = os.environ.get("NTSYM_UPDATE_GOLDEN") == "1"
+
+
+def machine_independent(text):
+    """``text`` with this checkout's and this machine's paths (the cache
+    directory, the home directory) replaced by fixed names, so that golden
+    files hold the same text wherever they are made."""
+    from codegen import cache
+
+    places = [
+        (str(pathlib.Path(__file__).resolve().parent.parent), "<checkout>"),
+        (cache.cache_dir(), "<cache>"),
+        (os.path.expanduser("~"), "<home>"),
+    ]
+    for path, name in sorted(places, key=lambda p: -len(p[0])):
+        if path and path != os.sep:
+            text = text.replace(path, name)
+    return text
+
+
+def assert_golden(relative, text):
+    """``text`` (made machine-independent) equals the golden file
+    ``tests/golden/<relative>``; written there instead under NTSYM_UPDATE_GOLDEN=1."""
+    path = GOLDEN / relative
+    text = machine_independent(text)
+    if UPDATE_GOLDEN:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {relative}; make it with NTSYM_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), (
+        f"generated text for {relative} changed; review the diff and refresh with NTSYM_UPDATE_GOLDEN=1"
+    )

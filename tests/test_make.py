@@ -1,19 +1,14 @@
 """End to end through Triton's interpreter: the seeds' add and mm, the jit
 form, call-time constexprs, strides, dtypes, zero sizes, golden sources."""
 
-import os
-import pathlib
-
 import pytest
 import torch
 
 import ntsym
 import ntsym.language as ntl
 from ntsym import Symbol, Tensor
-from tests.conftest import FP32_DOT_TOL
+from tests.conftest import FP32_DOT_TOL, assert_golden
 
-GOLDEN = pathlib.Path(__file__).parent / "golden"
-UPDATE = os.environ.get("NTSYM_UPDATE_GOLDEN") == "1"
 
 # -- vector addition, the paper's Listing 3 ------------------------------------------
 
@@ -174,13 +169,7 @@ def test_last_partial_block_is_compiled_only_when_the_size_needs_it():
 
 @pytest.mark.parametrize("name, kernel", [("add", add_kernel), ("mm", mm_kernel)])
 def test_golden_source(name, kernel):
-    path = GOLDEN / f"{name}.py.expected"
-    if UPDATE:
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(kernel.source)
-    assert kernel.source == path.read_text(), (
-        f"generated code for {name} changed; review the diff and refresh with NTSYM_UPDATE_GOLDEN=1"
-    )
+    assert_golden(f"{name}.py.expected", kernel.source)
 
 
 def test_source_is_deterministic_and_compiles():

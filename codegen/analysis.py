@@ -1,0 +1,157 @@
+"""Analyses of the application and of generated kernel bodies: pure
+functions over Python ASTs (and, for ``reuses_tiles``, the IR) that need no
+emitter state.  The emitter asks them which parameters the application writes
+and how, which loops run at run time, and which names a loop reads after it
+ends; the module assembly asks which loops a kernel has."""
+
+import ast
+
+import sympy
+
+
+def unrolled(loop):
+    """Whether a ``for`` loop is ``tl.static_range`` (unrolled at compile time)."""
+    it = loop.iter
+    return isinstance(it, ast.Call) and isinstance(it.func, (ast.Attribute, ast.Name)) and (
+        getattr(it.func, "attr", None) == "static_range" or getattr(it.func, "id", None) == "static_range"
+    )
+
+
+def runtime_loops(nodes):
+    """The loops among ``nodes`` that run at run time (not ``tl.static_range``)."""
+    return [n for n in nodes if isinstance(n, ast.While) or (isinstance(n, ast.For) and not unrolled(n))]
+
+
+def has_loops(body):
+    return bool(runtime_loops(ast.walk(ast.Module(body=body, type_ignores=[]))))
+
+
+def assigned_names(stmts):
+    names = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
+
+
+def assigned_in(node, names, loops=False):
+    """The ``names`` in the targets of statement ``node`` (``=``, ``+=``,
+    annotated assignments, and with ``loops`` ``for``), once per occurrence."""
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) or (loops and isinstance(node, ast.For)):
+        targets = [node.target]
+    return [sub.id for t in targets for sub in ast.walk(t) if isinstance(sub, ast.Name) and sub.id in names]
+
+
+def assigned_parameters(func, inline_functions, params, depth=0):
+    """Parameters the application may write: assigned in it, or passed to an
+    inlined function that may write the parameter they become."""
+    written = set()
+    inlined = set(inline_functions)
+    for node in ast.walk(func):
+        written.update(assigned_in(node, params, loops=True))
+        if isinstance(node, ast.Call):
+            callee = ast.unparse(node.func)
+            if callee in inlined:
+                passed = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in params]
+                target = inline_functions[callee][0]
+                names = [a.arg for a in target.args.args]
+                simple = (
+                    depth < 8 and not any(isinstance(a, ast.Starred) for a in node.args)
+                    and len(node.args) <= len(names) and all(k.arg in names for k in node.keywords)
+                )
+                if not simple:
+                    written |= set(passed) | {k.value.id for k in node.keywords
+                                              if isinstance(k.value, ast.Name) and k.value.id in params}
+                    continue
+                inner = assigned_parameters(target, inline_functions, set(names), depth + 1)
+                bound = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
+                written |= {a.id for name, a in bound if name in inner and isinstance(a, ast.Name) and a.id in params}
+    return written
+
+
+def stored_once(func, written, inline_functions):
+    """Parameters the application assigns in exactly one statement, outside
+    any loop, and passes to no inlined function: a tensor descriptor may write
+    them (two writes of the same element, through descriptors or mixed with
+    pointer stores, are not ordered without fences)."""
+    counts = dict.fromkeys(written, 0)
+    excluded = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in inline_functions:
+            for a in list(node.args) + [k.value for k in node.keywords]:
+                for sub in ast.walk(a):
+                    if isinstance(sub, ast.Name) and sub.id in counts:
+                        excluded.add(sub.id)  # perhaps written where it is inlined
+
+    def visit(node, looping):
+        for name in assigned_in(node, counts):
+            counts[name] += 1
+            if looping:
+                excluded.add(name)
+        for child in ast.iter_child_nodes(node):
+            visit(child, looping or isinstance(node, (ast.For, ast.While)))
+
+    for stmt in func.body:
+        visit(stmt, False)
+    return {name for name, n in counts.items() if n == 1 and name not in excluded}
+
+
+def loop_variable_read_after_its_loop(stmts, dead=frozenset()):
+    """The first read of a run-time loop's variable after its loop and before
+    any assignment to it (a Name node, or None), and the names so dead after
+    ``stmts``.  ``dead``: such names on entry.  Statements that may not run
+    (branches, loop bodies) leave the names dead on any of their paths dead
+    after them."""
+    dead = set(dead)
+
+    def check(node):
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in dead:
+                return n
+        return None
+
+    for s in stmts:
+        if isinstance(s, ast.For):
+            target = s.target.id if isinstance(s.target, ast.Name) else None
+            inner = dead - {target}
+            # The body as first run, and as run again after itself.
+            first, after = loop_variable_read_after_its_loop(s.body, inner)
+            again, _ = loop_variable_read_after_its_loop(s.body, after - {target})
+            found = check(s.iter) or first or again
+            dead |= after
+            if target is not None and not unrolled(s):
+                dead.add(target)
+        elif isinstance(s, ast.If):
+            first, after_body = loop_variable_read_after_its_loop(s.body, dead)
+            other, after_else = loop_variable_read_after_its_loop(s.orelse, dead)
+            found = check(s.test) or first or other
+            dead = after_body | after_else
+        elif isinstance(s, ast.While):
+            first, after = loop_variable_read_after_its_loop(s.body, dead)
+            again, _ = loop_variable_read_after_its_loop([ast.Expr(value=s.test)] + s.body, after)
+            found = check(s.test) or first or again
+            dead |= after
+        else:
+            found = check(s)  # reads, subscripts of stored tiles included
+            if found is None and isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) and s.target.id in dead:
+                found = s.target
+            dead -= assigned_names([s])
+        if found is not None:
+            return found, dead
+    return None, dead
+
+
+def reuses_tiles(ir):
+    """Whether some arranged tensor is broadcast along a grid dimension (its
+    index map ignores that program index): programs then share its tiles."""
+    used = set(ir.program_vars)
+    for p in ir.params:
+        if p.kind == "tensor":
+            free = set().union(*(sympy.sympify(e).free_symbols for e in p.index)) if p.index else set()
+            if used - free:
+                return True
+    return False

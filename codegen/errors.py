@@ -1,0 +1,35 @@
+"""The exceptions ntsym raises.  Each is also the matching builtin, so existing
+``except ValueError`` code keeps working.
+
+Defined in the back end, which raises some of them itself (``LaunchError``
+from the launcher, ``ApplicationError`` for errors mapped back to the
+application) and never imports ``ntsym``; ``ntsym.errors`` re-exports them."""
+
+
+class NtsymError(Exception):
+    """Base class of every error ntsym raises on purpose."""
+
+
+class MetaOperationError(NtsymError, ValueError):
+    """A meta-operation got arguments that cannot describe a valid arrangement."""
+
+
+class ArrangementError(NtsymError, ValueError):
+    """The arranged tensors cannot be launched together (shapes, levels, names)."""
+
+
+class ApplicationError(NtsymError, TypeError):
+    """The application uses syntax or names ntsym cannot compile."""
+
+
+class LaunchError(NtsymError, ValueError):
+    """The arguments given to a kernel do not fit its arrangement."""
+
+
+class CodegenError(NtsymError, TypeError):
+    """An expression has no exact translation to Triton."""
+
+
+def fail(message):
+    """Refuse a launch: raise :class:`LaunchError` with ``message``."""
+    raise LaunchError(message)

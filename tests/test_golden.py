@@ -1,0 +1,58 @@
+"""Golden files for every example kernel: the whole generated module (the
+kernel, with its advancing-pointer form behind the NTSYM_ADVANCE flag; the
+persistent variant where there is one; the launcher) and ``explain()``.
+
+Examples that make several kernels are covered with the kernels their tests
+launch: sdpa's two (any head size, power-of-two head sizes) and
+rope_interleaved's, made on demand for each head size and layout.  The
+persistent variants appear only where this Triton has tensor descriptors.
+
+Refresh, after reviewing the diff, with NTSYM_UPDATE_GOLDEN=1; see
+tests/conftest.py."""
+
+import pathlib
+
+import pytest
+
+import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
+from examples import add, addmm, bmm, conv2d, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax
+from tests.conftest import assert_golden
+
+
+# golden name -> (example module, its kernel; made on first use)
+KERNELS = {
+    "add": (add, lambda: add.kernel),
+    "addmm": (addmm, lambda: addmm.kernel),
+    "bmm": (bmm, lambda: bmm.kernel),
+    "conv2d": (conv2d, lambda: conv2d.kernel),
+    "mm": (mm, lambda: mm.kernel),
+    "rms_norm": (rms_norm, lambda: rms_norm.kernel),
+    "rope": (rope, lambda: rope.kernel),
+    # tests/test_examples.py: head sizes 16 and 12 (D/2 = 6, padded), both layouts.
+    "rope_interleaved_16_interleaved": (rope_interleaved, lambda: rope_interleaved.premake(16, True)),
+    "rope_interleaved_16_halves": (rope_interleaved, lambda: rope_interleaved.premake(16, False)),
+    "rope_interleaved_12_interleaved": (rope_interleaved, lambda: rope_interleaved.premake(12, True)),
+    "rope_interleaved_12_halves": (rope_interleaved, lambda: rope_interleaved.premake(12, False)),
+    "sdpa": (sdpa, lambda: sdpa.kernel),
+    "sdpa_pow2_head": (sdpa, lambda: sdpa.kernel_pow2_head),
+    "silu": (silu, lambda: silu.kernel),
+    "softmax": (softmax, lambda: softmax.kernel),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_example_source(name):
+    assert_golden(f"examples/{name}.py.expected", KERNELS[name][1]().source)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_example_explain(name):
+    assert_golden(f"examples/{name}.explain.expected", KERNELS[name][1]().explain())
+
+
+def test_every_example_has_goldens():
+    examples = {p.stem for p in (pathlib.Path(__file__).parent.parent / "examples").glob("*.py")}
+    examples -= {"__init__", "_common"}
+    assert examples == {module.__name__.rsplit(".", 1)[1] for module, _ in KERNELS.values()}
+    files = {p.name for p in (pathlib.Path(__file__).parent / "golden" / "examples").iterdir()}
+    assert files == {f"{name}.{kind}.expected" for name in KERNELS for kind in ("py", "explain")}
