@@ -767,7 +767,7 @@ class KernelEmitter:
     def gather(self, sub, _):
         p, pointer, mask = self.source_address(sub)
         self.loaded.add(p.name)
-        other = p.other if p.other is not None else 0
+        other = _other(p.other)
         return ast.Call(
             func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
             args=[pointer],
@@ -801,7 +801,7 @@ class KernelEmitter:
         if mask is not None:
             keywords.append(ast.keyword(arg="mask", value=mask))
             other = ref.param.other
-            keywords.append(ast.keyword(arg="other", value=_constant(other if other is not None else 0)))
+            keywords.append(ast.keyword(arg="other", value=_constant(_other(other))))
         return ast.Call(
             func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
             args=[pointer],
@@ -1565,9 +1565,7 @@ def _literal(value):
     if isinstance(value, tl.dtype):
         name = next(n for n in dir(tl) if getattr(tl, n) is value)
         return ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=name, ctx=ast.Load())
-    if isinstance(value, float) and not math.isfinite(value):
-        return ast.Call(func=ast.Name(id="float", ctx=ast.Load()), args=[ast.Constant(str(value))], keywords=[])
-    return ast.Constant(value)
+    return _constant(value)
 
 
 def _literal_int(node):
@@ -1666,6 +1664,15 @@ def _distributed_terms(expr):
                 continue
         terms.append(term)
     return terms
+
+
+def _other(value):
+    """What a masked load reads outside the tensor: ``other``, with 0 (the
+    default) written 0.0, which Triton casts to every element type (it cannot
+    cast the integer 0 to fp8)."""
+    if value is None or (type(value) is int and value == 0):
+        return 0.0
+    return value
 
 
 def _constant(value):

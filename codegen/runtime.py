@@ -52,6 +52,7 @@ class Spec:
     call_params: Any = None  # filled on the first call
     arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)
     calls: dict = field(default_factory=dict)  # call_key -> _Entry (validated calls)
+    tuned: dict = field(default_factory=dict)  # tuning.choose's key -> Config chosen in this process
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False
     written: frozenset = frozenset()

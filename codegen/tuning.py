@@ -218,7 +218,6 @@ def default_config(spec, fixed):
     return Config(tuple(sorted(meta.items())), spec.num_warps or 4, spec.num_stages or 3)
 
 
-_memory = {}
 BENCHMARKS_RUN = 0  # configurations timed in this process (tests read it)
 
 
@@ -236,8 +235,10 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it
     out, ``{"advance": True/False}`` fixes how loops address tiles."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
-    key = (id(spec), fixed_items, int64, tuple(options.items()) if options else ()) + _tensor_key(tensors)
-    config = _memory.get(key)
+    # Kept on the spec: a table keyed by id(spec) would hand a later kernel,
+    # made where a collected one was, that kernel's choice.
+    key = (fixed_items, int64, tuple(options.items()) if options else ()) + _tensor_key(tensors)
+    config = spec.tuned.get(key)
     if config is not None:
         return config
     options = options or {}
@@ -310,7 +311,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
             )
     if config.persistent and not persistent.ready(dict(config.meta)):
         fail(_refused(spec, persistent, config))
-    _memory[key] = config
+    spec.tuned[key] = config
     return config
 
 

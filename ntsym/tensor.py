@@ -339,16 +339,24 @@ class Tensor:
                     )
                 if (n - least).is_nonnegative is not True:
                     requirements.append(sympy.Ge(n, least))
-                if not floor_mode and sympy.expand(s - span).is_nonnegative is True:
-                    # Windows no wider than their stride: count those that start
-                    # inside the dimension. NineToothed's cdiv(n - span, s) + 1
-                    # equals this, or is one more where s > span, counting a last
-                    # window that starts at or past the end: entirely masked, a
-                    # program that reads and writes nothing of this tensor.
-                    outer = CeilDiv(n, s)
+                if floor_mode:
+                    outer = FloorDiv(n - span, s) + 1
                 else:
-                    div = FloorDiv if floor_mode else CeilDiv
-                    outer = div(n - span, s) + 1
+                    # The windows that start inside the dimension (the last may
+                    # overhang the end). Where windows are narrower than their
+                    # stride, NineToothed's cdiv(n - span, s) + 1 may count one
+                    # more, starting at or past the end: entirely masked, a
+                    # program that reads and writes nothing of this tensor.
+                    # One formula whatever SymPy can prove of s and span, so the
+                    # count never depends on how a size is given.
+                    overhanging, starting = CeilDiv(n - span, s) + 1, CeilDiv(n, s)
+                    gap = sympy.expand(s - span)
+                    if gap.is_nonnegative is True:
+                        outer = starting
+                    elif gap.is_nonpositive is True:
+                        outer = overhanging
+                    else:
+                        outer = sympy.Min(overhanging, starting)
             outer = sympy.sympify(outer)
             o, u = _new_var("o"), _new_var("t")
             outer_vars.append(o)

@@ -34,12 +34,10 @@ def tile_count(n, t, s, d, floor_mode):
     span = d * (t - 1) + 1
     if floor_mode:
         return (n - span) // s + 1
-    if s >= span:
-        # Windows no wider than their stride: those that start inside. Where
-        # s > span, NineToothed's count below may add a last window starting at
-        # or past the end, every element of it outside the source.
-        return (n + s - 1) // s
-    return (n - span + s - 1) // s + 1
+    # The windows that start inside (the last may overhang the end). Where
+    # s > span, NineToothed's first count may add a last window starting at or
+    # past the end, every element of it outside the source.
+    return min((n - span + s - 1) // s + 1, (n + s - 1) // s)
 
 
 class Model:

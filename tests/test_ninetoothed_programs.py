@@ -410,7 +410,8 @@ def test_paper_causal_attention_with_negative_offsets():
     o = torch.empty_like(q)
     kernel(q, k, v, 1 / math.sqrt(24), 0, o, BLOCK_SIZE_M=32, BLOCK_SIZE_N=32)
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-    torch.testing.assert_close(o, expected, rtol=1e-4, atol=1e-4)
+    tolerance = 3e-2 if torch.cuda.is_available() else 1e-4  # tl.dot runs fp32 in TF32 on a GPU
+    torch.testing.assert_close(o, expected, rtol=tolerance, atol=tolerance)
 
 
 # -- bool and fp8 tensors ----------------------------------------------------------------------

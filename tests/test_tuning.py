@@ -293,3 +293,4 @@ def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeyp
     assert timed and {c.num_warps for c in timed} == {8}
     with pytest.raises(ntsym.LaunchError, match="num_warps must be 1, 2, 4, 8, 16 or 32, got 3"):
         kernel(x, y, num_warps=3)
+
