@@ -103,7 +103,14 @@ def fail_check(check, values, display=None):
         for s in names:
             text = text.replace(s.name, display.get(s.name, s.name))
         value = expr.xreplace({s: values[s.name] for s in expr.free_symbols if s.name in values})
-        return f"{text} (={value})" if expr.free_symbols else text
+        if not expr.free_symbols:
+            return text
+        if expr.is_Symbol:
+            return f"{text} (={value})"
+        # An expression: the sizes it was computed from too (cdiv(K, 16) (=3, K=40)).
+        given = ", ".join(f"{display.get(s.name, s.name)}={values[s.name]}"
+                          for s in sorted(expr.free_symbols, key=lambda s: s.name) if s.name in values)
+        return f"{text} (={value}, {given})" if given else f"{text} (={value})"
 
     kind = type(rel).__name__
     words = {"Equality": "must equal", "GreaterThan": "must be >=", "StrictGreaterThan": "must be >",
@@ -310,6 +317,8 @@ def constexpr_value(spec, name, given):
             given = given.__index__()
         else:
             fail(f"`{name}` must be an int, got {given!r}")
+    if meta.power_of_two and given > 0 and given & (given - 1):
+        fail(f"`{name}`={given} must be a power of two")
     if meta.lower_bound is not None and given < meta.lower_bound:
         fail(f"`{name}`={given} is below its lower bound {meta.lower_bound}")
     if meta.upper_bound is not None and given > meta.upper_bound:
@@ -318,8 +327,6 @@ def constexpr_value(spec, name, given):
         kind = "positive" if meta.symbol.is_positive else "non-negative"
         reason = getattr(meta.symbol, "positive_reason", "")
         fail(f"`{name}` must be {kind}, got {given}" + (f": {reason}" if reason else ""))
-    if meta.power_of_two and given & (given - 1):
-        fail(f"`{name}`={given} must be a power of two")
     return given
 
 

@@ -7,6 +7,7 @@ SymPy proves always true; fill in :mod:`codegen.ir`.
 """
 
 import ast
+import builtins
 import functools
 import inspect
 import itertools
@@ -17,7 +18,7 @@ import sympy
 
 from codegen import bounds
 from codegen.ir import Check, KernelIR, MetaParam, SizeArg, TensorParam
-from codegen.kernel import block_extent_expr
+from codegen.kernel import EmitError, block_extent_expr
 from ntsym.errors import ApplicationError, ArrangementError
 from ntsym.symbol import Symbol
 from ntsym.tensor import Tensor
@@ -155,6 +156,11 @@ def _resolve_globals(func, names):
             if isinstance(node, ast.Name) and node.id not in seen and node.id not in local:
                 seen.add(node.id)
                 if node.id not in scope:
+                    if not hasattr(builtins, node.id):
+                        raise ApplicationError(str(EmitError(
+                            f"name `{node.id}` is not defined (not a parameter, a local, a global or a "
+                            "closure variable of the application)", node, fn_def.ntsym_filename,
+                            _source_lines(fn_def.ntsym_filename))))
                     continue
                 value = scope[node.id]
                 kind = _module_kind(value)
@@ -202,6 +208,14 @@ def _resolve_globals(func, names):
 
     visit(func, names)
     return inline, aliases, constants
+
+
+def _source_lines(filename):
+    try:
+        with open(filename) as f:
+            return f.readlines()
+    except OSError:
+        return None
 
 
 def _local_names(fn_def):

@@ -104,7 +104,7 @@ def test_first_tensor_with_fewer_programs_is_refused():
     with pytest.raises(LaunchError) as info:
         k(x, out, B=32)
     message = str(info.value)
-    assert "cdiv(input.shape[0], 2) (=64) must equal output.shape[0] (=96)" in message
+    assert "cdiv(input.shape[0], 2) (=64, input.shape[0]=128) must equal output.shape[0] (=96)" in message
     assert "the outermost shape of `input`, the first arranged tensor" in message
     assert "`output`'s outermost dim 0" in message
     assert "no program would compute the extra ones" in message
@@ -116,7 +116,7 @@ def test_first_tensor_with_fewer_programs_fixed_sizes_is_refused():
     with pytest.raises(LaunchError) as info:
         k(torch.randn(128), torch.zeros(96))
     message = str(info.value)
-    assert "cdiv(input.shape[0], 64) (=2) must equal cdiv(output.shape[0], 32) (=3)" in message
+    assert "cdiv(input.shape[0], 64) (=2, input.shape[0]=128) must equal cdiv(output.shape[0], 32) (=3, output.shape[0]=96)" in message
     assert "no program would compute the extra ones" in message
 
 

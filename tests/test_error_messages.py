@@ -1,0 +1,48 @@
+"""Errors at the right time, in the user's numbers: undefined names at make,
+the reason a block size is refused, and the sizes behind a failed check."""
+
+import pytest
+import torch
+
+import ntsym
+from examples import mm
+from ntsym import Tensor, block_size
+
+
+def _copy(x, y):
+    y = x * undefined_scale  # noqa: F821, F841
+
+
+def test_undefined_name_is_reported_at_make_with_its_line():
+    with pytest.raises(ntsym.ApplicationError, match=r"name `undefined_scale` is not defined(.|\n)*line \d+"):
+        ntsym.make(lambda x, y: (x.tile((16,)), y.tile((16,))), _copy, (Tensor(1), Tensor(1)))
+
+
+def _double(x, y):
+    y = x * 2  # noqa: F841
+
+
+def test_explicit_block_size_that_is_not_a_power_of_two_says_so():
+    B = block_size()
+    kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), _double, (Tensor(1), Tensor(1)))
+    x = torch.randn(10)
+    with pytest.raises(ntsym.LaunchError, match="`B`=12 must be a power of two"):
+        kernel(x, torch.empty(10), B=12)
+    with pytest.raises(ntsym.LaunchError, match="`B`=16 is below its lower bound 32"):
+        kernel(x, torch.empty(10), B=16)
+
+
+def _fixed_mm_arrangement(input, other, output):
+    output_arranged = output.tile((16, 16))
+    input_arranged = input.tile((16, 16)).tile((1, -1)).expand((-1, output_arranged.shape[1]))
+    input_arranged.dtype = input_arranged.dtype.squeeze(0)
+    other_arranged = other.tile((16, 16)).tile((-1, 1)).expand((output_arranged.shape[0], -1))
+    other_arranged.dtype = other_arranged.dtype.squeeze(1)
+    return input_arranged, other_arranged, output_arranged
+
+
+def test_failed_check_names_the_sizes_behind_tile_counts():
+    kernel = ntsym.make(_fixed_mm_arrangement, mm.application, (Tensor(2), Tensor(2), Tensor(2)))
+    with pytest.raises(ntsym.LaunchError, match=r"cdiv\(other.shape\[0\], 16\) \(=4, other.shape\[0\]=50\) must equal "
+                                                r"cdiv\(input.shape\[1\], 16\) \(=3, input.shape\[1\]=40\)"):
+        kernel(torch.randn(20, 40), torch.randn(50, 30), torch.empty(20, 30))
