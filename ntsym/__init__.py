@@ -54,7 +54,7 @@ from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor, eval_expr, index_table
 from ntsym.make import Kernel, jit, make
 from ntsym.explain import explain
-from ntsym import debugging, language
+from ntsym import debugging, language, visualization
 from ntsym.debugging import eval, subs  # noqa: A004 - NineToothed's names
 
 
@@ -100,4 +100,5 @@ __all__ = [
     "uint16",
     "uint32",
     "uint64",
+    "visualization",
 ]
