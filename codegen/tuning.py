@@ -300,19 +300,21 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
             config = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, bool(wanted),
                                 advance, launch)
             _store(spec, disk_key, config)
-        if os.environ.get("NTSYM_PRINT_TUNING") == "1":
-            chosen = ", ".join(f"{k}={v}" for k, v in config.meta)
-            variant = ", 'persistent': True" if config.persistent else ""
-            variant += ", 'advance': True" if config.advance else ""
-            print(
-                f"ntsym: {spec.name} {disk_key}: {chosen}, "
-                f"ntsym_options={{'num_warps': {config.num_warps}, 'num_stages': {config.num_stages}{variant}}}",
-                file=sys.stderr,
-            )
+    _end_progress()
+    if os.environ.get("NTSYM_PRINT_TUNING") == "1":
+        print(f"ntsym: {spec.name} {_disk_key(fixed_items, int64, tensors)}: {describe(config)}", file=sys.stderr)
     if config.persistent and not persistent.ready(dict(config.meta)):
         fail(_refused(spec, persistent, config))
     spec.tuned[key] = config
     return config
+
+
+def describe(config):
+    """A configuration as the keyword arguments that ask for it."""
+    chosen = "".join(f"{k}={v}, " for k, v in config.meta)
+    variant = ", 'persistent': True" if config.persistent else ""
+    variant += ", 'advance': True" if config.advance else ""
+    return f"{chosen}ntsym_options={{'num_warps': {config.num_warps}, 'num_stages': {config.num_stages}{variant}}}"
 
 
 def _no_persistent(spec, why):
@@ -622,7 +624,30 @@ def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
                 "ntsym: tuning %s: %d/%d configs, best so far %s (%.4f ms), %.1f s",
                 spec.name, done + i + 1, done + len(configs), best, best_time, elapsed,
             )
+        if elapsed > PROGRESS_AFTER and _show_progress():
+            print(f"\rntsym: tuning {spec.name}: {done + i + 1}/{done + len(configs)} configs, "
+                  f"best so far {best} ({best_time:.4f} ms), {elapsed:.1f} s\033[K", end="", file=sys.stderr, flush=True)
+            progress_shown[0] = True
     return timed
+
+
+# Tuning longer than this shows one line of progress on stderr (a terminal's,
+# or anywhere with NTSYM_TUNING_PROGRESS=1; never with NTSYM_TUNING_PROGRESS=0).
+PROGRESS_AFTER = 1.0
+progress_shown = [False]
+
+
+def _show_progress():
+    wanted = os.environ.get("NTSYM_TUNING_PROGRESS", "")
+    if wanted in ("0", "1"):
+        return wanted == "1"
+    return sys.stderr.isatty() and "PYTEST_CURRENT_TEST" not in os.environ
+
+
+def _end_progress():
+    if progress_shown[0]:
+        print(file=sys.stderr, flush=True)
+        progress_shown[0] = False
 
 
 def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device):

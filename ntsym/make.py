@@ -69,9 +69,16 @@ class Kernel:
         return src[src.index("def make_launch("):]
 
     def explain(self):
+        """What was proved, what is checked at launch, the masks; after calls,
+        the configurations chosen for them."""
+        from codegen.tuning import describe
         from ntsym.explain import explain_ir
 
-        return explain_ir(self.ir, self._generated)
+        text = explain_ir(self.ir, self._generated)
+        chosen = dict.fromkeys(describe(config) for config in self._spec.tuned.values())
+        if chosen:
+            text = text.rstrip("\n") + "\nchosen    " + "\n          ".join(chosen) + "\n"
+        return text
 
     def __repr__(self):
         return f"<ntsym kernel {self.name}>"

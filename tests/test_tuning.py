@@ -294,3 +294,37 @@ def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeyp
     with pytest.raises(ntsym.LaunchError, match="num_warps must be 1, 2, 4, 8, 16 or 32, got 3"):
         kernel(x, y, num_warps=3)
 
+
+
+def _triple(x, y):
+    y = x * 3  # noqa: F841
+
+
+def test_print_tuning_on_cpu_and_the_choice_in_explain(monkeypatch, capsys):
+    monkeypatch.setenv("NTSYM_PRINT_TUNING", "1")
+    B = ntsym.block_size(lower_bound=16, upper_bound=64)
+    kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), _triple, (Tensor(1), Tensor(1)))
+    assert "chosen" not in kernel.explain()
+    x = torch.arange(50, dtype=torch.float32)
+    kernel(x, torch.empty_like(x))
+    err = capsys.readouterr().err
+    assert "ntsym: _triple" in err and "B=" in err and "ntsym_options={'num_warps'" in err
+    assert "chosen    B=" in kernel.explain()
+
+
+def test_long_tuning_shows_progress_on_stderr(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NTSYM_TUNING_PROGRESS", "1")
+    monkeypatch.setattr(tuning, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(tuning, "_time", lambda spec, fn, rep=20: (fn(), 1.0)[1])
+    B = ntsym.block_size(lower_bound=16, upper_bound=64)
+    kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), _triple, (Tensor(1), Tensor(1)))
+    x = torch.arange(50, dtype=torch.float32)
+    kernel(x, torch.empty_like(x))
+    err = capsys.readouterr().err
+    assert "ntsym: tuning _triple:" in err and "configs, best so far" in err and err.endswith("\n")
+    monkeypatch.setenv("NTSYM_TUNING_PROGRESS", "0")
+    x = torch.arange(60, dtype=torch.float32)
+    kernel(x, torch.empty_like(x))  # another shape tunes again, silently
+    assert "tuning" not in capsys.readouterr().err
