@@ -7,9 +7,19 @@ import sympy
 from ntsym.lower import lower
 
 
-def explain(arrangement, tensors, application=None):
-    """Report for ``arrangement(*tensors)``; the application only names the
-    parameters (a pass-through one is used if not given)."""
+def explain(arrangement, tensors=None, application=None):
+    """The report ``kernel.explain()`` gives, without making the kernel.
+
+    Takes what ``make`` takes, ``explain(arrangement, application, tensors)``,
+    or a kernel (``explain(kernel)`` is ``kernel.explain()``); also
+    ``explain(arrangement, tensors)``, where a pass-through application
+    names the parameters after the arrangement's."""
+    if tensors is None and hasattr(arrangement, "explain"):
+        return arrangement.explain()
+    if callable(tensors) and not isinstance(tensors, (tuple, list)):
+        tensors, application = application, tensors  # make's order
+    if tensors is None:
+        raise TypeError("explain(arrangement, application, tensors), explain(arrangement, tensors) or explain(kernel)")
     if application is None:
         names = [f"arg{i}" for i in range(len(tensors))]
         try:
@@ -24,8 +34,10 @@ def explain(arrangement, tensors, application=None):
         exec(f"def application({', '.join(names)}):\n    pass\n", namespace)
         application = namespace["application"]
         application.__source_override__ = True
+    from codegen import emit
+
     ir = lower(arrangement, _with_source(application), tensors)
-    return explain_ir(ir, None)
+    return explain_ir(ir, emit.emit(ir))
 
 
 def _with_source(fn):

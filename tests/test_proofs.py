@@ -208,6 +208,21 @@ def test_explain_without_make():
     assert "dropped" in text
 
 
+def _copy_tiles(x, y):
+    y = x  # noqa: F841
+
+
+def test_explain_takes_what_make_takes_or_a_kernel():
+    def arrangement(x, y):
+        return x.tile((16, 16)), y.tile((16, 16))
+
+    tensors = (Tensor(2), Tensor(2))
+    kernel = ntsym.make(arrangement, _copy_tiles, tensors)
+    assert ntsym.explain(arrangement, _copy_tiles, tensors) == kernel.explain()
+    assert ntsym.explain(arrangement, tensors, _copy_tiles) == kernel.explain()
+    assert ntsym.explain(kernel) == kernel.explain()
+
+
 # -- application errors -----------------------------------------------------------------------
 
 
@@ -348,3 +363,10 @@ def test_power_of_two_sizes_need_no_padding_and_are_checked():
     assert torch.equal(x, y)
     with pytest.raises(LaunchError, match=r"x.shape\[1\] \(=6\) must be a power of two"):
         k(torch.randn(3, 6), torch.empty(3, 6))
+
+
+def test_explain_of_a_kernel_with_a_loop_matches_the_kernel():
+    from examples import mm
+
+    assert ntsym.explain(mm.arrangement, mm.application, (Tensor(2), Tensor(2), Tensor(2))) == \
+        ntsym.make(mm.arrangement, mm.application, (Tensor(2), Tensor(2), Tensor(2))).explain()
