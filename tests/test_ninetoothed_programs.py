@@ -12,6 +12,7 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
+from examples import rope_interleaved
 from ntsym import Symbol, Tensor, block_size
 from ntsym.language import libdevice
 
@@ -284,49 +285,15 @@ def test_readme_matrix_multiplication():
 # -- the paper's published kernels -------------------------------------------------------------
 
 
-def _rope_arrangement(input, sin_table, cos_table, head_dim, interleaved):
-    tile_shape = (1, 1, 1, head_dim // 2)
-
-    if interleaved:
-        strides = (-1, -1, -1, 1)
-        dilation = (1, 1, 1, 2)
-    else:
-        strides = None
-        dilation = None
-
-    input_arranged = input.tile(tile_shape, strides=strides, dilation=dilation)
-    input_arranged = input_arranged.tile((1, 1, 1, 2))
-    input_arranged.dtype = input_arranged.dtype.squeeze((0, 1, 2))
-    input_arranged.dtype.dtype = input_arranged.dtype.dtype.squeeze((0, 1, 2))
-
-    sin_table_arranged = sin_table.tile(tile_shape)
-    sin_table_arranged.dtype = sin_table_arranged.dtype.squeeze((0, 1, 2))
-
-    cos_table_arranged = cos_table.tile(tile_shape)
-    cos_table_arranged.dtype = cos_table_arranged.dtype.squeeze((0, 1, 2))
-
-    return input_arranged, sin_table_arranged, cos_table_arranged
-
-
-def _rope_application(input, sin_table, cos_table):
-    sin_table_loaded = sin_table
-    cos_table_loaded = cos_table
-
-    input_0 = input[0]
-    input_1 = input[1]
-
-    input[0] = input_0 * cos_table_loaded - input_1 * sin_table_loaded
-    input[1] = input_0 * sin_table_loaded + input_1 * cos_table_loaded
-
-
 @pytest.mark.parametrize("interleaved", [False, True])
 def test_paper_rope_with_a_partial_arrangement(interleaved):
     head_dim = 16
-    arrangement = functools.partial(_rope_arrangement, head_dim=head_dim, interleaved=interleaved)
+    # examples/rope_interleaved.py holds the paper's arrangement and application as published.
+    arrangement = functools.partial(rope_interleaved.arrangement, head_dim=head_dim, interleaved=interleaved)
     tensors = (Tensor(shape=(None, None, None, head_dim)),) + tuple(
         Tensor(shape=(None, None, None, head_dim // 2)) for _ in range(2)
     )
-    kernel = ntsym.make(arrangement, _rope_application, tensors)
+    kernel = ntsym.make(arrangement, rope_interleaved.application, tensors)
     x = torch.randn(2, 3, 2, head_dim)
     sin, cos = torch.randn(2, 3, 1, head_dim // 2).expand(2, 3, 2, -1), torch.randn(2, 3, 1, head_dim // 2).expand(2, 3, 2, -1)
     expected = x.clone()
