@@ -1,9 +1,10 @@
 """Element types under NineToothed's names (``ntsym.float16``, ``ntsym.int32``,
 ...), for ``Tensor(..., dtype=...)``.
 
-They are Triton's dtypes, the ones ``ntsym.language`` exports: the launcher
-maps them to torch dtypes to check arguments, and the same objects are valid
-inside an application (``x.to(ntsym.float32)``)."""
+They are Triton's dtypes, the ones ``ntsym.language`` exports, so the same
+objects are valid inside an application (``x.to(ntsym.float32)``).  As in
+NineToothed, a declared dtype documents the tensor: the kernel is compiled
+for the dtypes of the tensors passed."""
 
 import triton.language as _tl
 
