@@ -202,7 +202,6 @@ class KernelEmitter:
         self.pointer_names = {}  # carried pointer blocks: access key -> name
         self.index_values = {}  # local name -> its value as index math (offsets of tiles)
         self.tile_vars = {}  # tile index variable -> its extent (in index_values)
-        self.track = True  # whether assignments here dominate what follows
         # Inside the shape argument of zeros/full/arange/reshape...: tile
         # shapes are padded blocks (elsewhere they are the true extents).
         self.shape_context = False
@@ -921,6 +920,7 @@ class KernelEmitter:
             test = self.expr(stmt.test)
             with self._branch(stmt.body + stmt.orelse):
                 body = self.block(stmt.body)
+                self._forget(assigned_names(stmt.body))
                 orelse = self.block(stmt.orelse) if stmt.orelse else []
             return ast.copy_location(ast.If(test=test, body=body, orelse=orelse), stmt)
         if isinstance(stmt, ast.While):
@@ -961,10 +961,9 @@ class KernelEmitter:
             self.padded_locals.pop(target.id, None)
             self.padded_sizes.pop(target.id, None)
             self.index_values.pop(target.id, None)
-            if self.track:
-                index = self.index_value(value_node)
-                if index is not None:
-                    self.index_values[target.id] = index
+            index = self.index_value(value_node)
+            if index is not None:
+                self.index_values[target.id] = index
             known = self._size_value(value_node)
             if known is not None and len(self.cache_stack) == 1:
                 self.local_values[target.id] = known
@@ -1130,15 +1129,15 @@ class KernelEmitter:
 
     @contextlib.contextmanager
     def _branch(self, stmts):
-        """Statements that may or may not run: what they assign is not
-        known after them, and their assignments do not dominate."""
+        """Statements that may or may not run: what they assign is not known
+        after them (nor before them, in a loop).  Inside, an assignment
+        dominates what follows it in its own block; the caller forgets it
+        before a block that does not follow it (``else``)."""
         assigned = assigned_names(stmts)
         self._forget(assigned)
-        saved, self.track = self.track, False
         try:
             yield
         finally:
-            self.track = saved
             self._forget(assigned)
 
     # -- index values: what a local holds, as index math ------------------------

@@ -6,8 +6,9 @@ key/value blocks of that head (auto-tuned ``BLOCK_SIZE_N``), keeping a running
 max ``m``, a running sum ``l`` and an unnormalized float32 accumulator: the
 online softmax, in base 2.  Keys past the sequence end, and with ``is_causal``
 keys after the query (top-left aligned, as in torch), get ``-inf`` scores.
-The causal kernel visits every key block and masks, rather than stopping at
-the diagonal, so it costs as much as the non-causal one.  ``k`` and ``v`` share
+The causal kernel stops at the diagonal: key blocks wholly before a query
+block's first query are visited without the causal mask, those crossing the
+diagonal with it, and those after its last query not at all (half the work).  ``k`` and ``v`` share
 their length, which may differ from ``q``'s; all share ``D``, a compile-time size
 (``constexpr``, at most 256, checked at launch) padded to a power of two (at
 least 16 on a GPU: ``dot``'s minimum); power-of-two head dimensions take an
@@ -58,19 +59,41 @@ def application(q, k, v, scale, is_causal, o):
     m = ntl.full((q.shape[0],), float("-inf"), dtype=ntl.float32)
     l = ntl.zeros((q.shape[0],), dtype=ntl.float32)
 
-    for i in range(k.shape[0]):
-        key = k[i].offsets(2)[None, :]  # offsets(2): the block's key positions, a vector
-        s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
-        s = ntl.where(key < k.source.shape[2], s, float("-inf"))
-        if is_causal:
-            s = ntl.where(q.offsets(2)[:, None] >= key, s, float("-inf"))
+    if is_causal:
+        # Key blocks wholly before the block's first query need no causal
+        # mask; those past its last query are all masked: not visited.
+        first = ntl.min(q.offsets(2), 0) // k[0].shape[0]
+        last = ntl.minimum(ntl.max(q.offsets(2), 0) // k[0].shape[0] + 1, k.shape[0])
+        for i in range(first):
+            s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
+            m_new = ntl.maximum(m, ntl.max(s, 1))
+            p = ntl.exp2(s - m_new[:, None])
+            alpha = ntl.exp2(m - m_new)
+            acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
+            l = l * alpha + ntl.sum(p, 1)
+            m = m_new
+        for j in range(first, last):
+            key = k[j].offsets(2)[None, :]
+            s = ntl.dot(q_loaded, ntl.trans(k[j])) * scale_log2
+            s = ntl.where((key < k.source.shape[2]) & (q.offsets(2)[:, None] >= key), s, float("-inf"))
+            m_new = ntl.maximum(m, ntl.max(s, 1))
+            p = ntl.exp2(s - m_new[:, None])
+            alpha = ntl.exp2(m - m_new)
+            acc = acc * alpha[:, None] + ntl.dot(p.to(v[j].dtype), v[j])
+            l = l * alpha + ntl.sum(p, 1)
+            m = m_new
+    else:
+        for i in range(k.shape[0]):
+            key = k[i].offsets(2)[None, :]  # offsets(2): the block's key positions, a vector
+            s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
+            s = ntl.where(key < k.source.shape[2], s, float("-inf"))
 
-        m_new = ntl.maximum(m, ntl.max(s, 1))
-        p = ntl.exp2(s - m_new[:, None])
-        alpha = ntl.exp2(m - m_new)
-        acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
-        l = l * alpha + ntl.sum(p, 1)
-        m = m_new
+            m_new = ntl.maximum(m, ntl.max(s, 1))
+            p = ntl.exp2(s - m_new[:, None])
+            alpha = ntl.exp2(m - m_new)
+            acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
+            l = l * alpha + ntl.sum(p, 1)
+            m = m_new
 
     o = acc / l[:, None]  # noqa: F841
 
