@@ -20,6 +20,16 @@ from codegen.analysis import (
     loop_variable_read_after_its_loop,
     stored_once,
 )
+from codegen.context import (
+    ApplicationFacts,
+    BlockState,
+    HoistState,
+    LocalValues,
+    LoopState,
+    ModuleRecords,
+    Names,
+    ShapeState,
+)
 from codegen.intfuncs import CeilDiv, FloorDiv, Mod, recombine
 from codegen.ir import Check
 from codegen.printer import Printer, PrintError, conjunction
@@ -156,30 +166,8 @@ class KernelEmitter:
     def __init__(self, ir, tma=False, read=frozenset()):
         self.ir = ir
         self.tma = tma
-        self.read = set(read)
-        self.loaded = set()  # tensors this emission reads
-        self.sourced = set()  # tensors accessed through `x.source[...]` or `x.source.data_ptr()`
-        self.stored_once = set()  # tensors the application writes in one statement, outside loops
-        self.user_names = set()  # every name the application (and what it inlines) uses
-        # Tensor descriptors: name -> (tensor parameter, block shape per source dim)
-        self.descriptors = {}
         self.params = {p.name: p for p in ir.params if p.kind != "shape"}
         self.tensors = {p.name: p for p in ir.params if p.kind == "tensor"}
-        self.pow2 = {}
-        # Peeled loops: flag name -> (size, block) for ``size % block == 0``,
-        # a compile-time flag the launcher computes; the loop over the last,
-        # partial block is compiled only where it is False.
-        self.whole = {}
-        self.prologue_defs = {}  # key -> (name, ast expr)
-        self.checks = []
-        self.loop_ranges = {}
-        self.counter = 0
-        self.uses_libdevice = False
-        self.helpers = set()
-        self.cache_stack = [{}]
-        self.pre = self.top_pre = []
-        self.maybe_written = set()
-        self.stored = set()  # tensors some store this emission emits writes
         func = ir.application
         self.filename = getattr(func, "ntsym_filename", "<application>")
         try:
@@ -187,27 +175,15 @@ class KernelEmitter:
                 self.source_lines = f.readlines()
         except OSError:
             self.source_lines = None
-        self.locals = set()
-        self.int64_flag = "NTSYM_INT64"
-        self.size_subs = {}
-        self.local_values = {}  # local name -> its value in sizes, when known
-        self.hoisted = {}  # loop-invariant index math computed once: key -> name
-        self.contiguity_flags = {}  # tensor name -> constexpr flag: the tensor is contiguous
-        self.loop_trips = {}  # loop variable -> its trip count (loop_ranges may be narrower)
-        self.loop_frames = []  # the `for` loops being emitted, outermost first (_LoopFrame)
-        # Compile-time flag: loops advance pointer blocks (else they compute
-        # addresses from the loop index); `advances`: some loop can.
-        self.advance_flag = "NTSYM_ADVANCE"
-        self.advances = False
-        self.pointer_names = {}  # carried pointer blocks: access key -> name
-        self.index_values = {}  # local name -> its value as index math (offsets of tiles)
-        self.tile_vars = {}  # tile index variable -> its extent (in index_values)
-        self.track = True  # whether assignments here dominate what follows
-        # Inside the shape argument of zeros/full/arange/reshape...: tile
-        # shapes are padded blocks (elsewhere they are the true extents).
-        self.shape_context = False
-        self.padded_locals = {}  # local name -> its value as a shape argument (AST), where it differs
-        self.padded_sizes = {}  # the same for locals holding one size, as SymPy
+        # The shared state, by job (see codegen/context.py).
+        self.records = ModuleRecords()
+        self.facts = ApplicationFacts(read=set(read))
+        self.names = Names()
+        self.values = LocalValues()
+        self.shapes = ShapeState()
+        self.blocks = BlockState()
+        self.loops = LoopState()
+        self.hoist = HoistState()
 
     # -- errors -------------------------------------------------------------
 
@@ -222,7 +198,7 @@ class KernelEmitter:
 
     def base_ranges(self):
         ranges = dict(zip(self.ir.program_vars, self.ir.grid))
-        ranges.update(self.loop_ranges)
+        ranges.update(self.loops.ranges)
         return ranges
 
     def to_sympy(self, node):
@@ -230,12 +206,12 @@ class KernelEmitter:
         if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
             return sympy.Integer(node.value)
         if isinstance(node, ast.Name):
-            if node.id in self.tensors and node.id not in self.locals:
+            if node.id in self.tensors and node.id not in self.names.locals:
                 raise self.error(f"`{node.id}` is a tensor, not an index", node)
-            if self.shape_context and node.id in self.padded_sizes:
-                return self.padded_sizes[node.id]
-            if node.id in self.local_values:
-                return self.local_values[node.id]
+            if self.shapes.building and node.id in self.shapes.padded_sizes:
+                return self.shapes.padded_sizes[node.id]
+            if node.id in self.values.sizes:
+                return self.values.sizes[node.id]
             key = self._constant_key(node)
             if key is not None and _is_int(self.ir.constants[key]):
                 return sympy.Integer(self.ir.constants[key])
@@ -278,7 +254,7 @@ class KernelEmitter:
             value = self.to_sympy(node)
         except EmitError:
             return None
-        known = set(self.ir.symbols.values()) | set(self.ir.program_vars) | set(self.pow2.values())
+        known = set(self.ir.symbols.values()) | set(self.ir.program_vars) | set(self.records.pow2.values())
         return value if value.free_symbols <= known else None
 
     def shape_value(self, node):
@@ -313,18 +289,18 @@ class KernelEmitter:
         (``zeros``, ``arange``, ``reshape``...), which needs the power-of-two
         block the tile is loaded in."""
         shape = ref.shape()
-        if ref.innermost and self.shape_context:
-            return [block_extent_expr(n, self.pow2) for n in shape]
+        if ref.innermost and self.shapes.building:
+            return [block_extent_expr(n, self.records.pow2) for n in shape]
         return shape
 
     @contextlib.contextmanager
     def _building_shape(self, on=True):
         """Inside: ``x.shape`` of an innermost tile is its padded block."""
-        saved, self.shape_context = self.shape_context, on
+        saved, self.shapes.building = self.shapes.building, on
         try:
             yield
         finally:
-            self.shape_context = saved
+            self.shapes.building = saved
 
     def shape_argument(self, node):
         """An argument that gives a shape or an extent: tile shapes (and locals
@@ -336,7 +312,7 @@ class KernelEmitter:
 
     def resolve(self, node):
         """A _Ref for expressions naming (part of) a tensor parameter, else None."""
-        if isinstance(node, ast.Name) and node.id in self.tensors and node.id not in self.locals:
+        if isinstance(node, ast.Name) and node.id in self.tensors and node.id not in self.names.locals:
             return _Ref(self.tensors[node.id])
         if isinstance(node, ast.Subscript):
             ref = self.resolve(node.value)
@@ -377,14 +353,14 @@ class KernelEmitter:
         level = p.levels[ref.depth]
         for pos, j in enumerate(vectorized):
             v, n = vars[j], level[j]
-            extent = block_extent_expr(n, self.pow2)
+            extent = block_extent_expr(n, self.records.pow2)
             ranges[v] = extent
             names[v] = self.arange_name(p, ref.depth, j, pos, len(vectorized), extent)
             if extent != n:
                 extra.append(sympy.Lt(v, n))
-        index = [e.xreplace(subs).xreplace(self.size_subs) for e in p.index]
+        index = [e.xreplace(subs).xreplace(self.records.size_subs) for e in p.index]
         offset = sympy.Add(*[i * s for i, s in zip(index, p.strides)])
-        conditions = [c.xreplace(subs).xreplace(self.size_subs) for c in p.conditions] + extra
+        conditions = [c.xreplace(subs).xreplace(self.records.size_subs) for c in p.conditions] + extra
         all_ranges = {**self.base_ranges(), **ranges, **known}
         # Implied conditions go first, while what implies them is still
         # there: a condition proved true implies its consequences too.
@@ -406,7 +382,7 @@ class KernelEmitter:
                 # The tile repeats along some dimension (or is one element):
                 # give the pointers the tile's full shape.
                 shape = ast.Tuple(elts=[printer(ranges[vars[j]]) for j in vectorized], ctx=ast.Load())
-            flag = self.contiguity_flags.setdefault(p.name, f"{p.name}_contiguous") if contiguous is not None else None
+            flag = self.records.contiguity_flags.setdefault(p.name, f"{p.name}_contiguous") if contiguous is not None else None
             offset_node = self._hoisted_sum(p, offset, printer, set(ranges))
             if contiguous is not None:
                 # For a contiguous tensor (a constexpr flag, set at launch)
@@ -424,7 +400,7 @@ class KernelEmitter:
             carried = self._carried(p, offsets, printer, shape)
             if carried is not None:
                 # Which form runs is a compile-time flag the tuner chooses.
-                advance = ast.Name(id=self.advance_flag, ctx=ast.Load())
+                advance = ast.Name(id=self.records.advance_flag, ctx=ast.Load())
                 pointer = ast.IfExp(test=advance, body=ast.Name(id=carried, ctx=ast.Load()), orelse=pointer)
             mask = self._mask(kept, printer, ranges)
         except PrintError as e:
@@ -439,7 +415,7 @@ class KernelEmitter:
         for var, (value, size, key_node) in ref.fixed.items():
             subs[var] = value
             self._loop_check(value, size, ref.param, key_node)
-            size = size.xreplace(self.size_subs)
+            size = size.xreplace(self.records.size_subs)
             known = self._known_range(value)
             ranges.update(known or {})
             if not (known and bounds.holds(sympy.Lt(value, size), {**self.base_ranges(), **known})):
@@ -468,13 +444,13 @@ class KernelEmitter:
         vectorized = [vars[j] for j in ref.dims]
         extents = {}
         for j in ref.dims:
-            n = level[j].xreplace(self.size_subs)
-            extent = block_extent_expr(level[j], self.pow2)
-            if not (_is_pow2(sympy.sympify(extent)) or extent in self.pow2.values()):
+            n = level[j].xreplace(self.records.size_subs)
+            extent = block_extent_expr(level[j], self.records.pow2)
+            if not (_is_pow2(sympy.sympify(extent)) or extent in self.records.pow2.values()):
                 return None
             extents[vars[j]] = (extent, n)
-        sizes = [s.xreplace(self.size_subs) for s in p.sizes]
-        index = [sympy.expand(e.xreplace(subs).xreplace(self.size_subs)) for e in p.index]
+        sizes = [s.xreplace(self.records.size_subs) for s in p.sizes]
+        index = [sympy.expand(e.xreplace(subs).xreplace(self.records.size_subs)) for e in p.index]
         dim_of = {}
         for d, e in enumerate(index):
             present = e.free_symbols & set(vectorized)
@@ -491,7 +467,7 @@ class KernelEmitter:
         for d, (e, n) in enumerate(zip(index, sizes)):
             bounds_needed.add(("lt", sympy.expand(e - n)))
             bounds_needed.add(("ge", e))
-        conditions = [c.xreplace(subs).xreplace(self.size_subs) for c in p.conditions]
+        conditions = [c.xreplace(subs).xreplace(self.records.size_subs) for c in p.conditions]
         for v, (extent, n) in extents.items():
             if extent != n:
                 # A padded block: only where the tile is the whole source dimension.
@@ -530,13 +506,13 @@ class KernelEmitter:
         return name, coords, tile_order, squeeze
 
     def descriptor_name(self, p, block):
-        for name, (param, shape) in self.descriptors.items():
+        for name, (param, shape) in self.records.descriptors.items():
             if param is p and shape == block:
                 return name
-        name = f"{p.name}_desc" + (f"_{len(self.descriptors)}" if any(q is p for q, _ in self.descriptors.values()) else "")
-        while name in self.user_names or name in self.descriptors:
+        name = f"{p.name}_desc" + (f"_{len(self.records.descriptors)}" if any(q is p for q, _ in self.records.descriptors.values()) else "")
+        while name in self.facts.user_names or name in self.records.descriptors:
             name += "_"
-        self.descriptors[name] = (p, block)
+        self.records.descriptors[name] = (p, block)
         return name
 
     def _contiguous_offset(self, p, index, offset):
@@ -547,7 +523,7 @@ class KernelEmitter:
         weights, running = [], sympy.S.One
         for n in reversed(p.sizes):
             weights.append(running)
-            running = running * n.xreplace(self.size_subs)
+            running = running * n.xreplace(self.records.size_subs)
         weights.reverse()
         simpler = recombine(sympy.Add(*[i * w for i, w in zip(index, weights)]))
         return simpler if _divisions(simpler) < _divisions(offset) else None
@@ -562,7 +538,7 @@ class KernelEmitter:
         """Print ``offset``; inside loops, the part that no loop changes is
         computed once, before the outermost statement (loop-invariant code
         motion for index math Triton would otherwise redo every iteration)."""
-        if not self.loop_ranges:
+        if not self.loops.ranges:
             return printer(offset)
         terms = _distributed_terms(offset)
         invariant = [t for t in terms if self._invariant(t, vectorized)]
@@ -570,12 +546,12 @@ class KernelEmitter:
             return printer(offset)
         part = sympy.Add(*invariant)
         key = (p.name, part, _names_key(printer))
-        if key not in self.hoisted:
-            name = f"{p.name}_base_{len(self.hoisted)}"
-            self.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=printer(part), lineno=0))
-            self.hoisted[key] = name
+        if key not in self.hoist.computed:
+            name = f"{p.name}_base_{len(self.hoist.computed)}"
+            self.blocks.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=printer(part), lineno=0))
+            self.hoist.computed[key] = name
         rest = sympy.Add(*[t for t in terms if t not in invariant])
-        return ast.BinOp(left=ast.Name(id=self.hoisted[key], ctx=ast.Load()), op=ast.Add(), right=printer(rest))
+        return ast.BinOp(left=ast.Name(id=self.hoist.computed[key], ctx=ast.Load()), op=ast.Add(), right=printer(rest))
 
     def _carried(self, p, offsets, printer, shape):
         """The name of a pointer block that the innermost loop whose variable
@@ -595,7 +571,7 @@ class KernelEmitter:
         H100, attention ran 4 % faster advancing pointers, matrix products
         5 % slower), so both are emitted and the tuner times both."""
         free = set().union(*(o.free_symbols for _, o in offsets))
-        frame = next((f for f in reversed(self.loop_frames) if f.var in free), None)
+        frame = next((f for f in reversed(self.loops.frames) if f.var in free), None)
         if frame is None or frame.start is None:
             return None
         parts = []
@@ -616,12 +592,12 @@ class KernelEmitter:
         if key not in frame.pointers:
             # Named per access, not from the temporaries' counter: a peeled
             # loop's second body reuses the names of its first.
-            name = self.pointer_names.get(key)
+            name = self.loops.pointer_names.get(key)
             if name is None:
-                name = f"{p.name}_ptrs_{len(self.pointer_names)}"
-                while name in self.user_names:
+                name = f"{p.name}_ptrs_{len(self.loops.pointer_names)}"
+                while name in self.facts.user_names:
                     name += "_"
-                self.pointer_names[key] = name
+                self.loops.pointer_names[key] = name
             frame.pointers[key] = (name, p, parts, printer, shape)
         return frame.pointers[key][0]
 
@@ -635,7 +611,7 @@ class KernelEmitter:
                 first = offset.xreplace({frame.var: start})
                 # The loop-invariant offset, where already computed.
                 names = _names_key(printer)
-                hoisted = next((hoisted for (owner, part, used), hoisted in self.hoisted.items()
+                hoisted = next((hoisted for (owner, part, used), hoisted in self.hoist.computed.items()
                                 if owner == p.name and used == names and isinstance(part, sympy.Expr)
                                 and sympy.expand(part - first) == 0), None)
                 if hoisted is not None:
@@ -647,8 +623,8 @@ class KernelEmitter:
                                     value=_broadcast(self._by_contiguity(parts, values), shape), lineno=0))
         if not inits:
             return []
-        self.advances = True
-        return [ast.If(test=ast.Name(id=self.advance_flag, ctx=ast.Load()), body=inits, orelse=[])]
+        self.records.advances = True
+        return [ast.If(test=ast.Name(id=self.records.advance_flag, ctx=ast.Load()), body=inits, orelse=[])]
 
     def _advanced(self, frame, body):
         """``body`` with ``frame``'s carried pointers advanced at its end."""
@@ -659,7 +635,7 @@ class KernelEmitter:
                                           value=self._by_contiguity(parts, steps), lineno=0))
         if not advances:
             return body
-        return body + [ast.If(test=ast.Name(id=self.advance_flag, ctx=ast.Load()), body=advances, orelse=[])]
+        return body + [ast.If(test=ast.Name(id=self.records.advance_flag, ctx=ast.Load()), body=advances, orelse=[])]
 
     @staticmethod
     def _by_contiguity(parts, values):
@@ -678,15 +654,15 @@ class KernelEmitter:
         vector = [c for c in conditions if c.free_symbols & set(ranges)]
         scalar = [c for c in conditions if not (c.free_symbols & set(ranges))]
         block = conjunction(printer(c) for c in vector)
-        if self.loop_ranges:
+        if self.loops.ranges:
             fixed = [c for c in vector if self._invariant(c, set(ranges))]
             if fixed:
                 key = ("mask", tuple(fixed), _names_key(printer))
-                if key not in self.hoisted:
-                    name = f"mask_{len(self.hoisted)}"
-                    self.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=conjunction(printer(c) for c in fixed), lineno=0))
-                    self.hoisted[key] = name
-                block = ast.Name(id=self.hoisted[key], ctx=ast.Load())
+                if key not in self.hoist.computed:
+                    name = f"mask_{len(self.hoist.computed)}"
+                    self.blocks.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=conjunction(printer(c) for c in fixed), lineno=0))
+                    self.hoist.computed[key] = name
+                block = ast.Name(id=self.hoist.computed[key], ctx=ast.Load())
                 if len(fixed) < len(vector):
                     rest = conjunction(printer(c) for c in vector if c not in fixed)
                     block = ast.BinOp(left=block, op=ast.BitAnd(), right=rest)
@@ -704,15 +680,15 @@ class KernelEmitter:
 
     def _known_range(self, value):
         free = value.free_symbols
-        known = {s: self.loop_ranges[s] for s in free if s in self.loop_ranges}
+        known = {s: self.loops.ranges[s] for s in free if s in self.loops.ranges}
         return known if set(known) == free else None
 
     def _loop_check(self, value, size, param, node):
         """``x[k]`` with ``k`` looping over ``range(n)``: the level must have
         exactly ``n`` tiles, or the loop reads a partial or overflowing range."""
-        if not (value.is_Symbol and value in self.loop_trips):
+        if not (value.is_Symbol and value in self.loops.trips):
             return
-        bound = self.loop_trips[value]
+        bound = self.loops.trips[value]
         if bound == size or sympy.expand(bound - size) == 0:
             return
         relation = _sizes_relation(size, bound)
@@ -722,19 +698,19 @@ class KernelEmitter:
             return  # the bound involves values of the application: not checkable
         if isinstance(relation, sympy.Eq) and relation.lhs.is_Symbol and relation.rhs.is_Symbol:
             # Checked at launch, so the kernel may use one size for both.
-            self.size_subs[relation.lhs] = relation.rhs
+            self.records.size_subs[relation.lhs] = relation.rhs
         check = Check(
             relation,
             f"`{param.name}` is indexed by `{value}`, which runs over range({bound}), but that "
             f"level of `{param.name}` has {size} tiles",
             f"the loop over `{value}` reads `{param.name}`",
         )
-        if check not in self.checks:  # a peeled loop body is emitted twice
-            self.checks.append(check)
+        if check not in self.records.checks:  # a peeled loop body is emitted twice
+            self.records.checks.append(check)
 
     def arange_name(self, p, depth, j, pos, count, extent):
         key = (p.name, depth, j, pos, count)
-        if key not in self.prologue_defs:
+        if key not in self.records.prologue_defs:
             name = f"{p.name}_t{j}" if depth == len(p.levels) - 1 and count == len(p.levels[depth]) else f"{p.name}_l{depth}_t{j}_{pos}of{count}"
             node = ast.Call(
                 func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="arange", ctx=ast.Load()),
@@ -744,13 +720,13 @@ class KernelEmitter:
             if count > 1:
                 elts = [ast.Slice() if k == pos else ast.Constant(None) for k in range(count)]
                 node = ast.Subscript(value=node, slice=ast.Tuple(elts=elts, ctx=ast.Load()), ctx=ast.Load())
-            self.prologue_defs[key] = (name, node)
-        return self.prologue_defs[key][0]
+            self.records.prologue_defs[key] = (name, node)
+        return self.records.prologue_defs[key][0]
 
     def source_address(self, sub):
         """Pointer and bounds mask for ``x.source[i, j, ...]`` with index tiles."""
         p = self.resolve(sub.value).param
-        self.sourced.add(p.name)
+        self.records.sourced.add(p.name)
         keys = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
         if len(keys) != p.ndim:
             raise self.error(f"`{p.name}.source[...]` needs {p.ndim} indices, got {len(keys)}", sub)
@@ -766,7 +742,7 @@ class KernelEmitter:
 
     def gather(self, sub, _):
         p, pointer, mask = self.source_address(sub)
-        self.loaded.add(p.name)
+        self.records.loaded.add(p.name)
         other = _other(p.other)
         return ast.Call(
             func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
@@ -776,7 +752,7 @@ class KernelEmitter:
 
     def scatter(self, sub, value, stmt):
         p, pointer, mask = self.source_address(sub)
-        self.stored.add(p.name)
+        self.records.stored.add(p.name)
         call = ast.Call(
             func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="store", ctx=ast.Load()),
             args=[pointer, value],
@@ -785,8 +761,8 @@ class KernelEmitter:
         return ast.copy_location(ast.Expr(value=call), stmt)
 
     def load(self, ref, node):
-        self.loaded.add(ref.param.name)
-        if self.tma and ref.param.name not in self.maybe_written:
+        self.records.loaded.add(ref.param.name)
+        if self.tma and ref.param.name not in self.facts.maybe_written:
             access = self._descriptor_access(ref)
             if access is not None:
                 name, coords, tile_order, squeeze = access
@@ -810,13 +786,13 @@ class KernelEmitter:
 
     def store(self, ref, value, node):
         name = ref.param.name
-        self.stored.add(name)
-        if self.tma and name in self.stored_once and name not in self.read | self.loaded:
+        self.records.stored.add(name)
+        if self.tma and name in self.facts.stored_once and name not in self.facts.read | self.records.loaded:
             access = self._descriptor_access(ref)
             if access is not None:
                 desc, coords, tile_order, squeeze = access
                 level = ref.param.levels[ref.depth]
-                shape = [Printer()(block_extent_expr(level[j], self.pow2)) for j in ref.dims]
+                shape = [Printer()(block_extent_expr(level[j], self.records.pow2)) for j in ref.dims]
                 # The descriptor stores exactly its block, in the tensor's type.
                 value = _tl("broadcast_to", value, ast.Tuple(elts=shape, ctx=ast.Load()))
                 value = _method(value, "to", [ast.Attribute(
@@ -826,7 +802,7 @@ class KernelEmitter:
                     inverse = [tile_order.index(i) for i in range(len(tile_order))]
                     value = _tl("permute", value, ast.Tuple(elts=[ast.Constant(i) for i in inverse], ctx=ast.Load()))
                 if squeeze:
-                    value = _method(value, "reshape", [Printer()(b) for b in self.descriptors[desc][1]])
+                    value = _method(value, "reshape", [Printer()(b) for b in self.records.descriptors[desc][1]])
                 call = _method(ast.Name(id=desc, ctx=ast.Load()), "store", [ast.List(elts=coords, ctx=ast.Load()), value])
                 return ast.copy_location(ast.Expr(value=call), node)
         pointer, mask = self.address(ref, node)
@@ -842,9 +818,9 @@ class KernelEmitter:
 
     def emit_body(self):
         func = self.ir.application
-        self.maybe_written = assigned_parameters(func, self.ir.inline_functions, set(self.tensors))
-        self.stored_once = stored_once(func, self.maybe_written, self.ir.inline_functions)
-        self.user_names = {n.id for f in [func] + [d for d, _ in self.ir.inline_functions.values()]
+        self.facts.maybe_written = assigned_parameters(func, self.ir.inline_functions, set(self.tensors))
+        self.facts.stored_once = stored_once(func, self.facts.maybe_written, self.ir.inline_functions)
+        self.facts.user_names = {n.id for f in [func] + [d for d, _ in self.ir.inline_functions.values()]
                            for n in ast.walk(f) if isinstance(n, ast.Name)}
         for arg in func.args.args:
             if arg.arg not in self.params:
@@ -862,9 +838,9 @@ class KernelEmitter:
         out = []
         for stmt in stmts:
             pre = []
-            self.pre = pre
-            if len(self.cache_stack) == 1:
-                self.top_pre = pre
+            self.blocks.pre = pre
+            if len(self.blocks.caches) == 1:
+                self.blocks.top_pre = pre
             result = self.statement(stmt)
             out.extend(pre)
             if isinstance(result, list):
@@ -874,17 +850,17 @@ class KernelEmitter:
         return out
 
     def block(self, stmts):
-        saved_pre = self.pre
-        self.cache_stack.append({})
+        saved_pre = self.blocks.pre
+        self.blocks.caches.append({})
         try:
             body = self.statements(stmts)
         finally:
-            self.cache_stack.pop()
-            self.pre = saved_pre
+            self.blocks.caches.pop()
+            self.blocks.pre = saved_pre
         return body or [ast.Pass()]
 
     def invalidate(self, name):
-        for cache in self.cache_stack:
+        for cache in self.blocks.caches:
             cache.pop(name, None)
 
     def statement(self, stmt):
@@ -900,7 +876,7 @@ class KernelEmitter:
                 raise self.error(f"`{target.id}` is a parameter; annotate a new local instead", stmt)
             annotation = self.expr(stmt.annotation)
             if isinstance(target, ast.Name):
-                self.locals.add(target.id)
+                self.names.locals.add(target.id)
             return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=self.expr(stmt.value), simple=1), stmt)
         if isinstance(stmt, ast.AugAssign):
             ref = self.resolve(stmt.target) if self._is_tensor_target(stmt.target) else None
@@ -943,7 +919,7 @@ class KernelEmitter:
         node = target
         while isinstance(node, ast.Subscript):
             node = node.value
-        return isinstance(node, ast.Name) and node.id in self.tensors and node.id not in self.locals
+        return isinstance(node, ast.Name) and node.id in self.tensors and node.id not in self.names.locals
 
     def assign(self, target, value_node, stmt):
         if isinstance(target, ast.Subscript) and isinstance(self.resolve(target.value), _SourceRef):
@@ -955,36 +931,36 @@ class KernelEmitter:
             return self.store(ref, value, stmt)
         if isinstance(target, ast.Name):
             value = self.expr(value_node)
-            self.locals.add(target.id)
+            self.names.locals.add(target.id)
             self.invalidate(target.id)
-            self.local_values.pop(target.id, None)
-            self.padded_locals.pop(target.id, None)
-            self.padded_sizes.pop(target.id, None)
-            self.index_values.pop(target.id, None)
-            if self.track:
+            self.values.sizes.pop(target.id, None)
+            self.shapes.padded_locals.pop(target.id, None)
+            self.shapes.padded_sizes.pop(target.id, None)
+            self.values.index.pop(target.id, None)
+            if self.values.track:
                 index = self.index_value(value_node)
                 if index is not None:
-                    self.index_values[target.id] = index
+                    self.values.index[target.id] = index
             known = self._size_value(value_node)
-            if known is not None and len(self.cache_stack) == 1:
-                self.local_values[target.id] = known
-            padded = self._padded_value(value_node) if len(self.cache_stack) == 1 else None
+            if known is not None and len(self.blocks.caches) == 1:
+                self.values.sizes[target.id] = known
+            padded = self._padded_value(value_node) if len(self.blocks.caches) == 1 else None
             if isinstance(padded, sympy.Basic):
                 if padded != known:
-                    self.padded_sizes[target.id] = padded
-                    self.padded_locals[target.id] = self.printer()(padded)
+                    self.shapes.padded_sizes[target.id] = padded
+                    self.shapes.padded_locals[target.id] = self.printer()(padded)
             elif padded is not None and ast.dump(padded) != ast.dump(value):
-                self.padded_locals[target.id] = padded
+                self.shapes.padded_locals[target.id] = padded
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             for e in target.elts:
-                if e.id in self.tensors and e.id not in self.locals:
+                if e.id in self.tensors and e.id not in self.names.locals:
                     raise self.error(f"unpacking into the parameter `{e.id}` is not supported; assign it alone", stmt)
-                self.locals.add(e.id)
-                self.index_values.pop(e.id, None)
-                self.local_values.pop(e.id, None)
-                self.padded_locals.pop(e.id, None)
-                self.padded_sizes.pop(e.id, None)
+                self.names.locals.add(e.id)
+                self.values.index.pop(e.id, None)
+                self.values.sizes.pop(e.id, None)
+                self.shapes.padded_locals.pop(e.id, None)
+                self.shapes.padded_sizes.pop(e.id, None)
             return ast.copy_location(ast.Assign(targets=[target], value=self.expr(value_node)), stmt)
         raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)
 
@@ -997,7 +973,7 @@ class KernelEmitter:
                 pass
             else:
                 raise self.error("only `for i in range(...)` loops are supported", it)
-        if stmt.target.id in self.params and stmt.target.id not in self.locals:
+        if stmt.target.id in self.params and stmt.target.id not in self.names.locals:
             raise self.error(
                 f"the loop variable `{stmt.target.id}` shadows the parameter `{stmt.target.id}`; "
                 "choose another name",
@@ -1012,9 +988,9 @@ class KernelEmitter:
             except EmitError:
                 bound = None
             if bound is not None:
-                self.loop_ranges[var] = bound
-                self.loop_trips[var] = bound
-        self.locals.add(stmt.target.id)
+                self.loops.ranges[var] = bound
+                self.loops.trips[var] = bound
+        self.names.locals.add(stmt.target.id)
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
         assigned = assigned_names(stmt.body) | {stmt.target.id}
         start, step = self._range_start_step(it, assigned)
@@ -1030,15 +1006,15 @@ class KernelEmitter:
             and not any(isinstance(n, (ast.For, ast.While)) for b in stmt.body for n in ast.walk(b))
         )
         if peel:
-            counter = self.counter
-            self.loop_ranges[var] = FloorDiv(*bound.args)
+            counter = self.names.counter
+            self.loops.ranges[var] = FloorDiv(*bound.args)
             main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step)
             self._forget(assigned)
-            self.counter = counter  # the same temporaries in both bodies
-            self.loop_ranges[var] = bound
+            self.names.counter = counter  # the same temporaries in both bodies
+            self.loops.ranges[var] = bound
         frame, body = self._loop_body(stmt.body, var, start, step)
-        self.loop_ranges.pop(var, None)
-        self.loop_trips.pop(var, None)
+        self.loops.ranges.pop(var, None)
+        self.loops.trips.pop(var, None)
         self._forget(assigned)
         loop = ast.copy_location(ast.For(target=stmt.target, iter=new_iter, body=body, orelse=[]), stmt)
         if main is None or ast.dump(ast.Module(body=main, type_ignores=[])) == ast.dump(ast.Module(body=body, type_ignores=[])):
@@ -1084,11 +1060,11 @@ class KernelEmitter:
         """Emit a loop body (its advances appended), collecting the pointer
         blocks the loop carries."""
         frame = _LoopFrame(var, start, step, assigned_names(stmts))
-        self.loop_frames.append(frame)
+        self.loops.frames.append(frame)
         try:
             body = self.block(stmts)
         finally:
-            self.loop_frames.pop()
+            self.loops.frames.pop()
         # What the emitted body assigns includes what inlined functions do (to
         # the caller's names their parameters became, and to their locals): a
         # pointer whose offset, loop index or step it changes is not carried.
@@ -1100,22 +1076,22 @@ class KernelEmitter:
                 dropped.add(name)
                 del frame.pointers[key]
         if dropped:
-            body = [_IndexForm(self.advance_flag, dropped).visit(s) for s in body]
+            body = [_IndexForm(self.records.advance_flag, dropped).visit(s) for s in body]
         return frame, self._advanced(frame, body)
 
     def _whole_flag(self, size, block):
-        for name, key in self.whole.items():
+        for name, key in self.records.whole.items():
             if key == (size, block):
                 return name
-        name = f"NTSYM_WHOLE_{len(self.whole)}"
-        self.whole[name] = (size, block)
+        name = f"NTSYM_WHOLE_{len(self.records.whole)}"
+        self.records.whole[name] = (size, block)
         return name
 
     def _enter_loop(self):
         """Tiles loaded before a loop of a tensor the application writes are
         not reused inside it: a store later in the body changes what the next
         iteration must read."""
-        for name in self.maybe_written:
+        for name in self.facts.maybe_written:
             self.invalidate(name)
 
     def _forget(self, names):
@@ -1123,10 +1099,10 @@ class KernelEmitter:
         (a later iteration sees the new value, even where the assignment comes
         after this point in the text) or in a branch that may not run."""
         for name in names:
-            self.index_values.pop(name, None)
-            self.local_values.pop(name, None)
-            self.padded_locals.pop(name, None)
-            self.padded_sizes.pop(name, None)
+            self.values.index.pop(name, None)
+            self.values.sizes.pop(name, None)
+            self.shapes.padded_locals.pop(name, None)
+            self.shapes.padded_sizes.pop(name, None)
 
     @contextlib.contextmanager
     def _branch(self, stmts):
@@ -1134,11 +1110,11 @@ class KernelEmitter:
         known after them, and their assignments do not dominate."""
         assigned = assigned_names(stmts)
         self._forget(assigned)
-        saved, self.track = self.track, False
+        saved, self.values.track = self.values.track, False
         try:
             yield
         finally:
-            self.track = saved
+            self.values.track = saved
             self._forget(assigned)
 
     # -- index values: what a local holds, as index math ------------------------
@@ -1157,13 +1133,13 @@ class KernelEmitter:
         if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
             return sympy.Integer(node.value)
         if isinstance(node, ast.Name):
-            if node.id in self.index_values:
-                return self.index_values[node.id]
+            if node.id in self.values.index:
+                return self.values.index[node.id]
             var = sympy.Symbol(node.id, integer=True)
-            if var in self.loop_trips:
+            if var in self.loops.trips:
                 return var
-            if node.id in self.local_values:
-                return self.local_values[node.id]
+            if node.id in self.values.sizes:
+                return self.values.sizes[node.id]
             key = self._constant_key(node)
             if key is not None and _is_int(self.ir.constants[key]):
                 return sympy.Integer(self.ir.constants[key])
@@ -1189,7 +1165,7 @@ class KernelEmitter:
             return -self._index_value(node.operand)
         if isinstance(node, ast.BinOp):
             a, b = self._index_value(node.left), self._index_value(node.right)
-            if a.free_symbols & b.free_symbols & set(self.tile_vars):
+            if a.free_symbols & b.free_symbols & set(self.values.tile_vars):
                 raise _NotIndex  # elementwise pairs of one tile's values: not followed
             value = _arithmetic(node.op, a, b)
             if value is not None:
@@ -1204,7 +1180,7 @@ class KernelEmitter:
         subs = {var: value for var, (value, _, _) in ref.fixed.items()}
         vars = p.level_vars[ref.depth]
         for j in ref.dims:
-            self.tile_vars[vars[j]] = block_extent_expr(p.levels[ref.depth][j], self.pow2)
+            self.values.tile_vars[vars[j]] = block_extent_expr(p.levels[ref.depth][j], self.records.pow2)
         return p.index[d].xreplace(subs)
 
     def proved(self, node):
@@ -1217,10 +1193,10 @@ class KernelEmitter:
         a, b = self.index_value(node.left), self.index_value(node.comparators[0])
         if a is None or b is None:
             return False
-        tiles = set(self.tile_vars)
+        tiles = set(self.values.tile_vars)
         if a.free_symbols & b.free_symbols & tiles:
             return False
-        ranges = {**self.base_ranges(), **self.tile_vars}
+        ranges = {**self.base_ranges(), **self.values.tile_vars}
         return bounds.holds(relations[type(node.ops[0])](a, b), ranges)
 
     def keyword(self, k):
@@ -1242,9 +1218,9 @@ class KernelEmitter:
         if ref is not None:
             return self.tile_value(ref, node)
         if isinstance(node, ast.Name):
-            if self.shape_context and node.id in self.padded_locals:
-                return copy.deepcopy(self.padded_locals[node.id])
-            if node.id in self.params and node.id not in self.locals:
+            if self.shapes.building and node.id in self.shapes.padded_locals:
+                return copy.deepcopy(self.shapes.padded_locals[node.id])
+            if node.id in self.params and node.id not in self.names.locals:
                 return ast.Name(id=node.id, ctx=ast.Load())
             alias = self.alias(node)
             if alias in ("tl", "libdevice"):
@@ -1285,17 +1261,17 @@ class KernelEmitter:
         """The value of a tile: loaded once per block where possible."""
         whole = not ref.fixed and ref.depth == 1
         if whole:
-            for c in self.cache_stack:
+            for c in self.blocks.caches:
                 if ref.param.name in c:
                     return ast.Name(id=c[ref.param.name], ctx=ast.Load())
             name = f"{ref.param.name}_tile"
-            while name in self.locals:
+            while name in self.names.locals:
                 name += "_"
             # A tile the application never writes is the same in every loop
             # iteration: load it once, before the outermost statement using it.
-            hoist = ref.param.name not in self.maybe_written
-            cache = self.cache_stack[0] if hoist else self.cache_stack[-1]
-            pre = self.top_pre if hoist else self.pre
+            hoist = ref.param.name not in self.facts.maybe_written
+            cache = self.blocks.caches[0] if hoist else self.blocks.caches[-1]
+            pre = self.blocks.top_pre if hoist else self.blocks.pre
             pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=self.load(ref, node), lineno=0))
             cache[ref.param.name] = name
             return ast.Name(id=name, ctx=ast.Load())
@@ -1343,7 +1319,7 @@ class KernelEmitter:
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if not isinstance(node, ast.Name) or node.id in self.locals:
+        if not isinstance(node, ast.Name) or node.id in self.names.locals:
             return None
         dotted = ".".join([node.id] + parts[::-1])
         alias = self.ir.module_aliases.get(dotted)
@@ -1356,7 +1332,7 @@ class KernelEmitter:
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if not isinstance(node, ast.Name) or node.id in self.locals:
+        if not isinstance(node, ast.Name) or node.id in self.names.locals:
             return None
         key = ".".join([node.id] + parts[::-1])
         return key if key in self.ir.constants else None
@@ -1383,7 +1359,7 @@ class KernelEmitter:
     def module_name(self, alias):
         """The generated module's name for "tl" or "libdevice"."""
         if alias == "libdevice":
-            self.uses_libdevice = True
+            self.records.uses_libdevice = True
         return ast.Name(id=alias, ctx=ast.Load())
 
     def call(self, node):
@@ -1396,7 +1372,7 @@ class KernelEmitter:
             if isinstance(ref, _SourceRef):
                 p = ref.param
                 if func.attr == "data_ptr" and not node.args:
-                    self.sourced.add(p.name)
+                    self.records.sourced.add(p.name)
                     return ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
                 if func.attr in ("stride", "size") and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
                     d = node.args[0].value
@@ -1431,7 +1407,7 @@ class KernelEmitter:
                 if func.attr in FP32_MATH and len(node.args) == 1 and not node.keywords and not self.number(node.args[0]):
                     # Triton's math functions take fp32/fp64 only: half
                     # precision is computed in fp32, on CPU and GPU alike.
-                    self.helpers.add("ntsym_math_arg")
+                    self.records.helpers.add("ntsym_math_arg")
                     arg = ast.Call(func=ast.Name(id="ntsym_math_arg", ctx=ast.Load()), args=[self.expr(node.args[0])], keywords=[])
                     return ast.Call(
                         func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=func.attr, ctx=ast.Load()),
@@ -1446,7 +1422,7 @@ class KernelEmitter:
         if isinstance(func, ast.Attribute) and func.attr == "store" and args:
             # A store the application writes itself (``ntl.store``), through
             # pointers made from ``x.source.data_ptr()``.
-            self.stored.update(
+            self.records.stored.update(
                 n.id[:-4] for n in ast.walk(args[0])
                 if isinstance(n, ast.Name) and n.id.endswith("_ptr") and n.id[:-4] in self.tensors
             )
@@ -1490,11 +1466,11 @@ class KernelEmitter:
             # One tile dimension runs along source dimension d: a vector of its
             # offsets (as NineToothed gives), to be broadcast by the caller.
             (j,) = used
-            extent = block_extent_expr(p.levels[ref.depth][j], self.pow2)
+            extent = block_extent_expr(p.levels[ref.depth][j], self.records.pow2)
             names = {vars[j]: self.arange_name(p, ref.depth, j, 0, 1, extent)}
             return self.printer(names, {vars[j]: extent})(index)
         for pos, j in enumerate(ref.dims):
-            extent = block_extent_expr(p.levels[ref.depth][j], self.pow2)
+            extent = block_extent_expr(p.levels[ref.depth][j], self.records.pow2)
             ranges[vars[j]] = extent
             names[vars[j]] = self.arange_name(p, ref.depth, j, pos, len(ref.dims), extent)
         return self.printer(names, ranges)(index)
@@ -1504,7 +1480,7 @@ class KernelEmitter:
     def try_inline(self, call, statement):
         func = call.func
         key = None
-        if isinstance(func, ast.Name) and func.id in self.ir.inline_functions and func.id not in self.locals:
+        if isinstance(func, ast.Name) and func.id in self.ir.inline_functions and func.id not in self.names.locals:
             key = func.id
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             k = f"{func.value.id}.{func.attr}"
@@ -1515,8 +1491,8 @@ class KernelEmitter:
         sub_def, _ = self.ir.inline_functions[key]
         if call.keywords or len(call.args) != len(sub_def.args.args):
             raise self.error(f"inlined call of `{key}` needs exactly {len(sub_def.args.args)} positional arguments", call)
-        self.counter += 1
-        prefix = f"{sub_def.name}_{self.counter}_"
+        self.names.counter += 1
+        prefix = f"{sub_def.name}_{self.names.counter}_"
         renames, pre = {}, []
         for param, arg in zip(sub_def.args.args, call.args):
             if isinstance(arg, ast.Name):
@@ -1541,12 +1517,12 @@ class KernelEmitter:
                 raise self.error(f"inlined function `{key}` may return only at its end", n)
         # Names the inlined function refers to through its own module.
         _, scope = self.ir.inline_functions[key]
-        outer_pre = self.pre
+        outer_pre = self.blocks.pre
         stmts = self.statements(pre + body)
-        self.pre = outer_pre
+        self.blocks.pre = outer_pre
         if statement:
             return stmts
-        self.pre.extend(stmts)
+        self.blocks.pre.extend(stmts)
         if result is None:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
         return ast.Name(id=result, ctx=ast.Load())
