@@ -171,7 +171,7 @@ class LoopState:
       (in a peeled loop's first body, the number of whole blocks).
     - ``trips``: loop variable -> its trip count.
     - ``frames``: the ``for`` loops being emitted, outermost first
-      (``LoopFrame``), each collecting the pointers it carries.
+      (``loops._LoopFrame``), each collecting the pointers it carries.
     - ``pointer_names``: carried pointer blocks: access key -> name, shared
       by a peeled loop's two bodies.
     """
