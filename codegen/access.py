@@ -31,6 +31,8 @@ class AccessMixin:
     tensor) and ``records.pow2``/``size_subs``.  Uses ``address`` and
     ``_fixed`` (``AddressingMixin``) and the visitor's ``printer``."""
 
+    # -- reads and writes ------------------------------------------------------
+
     def tile_value(self, ref, node):
         """The value of a tile: loaded once per block where possible."""
         whole = not ref.fixed and ref.depth == 1
@@ -52,17 +54,22 @@ class AccessMixin:
         return self.load(ref, node)
 
     def load(self, ref, node):
+        """A tile's value: through a tensor descriptor where that strategy
+        applies, else a masked pointer load (which always does)."""
         self.records.loaded.add(ref.param.name)
-        if self.tma and ref.param.name not in self.facts.maybe_written:
-            access = self._descriptor_access(ref)
-            if access is not None:
-                name, coords, tile_order, squeeze = access
-                call = method_call(ast.Name(id=name, ctx=ast.Load()), "load", [ast.List(elts=coords, ctx=ast.Load())])
-                if squeeze:
-                    call = method_call(call, "reshape", squeeze)
-                if tile_order is not None:
-                    call = tl_call("permute", call, ast.Tuple(elts=[ast.Constant(i) for i in tile_order], ctx=ast.Load()))
-                return call
+        value = self._descriptor_load(ref)
+        return value if value is not None else self._pointer_load(ref, node)
+
+    def store(self, ref, value, node):
+        """Write ``value`` to a tile: through a tensor descriptor where that
+        strategy applies, else a masked pointer store."""
+        self.records.stored.add(ref.param.name)
+        stmt = self._descriptor_store(ref, value, node)
+        return stmt if stmt is not None else self._pointer_store(ref, value, node)
+
+    # -- pointer access: every tile --------------------------------------------
+
+    def _pointer_load(self, ref, node):
         pointer, mask = self.address(ref, node)
         keywords = []
         if mask is not None:
@@ -75,27 +82,7 @@ class AccessMixin:
             keywords=keywords,
         )
 
-    def store(self, ref, value, node):
-        name = ref.param.name
-        self.records.stored.add(name)
-        if self.tma and name in self.facts.stored_once and name not in self.facts.read | self.records.loaded:
-            access = self._descriptor_access(ref)
-            if access is not None:
-                desc, coords, tile_order, squeeze = access
-                level = ref.param.levels[ref.depth]
-                shape = [Printer()(block_extent_expr(level[j], self.records.pow2)) for j in ref.dims]
-                # The descriptor stores exactly its block, in the tensor's type.
-                value = tl_call("broadcast_to", value, ast.Tuple(elts=shape, ctx=ast.Load()))
-                value = method_call(value, "to", [ast.Attribute(
-                    value=ast.Attribute(value=ast.Name(id=f"{ref.param.name}_ptr", ctx=ast.Load()), attr="dtype", ctx=ast.Load()),
-                    attr="element_ty", ctx=ast.Load())])
-                if tile_order is not None:
-                    inverse = [tile_order.index(i) for i in range(len(tile_order))]
-                    value = tl_call("permute", value, ast.Tuple(elts=[ast.Constant(i) for i in inverse], ctx=ast.Load()))
-                if squeeze:
-                    value = method_call(value, "reshape", [Printer()(b) for b in self.records.descriptors[desc][1]])
-                call = method_call(ast.Name(id=desc, ctx=ast.Load()), "store", [ast.List(elts=coords, ctx=ast.Load()), value])
-                return ast.copy_location(ast.Expr(value=call), node)
+    def _pointer_store(self, ref, value, node):
         pointer, mask = self.address(ref, node)
         keywords = [ast.keyword(arg="mask", value=mask)] if mask is not None else []
         call = ast.Call(
@@ -105,25 +92,59 @@ class AccessMixin:
         )
         return ast.copy_location(ast.Expr(value=call), node)
 
-    def gather(self, sub, _):
-        p, pointer, mask = self.source_address(sub)
-        self.records.loaded.add(p.name)
-        other = masked_other(p.other)
-        return ast.Call(
-            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
-            args=[pointer],
-            keywords=[ast.keyword(arg="mask", value=mask), ast.keyword(arg="other", value=constant_node(other))],
-        )
+    # -- tensor descriptors: the persistent variant, where the rules hold ------
 
-    def scatter(self, sub, value, stmt):
-        p, pointer, mask = self.source_address(sub)
-        self.records.stored.add(p.name)
-        call = ast.Call(
-            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="store", ctx=ast.Load()),
-            args=[pointer, value],
-            keywords=[ast.keyword(arg="mask", value=mask)],
-        )
-        return ast.copy_location(ast.Expr(value=call), stmt)
+    def _may_read_through_descriptor(self, name):
+        """Descriptors are emitted with ``tma`` only, and read tensors the
+        application never writes."""
+        return self.tma and name not in self.facts.maybe_written
+
+    def _may_write_through_descriptor(self, name):
+        """Descriptors are emitted with ``tma`` only, and write tensors the
+        application writes once, outside loops, and that no load of this
+        emission or the plain one reads."""
+        return self.tma and name in self.facts.stored_once and name not in self.facts.read | self.records.loaded
+
+    def _descriptor_load(self, ref):
+        """``desc.load([coords])`` (reshaped, permuted to the tile's order),
+        or None where the strategy does not apply."""
+        if not self._may_read_through_descriptor(ref.param.name):
+            return None
+        access = self._descriptor_access(ref)
+        if access is None:
+            return None
+        name, coords, tile_order, squeeze = access
+        call = method_call(ast.Name(id=name, ctx=ast.Load()), "load", [ast.List(elts=coords, ctx=ast.Load())])
+        if squeeze:
+            call = method_call(call, "reshape", squeeze)
+        if tile_order is not None:
+            call = tl_call("permute", call, ast.Tuple(elts=[ast.Constant(i) for i in tile_order], ctx=ast.Load()))
+        return call
+
+    def _descriptor_store(self, ref, value, node):
+        """``desc.store([coords], value)`` (``value`` broadcast to the block,
+        cast, permuted and reshaped to the descriptor's block), or None where
+        the strategy does not apply."""
+        if not self._may_write_through_descriptor(ref.param.name):
+            return None
+        access = self._descriptor_access(ref)
+        if access is None:
+            return None
+        desc, coords, tile_order, squeeze = access
+        level = ref.param.levels[ref.depth]
+        shape = [Printer()(block_extent_expr(level[j], self.records.pow2)) for j in ref.dims]
+        # The descriptor stores exactly its block, in the tensor's type.
+        value = tl_call("broadcast_to", value, ast.Tuple(elts=shape, ctx=ast.Load()))
+        value = method_call(value, "to", [ast.Attribute(
+            value=ast.Attribute(value=ast.Name(id=f"{ref.param.name}_ptr", ctx=ast.Load()), attr="dtype", ctx=ast.Load()),
+            attr="element_ty", ctx=ast.Load())])
+        if tile_order is not None:
+            inverse = [tile_order.index(i) for i in range(len(tile_order))]
+            value = tl_call("permute", value, ast.Tuple(elts=[ast.Constant(i) for i in inverse], ctx=ast.Load()))
+        if squeeze:
+            value = method_call(value, "reshape", [Printer()(b) for b in self.records.descriptors[desc][1]])
+        call = method_call(ast.Name(id=desc, ctx=ast.Load()), "store", [ast.List(elts=coords, ctx=ast.Load()), value])
+        return ast.copy_location(ast.Expr(value=call), node)
 
     def _descriptor_access(self, ref):
         """How to reach the tile ``ref`` through a tensor descriptor, or None
@@ -215,3 +236,25 @@ class AccessMixin:
             name += "_"
         self.records.descriptors[name] = (p, block)
         return name
+
+    # -- x.source[i, ...]: gathered and scattered elements ---------------------
+
+    def gather(self, sub, _):
+        p, pointer, mask = self.source_address(sub)
+        self.records.loaded.add(p.name)
+        other = masked_other(p.other)
+        return ast.Call(
+            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
+            args=[pointer],
+            keywords=[ast.keyword(arg="mask", value=mask), ast.keyword(arg="other", value=constant_node(other))],
+        )
+
+    def scatter(self, sub, value, stmt):
+        p, pointer, mask = self.source_address(sub)
+        self.records.stored.add(p.name)
+        call = ast.Call(
+            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="store", ctx=ast.Load()),
+            args=[pointer, value],
+            keywords=[ast.keyword(arg="mask", value=mask)],
+        )
+        return ast.copy_location(ast.Expr(value=call), stmt)

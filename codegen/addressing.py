@@ -1,19 +1,22 @@
 """Addressing: where a tile's elements are, and which exist.
 
-For a reference to an innermost tile, ``address`` works out the element
-offset (index map times strides, and a cheaper form for contiguous
-tensors), the conditions its elements must meet (the tile's own, minus
-those proved over the ranges of program, loop and tile indices) and the
-shape pointers need, then prints them as a pointer block and a mask.
-Inside loops, index math and mask parts no loop changes are computed once
-before the outermost statement (hoisting), and an offset affine in a loop's
-variable may be carried from one iteration to the next (``LoopsMixin``).
-Also here: ``x.source[...]`` addresses, ``x.offsets(d)``, and the launch
-checks that ``x[k]`` inside ``for k in range(n)`` implies.
+In two steps, so that what is worked out can be looked at before it is
+printed: ``tile_address`` gives a ``TileAddress`` (the element offset,
+index map times strides, and a cheaper form for contiguous tensors; the
+conditions an element must meet, those proved over the ranges of program,
+loop and tile indices dropped); ``pointer_and_mask`` prints it as a pointer
+block and a mask, which ``address`` returns for the pointer access
+(``codegen/access.py``).  While printing, inside loops, index math and mask
+parts no loop changes are computed once before the outermost statement
+(hoisting), and an offset affine in a loop's variable may be carried from
+one iteration to the next (``LoopsMixin._carried``).  Also here:
+``x.source[...]`` addresses, ``x.offsets(d)``, and the launch checks that
+``x[k]`` inside ``for k in range(n)`` implies (``_fixed``, ``_loop_check``).
 """
 
 import ast
 import copy
+from dataclasses import dataclass
 
 import sympy
 
@@ -25,6 +28,31 @@ from codegen.printer import Printer, PrintError, conjunction
 from codegen.shapes import block_extent_expr
 
 
+@dataclass
+class TileAddress:
+    """A tile's addressing as a value: what ``tile_address`` works out and
+    ``pointer_and_mask`` prints.
+
+    - ``param``: the tensor parameter;
+    - ``vars``: the tile's index variables, in the tile's order;
+    - ``names``: index variable -> the name of its ``tl.arange`` block;
+    - ``ranges``: index variable -> its block extent (a power of two);
+    - ``offset``: the element offset, index times strides (SymPy);
+    - ``contiguous``: the offset for a contiguous tensor, where it takes
+      fewer divisions, else None;
+    - ``conditions``: what an element must meet to exist, the proved ones
+      dropped (``[false]`` where no element exists).
+    """
+
+    param: object
+    vars: list
+    names: dict
+    ranges: dict
+    offset: object
+    contiguous: object
+    conditions: list
+
+
 class AddressingMixin:
     """Pointers and masks for tiles, for ``KernelEmitter``.
 
@@ -34,8 +62,15 @@ class AddressingMixin:
     Uses ``LoopsMixin._carried`` for pointers a loop carries and the
     visitor's ``printer``, ``base_ranges``, ``resolve``, ``expr``."""
 
+    # -- a tile's address, worked out then printed -----------------------------
+
     def address(self, ref, node):
         """Pointer expression and mask (AST) for a reference to an innermost tile."""
+        return self.pointer_and_mask(self.tile_address(ref, node), node)
+
+    def tile_address(self, ref, node):
+        """Where the elements of the innermost tile ``ref`` are and which
+        exist, as index math (a ``TileAddress``); nothing printed yet."""
         p = ref.param
         if not ref.innermost:
             remaining = len(p.levels) - 1 - ref.depth
@@ -71,15 +106,22 @@ class AddressingMixin:
                 break
             if not bounds.holds(c, all_ranges):
                 kept.append(c)
-        printer = self.printer(names, ranges)
         contiguous = self._contiguous_offset(p, index, offset)
+        return TileAddress(p, [vars[j] for j in vectorized], names, ranges, offset, contiguous, kept)
+
+    def pointer_and_mask(self, address, node):
+        """Print a ``TileAddress`` as a pointer block and a mask (AST, None
+        where every element exists), the loop-invariant parts hoisted and
+        the pointers carried by a loop where it can."""
+        p, ranges, offset, contiguous = address.param, address.ranges, address.offset, address.contiguous
+        printer = self.printer(address.names, ranges)
         try:
             used = offset.free_symbols & (contiguous.free_symbols if contiguous is not None else offset.free_symbols)
             shape = None
             if ranges and not set(ranges) <= used:
                 # The tile repeats along some dimension (or is one element):
                 # give the pointers the tile's full shape.
-                shape = ast.Tuple(elts=[printer(ranges[vars[j]]) for j in vectorized], ctx=ast.Load())
+                shape = ast.Tuple(elts=[printer(ranges[v]) for v in address.vars], ctx=ast.Load())
             flag = self.records.contiguity_flags.setdefault(p.name, f"{p.name}_contiguous") if contiguous is not None else None
             offset_node = self._hoisted_sum(p, offset, printer, set(ranges))
             if contiguous is not None:
@@ -100,10 +142,12 @@ class AddressingMixin:
                 # Which form runs is a compile-time flag the tuner chooses.
                 advance = ast.Name(id=self.records.advance_flag, ctx=ast.Load())
                 pointer = ast.IfExp(test=advance, body=ast.Name(id=carried, ctx=ast.Load()), orelse=pointer)
-            mask = self._mask(kept, printer, ranges)
+            mask = self._mask(address.conditions, printer, ranges)
         except PrintError as e:
             raise self.error(f"cannot print index math for `{p.name}`: {e}", node) from None
         return pointer, mask
+
+    # -- which tiles and elements exist; launch checks -------------------------
 
     def _fixed(self, ref):
         """The indices ``ref`` fixes, as substitutions; the conditions under
@@ -121,6 +165,8 @@ class AddressingMixin:
                     extra.append(sympy.Ge(value, 0))
                 extra.append(sympy.Lt(value, size))
         return subs, extra, ranges
+
+    # -- cheaper offsets and hoisting ------------------------------------------
 
     def _contiguous_offset(self, p, index, offset):
         """The element offset of ``index`` in ``p`` if ``p`` is contiguous,
@@ -223,6 +269,8 @@ class AddressingMixin:
         if check not in self.records.checks:  # a peeled loop body is emitted twice
             self.records.checks.append(check)
 
+    # -- names of tile index blocks; x.source[...] and x.offsets(d) ------------
+
     def arange_name(self, p, depth, j, pos, count, extent):
         key = (p.name, depth, j, pos, count)
         if key not in self.records.prologue_defs:
@@ -289,7 +337,6 @@ class AddressingMixin:
             ranges[vars[j]] = extent
             names[vars[j]] = self.arange_name(p, ref.depth, j, pos, len(ref.dims), extent)
         return self.printer(names, ranges)(index)
-
 
 
 def names_key(printer):

@@ -96,7 +96,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         self.loops = LoopState()
         self.hoist = HoistState()
 
-    # -- basics: errors, printing, tensor references -------------------------
+    # -- basics: errors, printing, tensor references ---------------------------
 
     def error(self, message, node=None):
         return EmitError(message, node, self.filename, self.source_lines)
@@ -134,7 +134,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 return TileRef(ref.param, ref.depth + 1, ref.fixed)
         return None
 
-    # -- statements -------------------------------------------------------------
+    # -- statements ------------------------------------------------------------
 
     def emit_body(self):
         func = self.ir.application
@@ -284,7 +284,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return ast.copy_location(ast.Assign(targets=[target], value=self.expr(value_node)), stmt)
         raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)
 
-    # -- expressions ------------------------------------------------------------
+    # -- expressions -----------------------------------------------------------
 
     def keyword(self, k):
         return ast.keyword(arg=k.arg, value=self.expr(k.value))

@@ -38,7 +38,11 @@ class LoopsMixin:
     visitor's ``block``, ``expr``, ``keyword``, ``printer``, ``to_sympy``
     and ``AddressingMixin._hoisted_sum``."""
 
+    # -- for loops and peeling -------------------------------------------------
+
     def for_loop(self, stmt):
+        """``for v in range(...)``: the loop, peeled where it runs over the
+        blocks of a size, with the pointers it carries set before it."""
         if not isinstance(stmt.target, ast.Name):
             raise self.error("loop targets must be a single name", stmt)
         it = stmt.iter
@@ -161,6 +165,8 @@ class LoopsMixin:
         self.records.whole[name] = (size, block)
         return name
 
+    # -- what loops and branches make unknown ----------------------------------
+
     def _enter_loop(self):
         """Tiles loaded before a loop of a tensor the application writes are
         not reused inside it: a store later in the body changes what the next
@@ -190,6 +196,8 @@ class LoopsMixin:
         finally:
             self.values.track = saved
             self._forget(assigned)
+
+    # -- pointers carried from one iteration to the next -----------------------
 
     def _carried(self, p, offsets, printer, shape):
         """The name of a pointer block that the innermost loop whose variable
@@ -282,7 +290,6 @@ class LoopsMixin:
         if len(values) == 1:
             return values[0]
         return ast.IfExp(test=ast.Name(id=parts[0][0], ctx=ast.Load()), body=values[0], orelse=values[1])
-
 
 
 class _LoopFrame:

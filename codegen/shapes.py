@@ -74,6 +74,8 @@ class ShapesMixin:
     uses the visitor's ``resolve``, ``expr``, ``attribute``, ``printer`` and
     ``alias``/``_constant_key`` from ``GlobalNamesMixin``."""
 
+    # -- integer expressions and sizes -----------------------------------------
+
     def to_sympy(self, node):
         """An integer index expression of the application as SymPy."""
         if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
@@ -156,6 +158,8 @@ class ShapesMixin:
                     return shape[i]
         return None
 
+    # -- tile shapes, true or padded -------------------------------------------
+
     def ref_shape(self, ref):
         """A tile's shape as the application sees it: the true extents (a
         whole dimension of 451 is 451), except where a shape is built
@@ -192,6 +196,8 @@ class ShapesMixin:
         if name in _SHAPE_METHODS:
             return "all", ("shape",)
         return (), ()
+
+    # -- index values: what a local holds, as index math -----------------------
 
     def index_value(self, node):
         """The value of ``node`` as SymPy index math over loop variables, tile
@@ -272,7 +278,6 @@ class ShapesMixin:
             return False
         ranges = {**self.base_ranges(), **self.values.tile_vars}
         return bounds.holds(relations[type(node.ops[0])](a, b), ranges)
-
 
 
 def _arithmetic(op, a, b):
