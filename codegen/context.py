@@ -41,7 +41,8 @@ class ModuleRecords:
       the visitor; ``loaded`` is also read by ``access`` (a tensor the kernel
       reads is not stored through a descriptor).
     - ``uses_libdevice``: the kernel names ``libdevice`` (an import).
-    - ``helpers``: helper functions the kernel calls.
+    - ``helpers``: functions of the generated module the kernel calls
+      (``ntsym_math_arg``).
     - ``int64_flag``, ``advance_flag``: the names of two compile-time flags.
     """
 

@@ -55,7 +55,7 @@ __all__ = ["EmitError", "KernelEmitter", "block_extent_expr"]
 
 
 # ``tl`` math functions that take fp32/fp64 only: other arguments go through
-# the ``ntsym_math_arg`` helper.
+# ``ntsym_math_arg`` of the generated module.
 FP32_MATH = {"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil"}
 
 
