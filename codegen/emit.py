@@ -52,7 +52,7 @@ def emit(ir):
     emitter = KernelEmitter(ir)
     body = emitter.emit_body()
     loops = has_loops(body)
-    written = sorted(emitter.stored)
+    written = sorted(emitter.records.stored)
     kernel_name = f"{ir.name}_kernel"
     params, prologue = _signature_and_prologue(ir, emitter)
     func = _jit_function(kernel_name, params, prologue + body)
@@ -62,7 +62,7 @@ def emit(ir):
                 node.lineno = 0
     kernel_src = to_source(ast.fix_missing_locations(func))
     locations = _user_locations(func, kernel_src, emitter)
-    checks = tuple(ir.checks) + tuple(emitter.checks)
+    checks = tuple(ir.checks) + tuple(emitter.records.checks)
     persistent = _persistent_kernel(ir, emitter, kernel_name) if loops else None
     if persistent is not None:
         kernel_src += "\n\n\n" + persistent.source
@@ -75,20 +75,20 @@ def emit(ir):
         "import triton",
         "import triton.language as tl",
     ]
-    if emitter.uses_libdevice:
+    if emitter.records.uses_libdevice:
         header.append("from ntsym.language import libdevice")
     header += ["", "from codegen import runtime", "from codegen.runtime import cdiv, next_power_of_2"]
     parts = ["\n".join(header)] + helpers + [kernel_src, launcher_src]
     source = "\n\n\n".join(parts) + "\n"
-    generated = Generated(source, kernel_name, "launch", checks, emitter.pow2, written)
+    generated = Generated(source, kernel_name, "launch", checks, emitter.records.pow2, written)
     generated.locations = locations
     # Whether the kernel has a loop: without one, software pipelining
     # (num_stages) changes nothing, and tuning spends its budget on warps.
     generated.loops = loops
     # Tensors the application indexes past its arrangement (`x.source[...]`).
-    generated.sourced = frozenset(emitter.sourced)
+    generated.sourced = frozenset(emitter.records.sourced)
     generated.persistent = persistent is not None
-    generated.advance_flag = emitter.advance_flag if emitter.advances else None
+    generated.advance_flag = emitter.records.advance_flag if emitter.records.advances else None
     return generated
 
 
@@ -140,17 +140,17 @@ def _kernel_args(ir, emitter):
             args.append((p.name, True))
     for a in ir.size_args:
         args.append((a.symbol.name, a.constexpr))
-    for tensor, flag in sorted(emitter.contiguity_flags.items()):
+    for tensor, flag in sorted(emitter.records.contiguity_flags.items()):
         args.append((flag, True))
     for m in ir.meta_params:
         args.append((m.symbol.name, True))
-    for n, s in emitter.pow2.items():
+    for n, s in emitter.records.pow2.items():
         args.append((s.name, True))
-    for name in emitter.whole:
+    for name in emitter.records.whole:
         args.append((name, True))
-    if emitter.advances:
-        args.append((emitter.advance_flag, True))
-    args.append((emitter.int64_flag, True))
+    if emitter.records.advances:
+        args.append((emitter.records.advance_flag, True))
+    args.append((emitter.records.int64_flag, True))
     return args
 
 
@@ -160,9 +160,9 @@ def _signature_and_prologue(ir, emitter):
     for a in ir.size_args:
         if a.kind == "stride":
             cast.append(f"{a.symbol.name} = tl.cast({a.symbol.name}, tl.int64)")
-    code = f"pid = tl.program_id(0)\nif {emitter.int64_flag}:\n" + "\n".join("    " + c for c in cast)
+    code = f"pid = tl.program_id(0)\nif {emitter.records.int64_flag}:\n" + "\n".join("    " + c for c in cast)
     prologue = ast.parse(code + "\n" + _split_program_id(ir)).body
-    for name, node in emitter.prologue_defs.values():
+    for name, node in emitter.records.prologue_defs.values():
         prologue.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0))
     return params, prologue
 
@@ -239,24 +239,24 @@ def _persistent_kernel(ir, plain, kernel_name):
     no tile of a loop can be read through a descriptor."""
     if not _tma_available():
         return None
-    emitter = KernelEmitter(ir, tma=True, read=plain.loaded)
+    emitter = KernelEmitter(ir, tma=True, read=plain.records.loaded)
     # The plain kernel's names for padded blocks, peeled loops and contiguity
     # flags, so that both kernels share their parameters.
-    emitter.pow2 = dict(plain.pow2)
-    emitter.whole = dict(plain.whole)
-    emitter.contiguity_flags = dict(plain.contiguity_flags)
+    emitter.records.pow2 = dict(plain.records.pow2)
+    emitter.records.whole = dict(plain.records.whole)
+    emitter.records.contiguity_flags = dict(plain.records.contiguity_flags)
     try:
         body = emitter.emit_body()
     except EmitError:
         return None
     loads = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load"
-             and isinstance(n.func.value, ast.Name) and n.func.value.id in emitter.descriptors]
+             and isinstance(n.func.value, ast.Name) and n.func.value.id in emitter.records.descriptors]
     if (
         not loads or not _streams(body)
-        or (emitter.advances and not plain.advances)  # the launcher passes the flag only where the plain kernel has it
-        or set(emitter.contiguity_flags) != set(plain.contiguity_flags)
-        or not set(emitter.checks) <= set(plain.checks)  # the launcher runs the plain kernel's checks
+        or (emitter.records.advances and not plain.records.advances)  # the launcher passes the flag only where the plain kernel has it
+        or set(emitter.records.contiguity_flags) != set(plain.records.contiguity_flags)
+        or not set(emitter.records.checks) <= set(plain.records.checks)  # the launcher runs the plain kernel's checks
     ):
         return None
     printer = Printer()
@@ -264,11 +264,11 @@ def _persistent_kernel(ir, plain, kernel_name):
     names = {n for n, _ in plain_args}
     positional = [(n, c) for n, c in plain_args if _positional(n, ir, plain)]
     keywords = [(n, c) for n, c in plain_args if not _positional(n, ir, plain)]
-    new_keywords = [s.name for n, s in emitter.pow2.items() if n not in plain.pow2]
-    new_keywords += [name for name in emitter.whole if name not in plain.whole]
+    new_keywords = [s.name for n, s in emitter.records.pow2.items() if n not in plain.records.pow2]
+    new_keywords += [name for name in emitter.records.whole if name not in plain.records.whole]
     extra, creations = [], []
-    for name, (p, block) in emitter.descriptors.items():
-        sizes = [sympy.sympify(n).xreplace(emitter.size_subs) for n in p.sizes]
+    for name, (p, block) in emitter.records.descriptors.items():
+        sizes = [sympy.sympify(n).xreplace(emitter.records.size_subs) for n in p.sizes]
         strides = list(p.strides[:-1])
         for e in sizes + strides:
             for sym in sorted(sympy.sympify(e).free_symbols, key=lambda x: x.name):
@@ -287,7 +287,7 @@ def _persistent_kernel(ir, plain, kernel_name):
     params = [_arg(n, c) for n, c in positional] + [_arg(n) for n in extra] + [_arg("NTSYM_TILES")]
     params += [_arg(n, c) for n, c in keywords] + [_arg(n, True) for n in new_keywords]
     aranges = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0)
-               for name, node in emitter.prologue_defs.values()]
+               for name, node in emitter.records.prologue_defs.values()]
     loop = ast.parse(
         "for pid in tl.range(tl.program_id(0), NTSYM_TILES, tl.num_programs(0), flatten=True):\n    pass"
     ).body[0]
@@ -321,8 +321,8 @@ def _positional(name, ir, emitter):
     """Whether the launcher passes kernel parameter ``name`` by position
     (the rest, chosen with the configuration, go by keyword)."""
     metas = {m.symbol.name for m in ir.meta_params}
-    return not (name in metas or name in (emitter.int64_flag, emitter.advance_flag) or name.startswith("NTSYM_BLOCK_")
-                or name in emitter.whole)
+    return not (name in metas or name in (emitter.records.int64_flag, emitter.records.advance_flag) or name.startswith("NTSYM_BLOCK_")
+                or name in emitter.records.whole)
 
 
 def _paren(text):
@@ -404,7 +404,7 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
         body.append(f"    {m} = meta[{m!r}]")
     body.append(f"    return ({grid_expr},)")
     args = []
-    flags = {flag: tensor for tensor, flag in emitter.contiguity_flags.items()}
+    flags = {flag: tensor for tensor, flag in emitter.records.contiguity_flags.items()}
     for name, constexpr in _kernel_args(ir, emitter):
         if not _positional(name, ir, emitter):
             continue  # the configuration's, or derived from it
@@ -422,8 +422,8 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
         """Entries of the ``derived`` dict for ``emitter``'s padded blocks and
         peeled loops (those not in ``skip``); defines the functions they need."""
         entries = [f"{s.name!r}: lambda meta: next_power_of_2({to_source(host(n))})"
-                   for n, s in emitter.pow2.items() if s.name not in skip]
-        for name, (size, block) in emitter.whole.items():
+                   for n, s in emitter.records.pow2.items() if s.name not in skip]
+        for name, (size, block) in emitter.records.whole.items():
             if name in skip:
                 continue
             # Whether ``size`` is a multiple of ``block`` (whole blocks only).
@@ -441,17 +441,17 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
     if persistent is not None:
         variant = ", persistent"
         t = persistent.emitter
-        skip = {s.name for s in emitter.pow2.values()} | set(emitter.whole)
+        skip = {s.name for s in emitter.records.pow2.values()} | set(emitter.records.whole)
         more = derived_values(t, skip)
         # Whether the tensors and the chosen block shapes meet the tensor
         # memory accelerator's rules (alignment, unit inner stride, ...).
         body.append("def persistent_problem(meta):")
         for m in metas:
             body.append(f"    {m} = meta[{m!r}]")
-        for n, sym in t.pow2.items():
+        for n, sym in t.records.pow2.items():
             body.append(f"    {sym.name} = next_power_of_2({to_source(host(n))})")
         blocks = []
-        for name, (p, block) in t.descriptors.items():
+        for name, (p, block) in t.records.descriptors.items():
             shape = ", ".join(to_source(host(b)) for b in block)
             blocks.append(f"({p.name!r}, {p.name}, ({shape},))")
         body.append(f"    return runtime.tma_problem(({', '.join(blocks)},))")

@@ -1,0 +1,66 @@
+"""Global names of the application: module paths (``ntl``, ``ntsym.language``,
+``ntl.libdevice``) stand for ``tl`` or ``libdevice`` of the generated
+module; global and closure constants (``SCALE``, ``math.pi``) become
+literals.  A local of the same name hides either.
+"""
+
+import ast
+
+from codegen.astutil import literal
+
+
+class GlobalNamesMixin:
+    """Module aliases and constants, for ``KernelEmitter``.
+
+    Reads ``names.locals`` and the IR's ``module_aliases``/``constants``;
+    writes ``records.uses_libdevice``."""
+
+    def alias(self, node):
+        """What a module path of the application (``ntl``, ``ntsym.language``,
+        ``ntl.libdevice``) stands for: "tl", "libdevice", a module, or None."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id in self.names.locals:
+            return None
+        dotted = ".".join([node.id] + parts[::-1])
+        alias = self.ir.module_aliases.get(dotted)
+        if alias is None and parts and parts[0] == "libdevice" and self.alias(node) == "tl":
+            return "libdevice"
+        return alias
+
+    def _constant_key(self, node):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id in self.names.locals:
+            return None
+        key = ".".join([node.id] + parts[::-1])
+        return key if key in self.ir.constants else None
+
+    def constant(self, node):
+        """A global or closure constant (``SCALE``, ``math.pi``) as a literal
+        of the generated code, else None."""
+        key = self._constant_key(node)
+        return None if key is None else literal(self.ir.constants[key])
+
+    def number(self, node):
+        """Whether ``node`` is a Python number at compile time (``2.0``,
+        ``SCALE``, ``-math.pi / 2``): Triton's math functions take those as
+        they are."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        if isinstance(node, ast.UnaryOp):
+            return self.number(node.operand)
+        if isinstance(node, ast.BinOp):
+            return self.number(node.left) and self.number(node.right)
+        key = self._constant_key(node)
+        return key is not None and isinstance(self.ir.constants[key], (int, float))
+
+    def module_name(self, alias):
+        """The generated module's name for "tl" or "libdevice"."""
+        if alias == "libdevice":
+            self.records.uses_libdevice = True
+        return ast.Name(id=alias, ctx=ast.Load())

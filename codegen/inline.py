@@ -1,0 +1,65 @@
+"""Inlining: a call of a plain Python function the application may use
+(``ir.inline_functions``) becomes the function's body, its parameters and
+locals renamed apart (``<function>_<n>_<name>``), its result in a local.
+"""
+
+import ast
+import copy
+
+
+class InliningMixin:
+    """Inlined calls, for ``KernelEmitter``.
+
+    Writes ``names.counter`` (the prefix of temporaries) and ``blocks.pre``
+    (the body goes before the statement using the result); reads
+    ``names.locals``.  Uses the visitor's ``statements``."""
+
+    def try_inline(self, call, statement):
+        func = call.func
+        key = None
+        if isinstance(func, ast.Name) and func.id in self.ir.inline_functions and func.id not in self.names.locals:
+            key = func.id
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            k = f"{func.value.id}.{func.attr}"
+            if k in self.ir.inline_functions:
+                key = k
+        if key is None:
+            return None
+        sub_def, _ = self.ir.inline_functions[key]
+        if call.keywords or len(call.args) != len(sub_def.args.args):
+            raise self.error(f"inlined call of `{key}` needs exactly {len(sub_def.args.args)} positional arguments", call)
+        self.names.counter += 1
+        prefix = f"{sub_def.name}_{self.names.counter}_"
+        renames, pre = {}, []
+        for param, arg in zip(sub_def.args.args, call.args):
+            if isinstance(arg, ast.Name):
+                renames[param.arg] = arg.id
+            else:
+                tmp = prefix + param.arg
+                pre.append(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=arg, lineno=call.lineno))
+                renames[param.arg] = tmp
+        assigned = {n.id for n in ast.walk(sub_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for name in assigned:
+            if name not in renames:
+                renames[name] = prefix + name
+        body = copy.deepcopy(sub_def.body)
+        result = None
+        if body and isinstance(body[-1], ast.Return) and body[-1].value is not None:
+            result = prefix + "result"
+            body[-1] = ast.Assign(targets=[ast.Name(id=result, ctx=ast.Store())], value=body[-1].value, lineno=body[-1].lineno)
+        for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(n, ast.Name) and n.id in renames:
+                n.id = renames[n.id]
+            if isinstance(n, ast.Return) and n.value is not None:
+                raise self.error(f"inlined function `{key}` may return only at its end", n)
+        # Names the inlined function refers to through its own module.
+        _, scope = self.ir.inline_functions[key]
+        outer_pre = self.blocks.pre
+        stmts = self.statements(pre + body)
+        self.blocks.pre = outer_pre
+        if statement:
+            return stmts
+        self.blocks.pre.extend(stmts)
+        if result is None:
+            raise self.error(f"`{key}` returns nothing but its value is used", call)
+        return ast.Name(id=result, ctx=ast.Load())

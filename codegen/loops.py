@@ -1,0 +1,316 @@
+"""Control flow: ``for`` loops, and what loops and branches make unknown.
+
+A loop over ``range(cdiv(n, b))`` (blocks of a size) is peeled: the first
+``n // b`` iterations see whole blocks, so masks and comparisons against
+``n`` may be proved away; the last, partial iteration runs only where a
+launch flag (``NTSYM_WHOLE_i``, in ``records.whole``) says ``n % b != 0``.
+
+Each ``for`` being emitted has a ``_LoopFrame`` on ``loops.frames``;
+addressing registers there the pointer blocks the loop may carry (offset
+affine in the loop variable).  The loop then sets them before it
+(``_carried_inits``) and advances them at the end of each iteration
+(``_advanced``), both under the ``NTSYM_ADVANCE`` flag the tuner chooses;
+where the emitted body changes what an offset is made of, the accesses go
+back to their index form (``_IndexForm``).
+"""
+
+import ast
+import contextlib
+import copy
+
+import sympy
+
+from codegen.addressing import distributed_terms, names_key
+from codegen.analysis import assigned_names
+from codegen.astutil import broadcast
+from codegen.emit_error import EmitError
+from codegen.intfuncs import CeilDiv, FloorDiv
+
+
+class LoopsMixin:
+    """Loops, peeling and carried pointers, for ``KernelEmitter``.
+
+    Writes ``loops`` (ranges, trips, frames, pointer names),
+    ``records.whole``/``advances``; rewinds ``names.counter`` between a
+    peeled loop's two bodies; forgets ``values`` and ``shapes`` entries of
+    names a loop or branch assigns; empties the tile caches of ``blocks``
+    for tensors the application writes.  Reads ``hoist``.  Uses the
+    visitor's ``block``, ``expr``, ``keyword``, ``printer``, ``to_sympy``
+    and ``AddressingMixin._hoisted_sum``."""
+
+    # -- for loops and peeling -------------------------------------------------
+
+    def for_loop(self, stmt):
+        """``for v in range(...)``: the loop, peeled where it runs over the
+        blocks of a size, with the pointers it carries set before it."""
+        if not isinstance(stmt.target, ast.Name):
+            raise self.error("loop targets must be a single name", stmt)
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "static_range")):
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "static_range":
+                pass
+            else:
+                raise self.error("only `for i in range(...)` loops are supported", it)
+        if stmt.target.id in self.params and stmt.target.id not in self.names.locals:
+            raise self.error(
+                f"the loop variable `{stmt.target.id}` shadows the parameter `{stmt.target.id}`; "
+                "choose another name",
+                stmt.target,
+            )
+        var = sympy.Symbol(stmt.target.id, integer=True)
+        args = it.args
+        bound = None
+        if len(args) == 1:
+            try:
+                bound = self.to_sympy(args[0])
+            except EmitError:
+                bound = None
+            if bound is not None:
+                self.loops.ranges[var] = bound
+                self.loops.trips[var] = bound
+        self.names.locals.add(stmt.target.id)
+        new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
+        assigned = assigned_names(stmt.body) | {stmt.target.id}
+        start, step = self._range_start_step(it, assigned)
+        self._forget(assigned)
+        self._enter_loop()
+        # A loop over the blocks of a size, cdiv(n, b) of them, is peeled:
+        # the first n // b iterations see whole blocks, where masks and
+        # comparisons against n may be proved away; the last one keeps them.
+        main = None
+        peel = (
+            isinstance(bound, CeilDiv)
+            and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords
+            and not any(isinstance(n, (ast.For, ast.While)) for b in stmt.body for n in ast.walk(b))
+        )
+        if peel:
+            counter = self.names.counter
+            self.loops.ranges[var] = FloorDiv(*bound.args)
+            main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step)
+            self._forget(assigned)
+            self.names.counter = counter  # the same temporaries in both bodies
+            self.loops.ranges[var] = bound
+        frame, body = self._loop_body(stmt.body, var, start, step)
+        self.loops.ranges.pop(var, None)
+        self.loops.trips.pop(var, None)
+        self._forget(assigned)
+        loop = ast.copy_location(ast.For(target=stmt.target, iter=new_iter, body=body, orelse=[]), stmt)
+        if main is None or ast.dump(ast.Module(body=main, type_ignores=[])) == ast.dump(ast.Module(body=body, type_ignores=[])):
+            inits = self._carried_inits(frame, start)
+            return inits + [loop] if inits else loop
+        main_inits = self._carried_inits(main_frame, start)
+        inits = self._carried_inits(frame, FloorDiv(*bound.args))
+        whole = self.printer()(FloorDiv(*bound.args))
+        first = ast.For(
+            target=stmt.target,
+            iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[whole], keywords=[]),
+            body=main,
+            orelse=[],
+        )
+        loop.iter = ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(whole), new_iter.args[0]], keywords=[])
+        # The last, partial block exists only when the size is not a multiple
+        # of the block: a flag the launcher computes keeps it out of the
+        # compiled kernel otherwise (a dead loop still costs registers and
+        # pipelining set-up; about 6 % of an attention kernel on an H100).
+        flag = self._whole_flag(*bound.args)
+        guarded = ast.If(
+            test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=flag, ctx=ast.Load())),
+            body=inits + [ast.copy_location(loop, stmt)],
+            orelse=[],
+        )
+        return main_inits + [ast.copy_location(first, stmt), ast.copy_location(guarded, stmt)]
+
+    def _range_start_step(self, it, assigned):
+        """The first value and the step of ``range(...)`` as index math, or
+        (None, None) where they are not (or the loop changes the step)."""
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            return None, None
+        try:
+            start = self.to_sympy(it.args[0]) if len(it.args) > 1 else sympy.S.Zero
+            step = self.to_sympy(it.args[2]) if len(it.args) == 3 else sympy.S.One
+        except EmitError:
+            return None, None
+        if {s.name for s in step.free_symbols} & assigned:
+            return None, None
+        return start, step
+
+    def _loop_body(self, stmts, var, start, step):
+        """Emit a loop body (its advances appended), collecting the pointer
+        blocks the loop carries."""
+        frame = _LoopFrame(var, start, step, assigned_names(stmts))
+        self.loops.frames.append(frame)
+        try:
+            body = self.block(stmts)
+        finally:
+            self.loops.frames.pop()
+        # What the emitted body assigns includes what inlined functions do (to
+        # the caller's names their parameters became, and to their locals): a
+        # pointer whose offset, loop index or step it changes is not carried.
+        stored = assigned_names(body)
+        dropped = set()
+        for key, (name, p, parts, printer, shape) in list(frame.pointers.items()):
+            used = {s.name for _, offset, _ in parts for s in offset.free_symbols}
+            if (used | {var.name} | {s.name for s in step.free_symbols}) & stored:
+                dropped.add(name)
+                del frame.pointers[key]
+        if dropped:
+            body = [_IndexForm(self.records.advance_flag, dropped).visit(s) for s in body]
+        return frame, self._advanced(frame, body)
+
+    def _whole_flag(self, size, block):
+        for name, key in self.records.whole.items():
+            if key == (size, block):
+                return name
+        name = f"NTSYM_WHOLE_{len(self.records.whole)}"
+        self.records.whole[name] = (size, block)
+        return name
+
+    # -- what loops and branches make unknown ----------------------------------
+
+    def _enter_loop(self):
+        """Tiles loaded before a loop of a tensor the application writes are
+        not reused inside it: a store later in the body changes what the next
+        iteration must read."""
+        for name in self.facts.maybe_written:
+            self.invalidate(name)
+
+    def _forget(self, names):
+        """What ``names`` hold is not known here: they are assigned in a loop
+        (a later iteration sees the new value, even where the assignment comes
+        after this point in the text) or in a branch that may not run."""
+        for name in names:
+            self.values.index.pop(name, None)
+            self.values.sizes.pop(name, None)
+            self.shapes.padded_locals.pop(name, None)
+            self.shapes.padded_sizes.pop(name, None)
+
+    @contextlib.contextmanager
+    def _branch(self, stmts):
+        """Statements that may or may not run: what they assign is not known
+        after them (nor before them, in a loop).  Inside, an assignment
+        dominates what follows it in its own block; the caller forgets it
+        before a block that does not follow it (``else``)."""
+        assigned = assigned_names(stmts)
+        self._forget(assigned)
+        try:
+            yield
+        finally:
+            self._forget(assigned)
+
+    # -- pointers carried from one iteration to the next -----------------------
+
+    def _carried(self, p, offsets, printer, shape):
+        """The name of a pointer block that the innermost loop whose variable
+        ``offsets`` use carries from one iteration to the next, or None.
+
+        ``offsets`` are (contiguity flag or None, offset) pairs, chosen at
+        compile time by the flag.  Where each is affine in the loop variable
+        ``v`` (``a + v * d``, nothing in ``a`` or ``d`` and not ``v`` assigned
+        in the loop's body, ``d`` one number per program; ``_loop_body``
+        checks again on the emitted body, inlined calls included), the
+        pointers are set to
+        ``ptr + a + start * d`` before the loop and advanced by ``step * d``
+        at the end of each iteration: one 64-bit add per element where
+        ``ptr + (a + v * d)`` costs an index add, a widening and an address
+        computation, but 64-bit pointers live through the loop where the
+        other form keeps 32-bit offsets.  Neither wins everywhere (on an
+        H100, attention ran 4 % faster advancing pointers, matrix products
+        5 % slower), so both are emitted and the tuner times both."""
+        free = set().union(*(o.free_symbols for _, o in offsets))
+        frame = next((f for f in reversed(self.loops.frames) if f.var in free), None)
+        if frame is None or frame.start is None:
+            return None
+        parts = []
+        for flag, offset in offsets:
+            if {s.name for s in offset.free_symbols} & frame.assigned:
+                return None  # the body changes the index or what the offset is made of
+            step = sympy.S.Zero
+            for term in distributed_terms(offset):
+                if frame.var in term.free_symbols:
+                    coefficient, rest = term.as_independent(frame.var, as_Add=False)
+                    if rest != frame.var:
+                        return None
+                    step += coefficient
+            if step.free_symbols & (set(printer.names) | {frame.var}):
+                return None  # not one number per program
+            parts.append((flag, offset, step))
+        key = (p.name, tuple(o for _, o in offsets), names_key(printer), ast.dump(shape) if shape else None)
+        if key not in frame.pointers:
+            # Named per access, not from the temporaries' counter: a peeled
+            # loop's second body reuses the names of its first.
+            name = self.loops.pointer_names.get(key)
+            if name is None:
+                name = f"{p.name}_ptrs_{len(self.loops.pointer_names)}"
+                while name in self.facts.user_names:
+                    name += "_"
+                self.loops.pointer_names[key] = name
+            frame.pointers[key] = (name, p, parts, printer, shape)
+        return frame.pointers[key][0]
+
+    def _carried_inits(self, frame, start):
+        """The statements that set ``frame``'s carried pointers before its
+        loop, which starts at ``start``."""
+        inits = []
+        for name, p, parts, printer, shape in frame.pointers.values():
+            values = []
+            for _, offset, _ in parts:
+                first = offset.xreplace({frame.var: start})
+                # The loop-invariant offset, where already computed.
+                names = names_key(printer)
+                hoisted = next((hoisted for (owner, part, used), hoisted in self.hoist.computed.items()
+                                if owner == p.name and used == names and isinstance(part, sympy.Expr)
+                                and sympy.expand(part - first) == 0), None)
+                if hoisted is not None:
+                    first = ast.Name(id=hoisted, ctx=ast.Load())
+                else:
+                    first = self._hoisted_sum(p, first, printer, set(printer.names))
+                values.append(ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=first))
+            inits.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                                    value=broadcast(self._by_contiguity(parts, values), shape), lineno=0))
+        if not inits:
+            return []
+        self.records.advances = True
+        return [ast.If(test=ast.Name(id=self.records.advance_flag, ctx=ast.Load()), body=inits, orelse=[])]
+
+    def _advanced(self, frame, body):
+        """``body`` with ``frame``'s carried pointers advanced at its end."""
+        advances = []
+        for name, p, parts, printer, shape in frame.pointers.values():
+            steps = [printer(step * frame.step) for _, _, step in parts]
+            advances.append(ast.AugAssign(target=ast.Name(id=name, ctx=ast.Store()), op=ast.Add(),
+                                          value=self._by_contiguity(parts, steps), lineno=0))
+        if not advances:
+            return body
+        return body + [ast.If(test=ast.Name(id=self.records.advance_flag, ctx=ast.Load()), body=advances, orelse=[])]
+
+    @staticmethod
+    def _by_contiguity(parts, values):
+        """One of ``values`` (one per part): with a contiguous form and the
+        general one, the contiguity flag chooses at compile time."""
+        if len(values) == 1:
+            return values[0]
+        return ast.IfExp(test=ast.Name(id=parts[0][0], ctx=ast.Load()), body=values[0], orelse=values[1])
+
+
+class _LoopFrame:
+    """A `for` loop being emitted: its variable, its first value and step
+    (index math; start None where not), the names its body assigns, and the
+    pointer blocks it carries: key -> (name, tensor, parts, printer, shape)."""
+
+    def __init__(self, var, start, step, assigned):
+        self.var, self.start, self.step, self.assigned = var, start, step, assigned
+        self.pointers = {}
+
+
+class _IndexForm(ast.NodeTransformer):
+    """Accesses through the carried pointers ``names`` back to their index form."""
+
+    def __init__(self, flag, names):
+        self.flag, self.names = flag, names
+
+    def visit_IfExp(self, node):
+        node = self.generic_visit(node)
+        if (isinstance(node.test, ast.Name) and node.test.id == self.flag
+                and isinstance(node.body, ast.Name) and node.body.id in self.names):
+            return node.orelse
+        return node
