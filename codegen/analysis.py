@@ -155,3 +155,14 @@ def reuses_tiles(ir):
             if used - free:
                 return True
     return False
+
+
+def dotted_path(node):
+    """``a.b.c`` as ["a", "b", "c"], or None if it is not a path of names."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id] + parts[::-1]

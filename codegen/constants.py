@@ -6,6 +6,7 @@ literals.  A local of the same name hides either.
 
 import ast
 
+from codegen.analysis import dotted_path
 from codegen.astutil import literal
 
 
@@ -15,29 +16,25 @@ class GlobalNamesMixin:
     Reads ``names.locals`` and the IR's ``module_aliases``/``constants``;
     writes ``records.uses_libdevice``."""
 
+    def _global_path(self, node):
+        """``a.b.c`` for a path of names not hidden by a local, else None."""
+        path = dotted_path(node)
+        return None if path is None or path[0] in self.names.locals else ".".join(path)
+
     def alias(self, node):
         """What a module path of the application (``ntl``, ``ntsym.language``,
         ``ntl.libdevice``) stands for: "tl", "libdevice", a module, or None."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name) or node.id in self.names.locals:
+        key = self._global_path(node)
+        if key is None:
             return None
-        dotted = ".".join([node.id] + parts[::-1])
-        alias = self.ir.module_aliases.get(dotted)
-        if alias is None and parts and parts[0] == "libdevice" and self.alias(node) == "tl":
+        alias = self.ir.module_aliases.get(key)
+        if alias is None and isinstance(node, ast.Attribute) and node.attr == "libdevice" \
+                and self.alias(node.value) == "tl":
             return "libdevice"
         return alias
 
     def _constant_key(self, node):
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name) or node.id in self.names.locals:
-            return None
-        key = ".".join([node.id] + parts[::-1])
+        key = self._global_path(node)
         return key if key in self.ir.constants else None
 
     def constant(self, node):

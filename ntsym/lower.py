@@ -17,6 +17,7 @@ import types
 import sympy
 
 from codegen import bounds
+from codegen.analysis import dotted_path
 from codegen.ir import Check, KernelIR, MetaParam, SizeArg, TensorParam
 from codegen.kernel import EmitError, block_extent_expr
 from ntsym.errors import ApplicationError, ArrangementError
@@ -179,7 +180,7 @@ def _resolve_globals(func, names):
                         "ntl.constexpr, ntl dtypes), modules and functions, fixed when the kernel is made"
                     )
             if isinstance(node, ast.Attribute):
-                path = _dotted(node)
+                path = dotted_path(node)
                 if path is None or path[0] in local or path[0] not in scope:
                     continue
                 value = scope[path[0]]
@@ -225,17 +226,6 @@ def _local_names(fn_def):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
     return names
-
-
-def _dotted(node):
-    """``a.b.c`` as ["a", "b", "c"], or None if it is not a path of names."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return [node.id] + parts[::-1]
 
 
 def _module_kind(value):
