@@ -87,6 +87,9 @@ def emit(ir):
     generated.loops = loops
     # Tensors the application indexes past its arrangement (`x.source[...]`).
     generated.sourced = frozenset(emitter.sourced)
+    # Tensors the kernel loads from (a written one among them cannot be a
+    # freshly allocated output).
+    generated.read = frozenset(emitter.loaded)
     generated.persistent = persistent is not None
     generated.advance_flag = emitter.advance_flag if emitter.advances else None
     return generated
