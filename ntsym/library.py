@@ -332,13 +332,27 @@ class _Plan:
         outs = self._allocate(*args)
         given = (outs,) if self.single else outs
         call = [(given if where == "out" else args)[k] for where, k in self.order]
-        self.kernel(*call, **self.options)
+        try:
+            self.kernel(*call, **self.options)
+        except NtsymError as e:
+            raise _named(e, self.name) from None
         return outs
 
     # - mutating form -
 
     def _mutating(self, *args):
-        self.kernel(*args, **self.options)
+        try:
+            self.kernel(*args, **self.options)
+        except NtsymError as e:
+            raise _named(e, self.name) from None
+
+
+def _named(error, name):
+    """The kernel's error, said of the op."""
+    try:
+        return type(error)(f"op `{name}`: {error}")
+    except TypeError:  # an error class that takes other arguments
+        return error
 
 
 def _nothing(*args):
