@@ -9,6 +9,7 @@ import torch
 
 import ntsym
 import ntsym.library
+from codegen import runtime
 from examples import add, conv2d, mm, softmax
 from ntsym import Tensor
 from ntsym.library import RegistrationError
@@ -308,3 +309,78 @@ def test_capture_refuses_a_first_launch_and_keeps_validated_ones(monkeypatch):
     with pytest.raises(ntsym.LaunchError, match=r"kernel `application` was launched during CUDA graph capture "
                                                 r"with a call shape .* it has not run before.*warm up first"):
         kernel(x[:20], y[:20], out[:20])
+
+
+# -- on a GPU --------------------------------------------------------------------------
+
+cuda = pytest.mark.skipif(runtime.interpreting(), reason="needs a GPU (kernels not interpreted)")
+
+
+@cuda
+def test_gpu_capture_replays_warmed_launches_and_refuses_new_ones():
+    kernel = ntsym.make(add.arrangement, add.application, tuple(Tensor(1) for _ in range(3)))
+    op = ntsym.library.op(fresh("add"), kernel)
+    x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    out = torch.empty_like(x)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up, as torch.cuda.graph's documentation asks
+        kernel(x, y, out)
+        op(x, y)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        kernel(x, y, out)
+        result = op(x, y)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y)
+    torch.testing.assert_close(result, x + y)
+    with pytest.raises(ntsym.LaunchError, match=r"during CUDA graph capture.*warm up first"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            kernel(x[:100], y[:100], out[:100])
+
+
+@cuda
+def test_gpu_launches_on_the_current_stream():
+    kernel = ntsym.make(add.arrangement, add.application, tuple(Tensor(1) for _ in range(3)))
+    x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
+    out = torch.empty_like(x)
+    kernel(x, y, out)  # validated: the next launches take the direct path
+    (entry,) = kernel._spec.calls.values()
+    if entry.direct is None:
+        pytest.skip("this Triton gives no binary to launch directly")
+    compiled = entry.direct.compiled
+    run, streams = compiled.run, []
+
+    def spy(*args):
+        streams.append(args[3])
+        return run(*args)
+
+    compiled.run = spy
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            out.zero_()
+            kernel(x, y, out)
+        kernel(x, y, out)
+    finally:
+        compiled.run = run
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y)
+    assert streams == [side.cuda_stream, torch.cuda.current_stream().cuda_stream]
+
+
+@cuda
+def test_gpu_compile_fullgraph_matches_eager():
+    model = block().cuda()
+    x = torch.randn(8, 24, device="cuda")
+    counters = compile_counters()
+    with torch.no_grad():
+        expected = model(x)
+        torch.testing.assert_close(torch.compile(model, fullgraph=True)(x), expected, atol=1e-3, rtol=1e-3)
+        torch.testing.assert_close(torch.compile(model, fullgraph=True, mode="reduce-overhead")(x), expected,
+                                   atol=1e-3, rtol=1e-3)
+    assert not counters["graph_break"]
