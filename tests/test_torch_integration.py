@@ -351,14 +351,19 @@ def test_gpu_launches_on_the_current_stream():
     (entry,) = kernel._spec.calls.values()
     if entry.direct is None:
         pytest.skip("this Triton gives no binary to launch directly")
-    compiled = entry.direct.compiled
-    run, streams = compiled.run, []
+    compiled, streams = entry.direct.compiled, []
 
-    def spy(*args):
-        streams.append(args[3])
-        return run(*args)
+    class Spy:
+        """The compiled kernel, noting the stream of each launch."""
 
-    compiled.run = spy
+        def __getattr__(self, name):
+            return getattr(compiled, name)
+
+        def run(self, *args):
+            streams.append(args[3])
+            return compiled.run(*args)
+
+    entry.direct.compiled = Spy()
     try:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -367,7 +372,7 @@ def test_gpu_launches_on_the_current_stream():
             kernel(x, y, out)
         kernel(x, y, out)
     finally:
-        compiled.run = run
+        entry.direct.compiled = compiled
     torch.cuda.synchronize()
     torch.testing.assert_close(out, x + y)
     assert streams == [side.cuda_stream, torch.cuda.current_stream().cuda_stream]
