@@ -87,6 +87,9 @@ def emit(ir):
     generated.loops = loops
     # Tensors the application indexes past its arrangement (`x.source[...]`).
     generated.sourced = frozenset(emitter.records.sourced)
+    # Tensors the kernel loads from (a written one among them cannot be a
+    # freshly allocated output).
+    generated.read = frozenset(emitter.records.loaded)
     generated.persistent = persistent is not None
     generated.advance_flag = emitter.records.advance_flag if emitter.records.advances else None
     return generated

@@ -673,10 +673,33 @@ def _remember(spec, key, grid, args, kwargs, tensors, user_args, direct=None, ke
     spec.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
 
 
+def capturing():
+    """Whether a CUDA graph is being captured on the current stream (False in
+    a build without CUDA).  Asked on a call shape's first launch only: a
+    validated one takes ``fast_launch``, which captures as any launch."""
+    import torch
+
+    try:
+        return torch.cuda.is_current_stream_capturing()
+    except RuntimeError:  # torch built without CUDA
+        return False
+
+
+def refuse_capture(spec):
+    fail(
+        f"kernel `{spec.name}` was launched during CUDA graph capture with a call shape (shapes, strides, "
+        "dtypes, device, 16-byte alignment) it has not run before: a first launch validates the arguments, "
+        "compiles and may tune the kernel (timed runs, synchronisation), none of which a capture may contain; "
+        "warm up first: run the captured code once on the same tensors before torch.cuda.graph"
+    )
+
+
 def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=None, user_args=None,
            late_checks=None, persistent=None):
     """Choose the configuration, then launch ``kernel`` (or its ``persistent``
     variant, where the configuration says so) over ``grid``."""
+    if capturing():
+        refuse_capture(spec)
     int64 = needs_int64(tensors)
     user_args = user_args or args
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent)

@@ -54,7 +54,7 @@ from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor, eval_expr, index_table
 from ntsym.make import Kernel, jit, make
 from ntsym.explain import explain
-from ntsym import debugging, language, visualization
+from ntsym import debugging, language, library, visualization
 from ntsym.debugging import eval, subs  # noqa: A004 - NineToothed's names
 
 
@@ -94,6 +94,7 @@ __all__ = [
     "int64",
     "jit",
     "language",
+    "library",
     "make",
     "subs",
     "uint8",

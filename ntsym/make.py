@@ -2,8 +2,12 @@
 
 import functools
 import inspect
+import itertools
 import os
 import pathlib
+import weakref
+
+import torch
 
 from codegen import cache, emit, runtime
 from codegen.kernel import EmitError
@@ -31,8 +35,12 @@ class Kernel:
         )
         self._remake = None  # (arrangement, application, tensors, make's keywords)
         self._variant = None
+        self._key = next(_KEYS)  # names the operator a call inside torch.compile goes through
+        _KERNELS[self._key] = self
 
     def __call__(self, *args, **kwargs):
+        if _is_compiling():
+            return _traced_call(self, args, kwargs)
         ignored = self.ir.ignored_args
         if ignored and len(args) == _call_arity(self.ir) + len(ignored):
             # Every tensor given, as in `tensors`: drop those the kernel does not need.
@@ -82,6 +90,42 @@ class Kernel:
 
     def __repr__(self):
         return f"<ntsym kernel {self.name}>"
+
+
+_KEYS = itertools.count()
+_KERNELS = weakref.WeakValueDictionary()
+_is_compiling = torch.compiler.is_compiling
+
+
+def _traced_call(kernel, args, kwargs):
+    """A call met while torch.compile traces: the launcher reads data pointers
+    and may tune, which tracing cannot follow, so the call goes through a
+    custom operator made for the kernel (it mutates what the kernel writes)."""
+    ignored = kernel.ir.ignored_args
+    if ignored and len(args) == _call_arity(kernel.ir) + len(ignored):
+        args = tuple(a for i, a in enumerate(args) if i not in ignored)
+    if kwargs:
+        from ntsym.errors import LaunchError
+
+        raise LaunchError(
+            f"kernel `{kernel.name}` was called inside torch.compile with keyword arguments "
+            f"({', '.join(kwargs)}): register it as an operator that takes them, "
+            f"ntsym.library.op('mylib::{kernel.name}', kernel, options={{...}}), and call that")
+    return getattr(torch.ops.ntsym_kernels, _kernel_op(kernel._key))(*args)
+
+
+def _kernel_op(key):
+    """The name of the operator (in ``torch.ops.ntsym_kernels``) that launches
+    kernel ``key``; made on first use.  Tracing evaluates this once and keeps
+    the name as a constant."""
+    from ntsym.library import kernel_op
+
+    return kernel_op(_KERNELS[key], key)
+
+
+# What torch.compiler.assume_constant_result does, without importing
+# torch._dynamo when ntsym is imported.
+_kernel_op._dynamo_marked_constant = True
 
 
 def make(arrangement, application, tensors, caller="torch", kernel_name=None, output_dir=None,

@@ -1,0 +1,484 @@
+"""ntsym kernels as PyTorch operators.
+
+``op(name, kernel)`` registers a kernel as a custom operator with
+``torch.library.custom_op``: a fake implementation comes with it, so
+``torch.compile(fullgraph=True)``, ``torch.export``, FakeTensor tracing and
+``torch.library.opcheck`` see through it, and ``op.register_autograd`` attaches
+a backward.  Two forms:
+
+* functional (the default): the op takes the tensors the kernel reads and
+  returns the ones it writes, allocated by the op.  Each output's shape comes
+  from the inputs' shapes through the relations the kernel proves or checks
+  (``output.shape[0] == input.shape[0]``); a dimension they leave open is
+  refused here, with a request for ``shapes=``.  Dtype: ``dtypes=``, else the
+  first input tensor's; device: the first input tensor's.
+* mutating (``mutates_args=(names...)``): the op takes every parameter, as the
+  kernel does, and writes the named ones in place (every tensor the kernel
+  writes must be named).
+
+See docs/torch.md."""
+
+import itertools
+import re
+
+import sympy
+import torch
+
+from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from ntsym.errors import NtsymError
+
+__all__ = ["RegistrationError", "op", "output_shapes"]
+
+
+class RegistrationError(NtsymError, ValueError):
+    """A kernel cannot be registered as asked: the op's name is malformed or
+    taken, a name given does not match the kernel, or an output's shape is not
+    determined by the inputs."""
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*$")
+_REGISTERED = {}  # qualified name -> kernel, for ops made here
+
+
+def op(name, kernel=None, /, *, mutates_args=None, shapes=None, dtypes=None, options=None):
+    """Register ``kernel`` as the PyTorch operator ``name`` (``"namespace::op"``)
+    and return it (a ``torch.library.CustomOpDef``: call it, or use
+    ``torch.ops.namespace.op``).  Without ``kernel``: a decorator.
+
+    ``mutates_args``: None for the functional form; else the names of the
+    parameters the op writes in place (all the tensors the kernel writes).
+    ``shapes``: {output name: callable(*inputs) -> shape, or an input's name
+    (the same shape)}; a callable alone stands for the only output.
+    ``dtypes``: {output name: torch.dtype, an input's name, or
+    callable(*inputs) -> dtype}; one value alone applies to every output.
+    ``options``: keyword arguments every launch takes (compile-time values
+    such as block sizes, ``ntsym_options``)."""
+    if kernel is None:
+        return lambda k: op(name, k, mutates_args=mutates_args, shapes=shapes, dtypes=dtypes, options=options)
+    _check_name(name, kernel)
+    plan = _Plan(name, kernel, mutates_args, shapes, dtypes, options)
+    definition = torch.library.custom_op(name, plan.impl, mutates_args=plan.mutates, schema=plan.schema)
+    definition.register_fake(plan.fake)
+    _REGISTERED[name] = kernel
+    return definition
+
+
+_KERNEL_OPS = {}  # kernel key -> name in torch.ops.ntsym_kernels
+
+
+def kernel_op(kernel, key):
+    """The in-place operator ``ntsym_kernels::<kernel>_<key>`` that a call of
+    ``kernel`` inside torch.compile is traced as (made once per kernel)."""
+    name = _KERNEL_OPS.get(key)
+    if name is None:
+        name = f"{re.sub(r'[^A-Za-z0-9_]', '_', kernel.name)}_{key}"
+        written = tuple(p.name for p in _call_params(kernel) if p.name in set(kernel._generated.written))
+        plan = _Plan(f"ntsym_kernels::{name}", kernel, written, None, None, None)
+        definition = torch.library.custom_op(f"ntsym_kernels::{name}", plan.impl, mutates_args=plan.mutates,
+                                             schema=plan.schema)
+        definition.register_fake(plan.fake)
+        _KERNEL_OPS[key] = name
+        _DEFINITIONS.append(definition)
+    return name
+
+
+_DEFINITIONS = []  # keeps the operators made by kernel_op alive
+
+
+def output_shapes(kernel):
+    """The shape of each output the kernel writes, as derived from its inputs'
+    shapes: {output name: (expression or None per dimension)} in the user's
+    terms (``input.shape[0]``); None marks a dimension the inputs leave open."""
+    params = _call_params(kernel)
+    written = set(kernel._generated.written)
+    inputs = [p for p in params if p.name not in written and p.kind in ("tensor", "shape")]
+    outputs = [p for p in params if p.name in written]
+    derived = _derive(kernel, inputs, outputs)
+    names = _display(kernel)
+    return {p.name: tuple(None if e is None else _describe(e, names) for e in derived[p.name]) for p in outputs}
+
+
+# -- definition ---------------------------------------------------------------
+
+
+def _check_name(name, kernel):
+    what = f"ntsym.library.op({name!r}, kernel `{getattr(kernel, 'name', kernel)}`)"
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise RegistrationError(
+            f"{what}: the op's name must be 'namespace::name' (letters, digits and underscores, no "
+            f"overload), got {name!r}")
+    if not hasattr(kernel, "ir") or not hasattr(kernel, "_generated"):
+        raise RegistrationError(f"{what}: expected a kernel made by ntsym.make or @ntsym.jit, got "
+                                f"{type(kernel).__name__}")
+    if name in _REGISTERED:
+        raise RegistrationError(f"{what}: the op `{name}` is already registered (for kernel "
+                                f"`{_REGISTERED[name].name}`); choose another name")
+    namespace, short = name.split("::")
+    try:
+        getattr(getattr(torch.ops, namespace), short)
+    except (AttributeError, RuntimeError):
+        return
+    raise RegistrationError(f"{what}: the op `{name}` is already defined in PyTorch; choose another name")
+
+
+def _call_params(kernel):
+    """The parameters a call passes, in order (compile-time values fixed at
+    make() left out)."""
+    return [p for p in kernel.ir.params if not (p.kind == "constexpr" and p.value is not None)]
+
+
+def _display(kernel):
+    from ntsym.make import _display_names
+
+    return _display_names(kernel.ir)
+
+
+def _describe(expr, names):
+    text = str(expr)
+    for s in sorted(expr.free_symbols, key=lambda s: -len(s.name)):
+        text = text.replace(s.name, names.get(s.name, s.name))
+    return text
+
+
+def _relation(rel, names):
+    if isinstance(rel, sympy.Eq):
+        return f"{_describe(rel.lhs, names)} == {_describe(rel.rhs, names)}"
+    return _describe(rel, names)
+
+
+def _schema_type(p):
+    if p.kind in ("tensor", "shape"):
+        return "Tensor"
+    dtype = str(p.dtype or "").replace("torch.", "")
+    if dtype == "bool":
+        return "bool"
+    if dtype.startswith(("float", "bfloat")):
+        return "float"
+    if dtype.startswith(("int", "uint")) or p.kind == "constexpr":
+        return "int"
+    return "Scalar"
+
+
+class _Plan:
+    """How the op's arguments map to the kernel's and what it returns."""
+
+    def __init__(self, name, kernel, mutates_args, shapes, dtypes, options):
+        self.name = name
+        self.kernel = kernel
+        self.options = dict(options or {})
+        params = _call_params(kernel)
+        self.params = params
+        names = [p.name for p in params]
+        written = set(kernel._generated.written)
+        where = f"op `{name}` (kernel `{kernel.name}`)"
+        if not written:
+            raise RegistrationError(f"{where}: the kernel writes no tensor, so the op would have no effect")
+        if mutates_args is not None:
+            if isinstance(mutates_args, str):
+                mutates_args = (mutates_args,)
+            mutates_args = tuple(mutates_args)
+            for n in mutates_args:
+                if n not in names:
+                    raise RegistrationError(f"{where}: mutates_args names `{n}`, which is not a parameter of the "
+                                            f"kernel (its parameters: {', '.join(names)})")
+                if n not in written:
+                    raise RegistrationError(f"{where}: mutates_args names `{n}`, which the kernel does not write "
+                                            f"(it writes: {', '.join(sorted(written))})")
+            missing = [n for n in names if n in written and n not in mutates_args]
+            if missing:
+                raise RegistrationError(f"{where}: the kernel writes {', '.join(f'`{n}`' for n in missing)}, which "
+                                        f"mutates_args leaves out; name every tensor it writes")
+            if shapes is not None or dtypes is not None:
+                raise RegistrationError(f"{where}: shapes= and dtypes= describe the outputs of the functional "
+                                        "form; with mutates_args the caller passes them")
+            self.mutates = mutates_args
+            letters = iter("abcdefghijklmnopqrstuvwxyz")
+            args = [f"{_schema_type(p)}{'(' + next(letters) + '!)' if p.name in mutates_args else ''} {p.name}"
+                    for p in params]
+            self.schema = f"({', '.join(args)}) -> ()"
+            self.impl = self._mutating
+            self.fake = _nothing
+            return
+        read = getattr(kernel._generated, "read", frozenset())
+        both = [n for n in names if n in written and n in read]
+        if both:
+            raise RegistrationError(
+                f"{where}: the kernel reads and writes {', '.join(f'`{n}`' for n in both)}, so the functional "
+                f"form cannot allocate it; register the in-place form: "
+                f"ntsym.library.op({name!r}, kernel, mutates_args={tuple(n for n in names if n in written)!r})")
+        self.inputs = [p for p in params if p.name not in written]
+        self.outputs = [p for p in params if p.name in written]
+        tensors = [i for i, p in enumerate(self.inputs) if p.kind in ("tensor", "shape")]
+        self.first = tensors[0] if tensors else None
+        self.mutates = ()
+        args = ", ".join(f"{_schema_type(p)} {p.name}" for p in self.inputs)
+        returns = "Tensor" if len(self.outputs) == 1 else "(" + ", ".join("Tensor" for _ in self.outputs) + ")"
+        self.schema = f"({args}) -> {returns}"
+        self.order = tuple(("out" if p.name in written else "in", k) for k, p in
+                           zip(_positions(params, written), params))
+        self.shape_fns = self._shapes(shapes)
+        self.dtype_fns = self._dtypes(dtypes)
+        self.single = len(self.outputs) == 1
+        self.impl = self._functional
+        self.fake = self._allocate
+
+    # - functional form -
+
+    def _shapes(self, shapes):
+        where = f"op `{self.name}` (kernel `{self.kernel.name}`)"
+        out_names = [p.name for p in self.outputs]
+        in_names = [p.name for p in self.inputs]
+        if callable(shapes) and not isinstance(shapes, dict):
+            if len(self.outputs) != 1:
+                raise RegistrationError(f"{where}: a single shape function given but the kernel writes "
+                                        f"{len(self.outputs)} tensors ({', '.join(out_names)}); give "
+                                        "shapes={name: function}")
+            shapes = {out_names[0]: shapes}
+        shapes = dict(shapes or {})
+        for n in shapes:
+            if n not in out_names:
+                raise RegistrationError(f"{where}: shapes= names `{n}`, which is not an output (the outputs: "
+                                        f"{', '.join(out_names)}; the inputs: {', '.join(in_names)})")
+        fns = []
+        derived = None
+        for p in self.outputs:
+            given = shapes.get(p.name)
+            if isinstance(given, str):
+                fns.append(self._like(p, given, where, in_names))
+                continue
+            if given is not None:
+                if not callable(given):
+                    raise RegistrationError(f"{where}: shapes[{p.name!r}] must be a function of the inputs "
+                                            f"({', '.join(in_names)}) or an input's name, got {given!r}")
+                fns.append(_checked_shape(given, self.name, p))
+                continue
+            if derived is None:
+                derived = _derive(self.kernel, self.inputs, self.outputs)
+            exprs = derived[p.name]
+            if any(e is None for e in exprs):
+                self._undetermined(p, exprs, where, in_names)
+            fns.append(_compile_shape(exprs, self.inputs))
+        return fns
+
+    def _like(self, p, given, where, in_names):
+        if given not in in_names:
+            raise RegistrationError(f"{where}: shapes[{p.name!r}] = {given!r} is not an input (the inputs: "
+                                    f"{', '.join(in_names)})")
+        i = in_names.index(given)
+        if self.inputs[i].kind not in ("tensor", "shape"):
+            raise RegistrationError(f"{where}: shapes[{p.name!r}] = {given!r} names a scalar input")
+        if self.inputs[i].ndim != p.ndim:
+            raise RegistrationError(f"{where}: shapes[{p.name!r}] = {given!r}, but `{given}` has "
+                                    f"{self.inputs[i].ndim} dimensions and `{p.name}` {p.ndim}")
+        return lambda args: args[i].shape
+
+    def _undetermined(self, p, exprs, where, in_names):
+        names = _display(self.kernel)
+        open_dims = [f"{p.name}.shape[{d}]" for d, e in enumerate(exprs) if e is None]
+        known = [f"{p.name}.shape[{d}] = {_describe(e, names)}" for d, e in enumerate(exprs) if e is not None]
+        open_symbols = {s for s, e in zip(p.source_sizes, exprs) if e is None and isinstance(s, sympy.Symbol)}
+        related = [_relation(c.relation, names) for c in self.kernel.ir.checks
+                   if getattr(c.relation, "free_symbols", set()) & open_symbols]
+        text = (f"{where}: the shape of output `{p.name}` is not determined by the inputs' shapes: "
+                f"{', '.join(open_dims)} {'is' if len(open_dims) == 1 else 'are'} ")
+        text += ("related to them only by " + "; ".join(related)) if related else "not related to them by the kernel"
+        if known:
+            text += f" (derived: {', '.join(known)})"
+        text += (f"; give it: shapes={{{p.name!r}: lambda {', '.join(in_names)}: (...)}}, or shapes={{{p.name!r}: "
+                 f"'<input name>'}} for an input's shape")
+        raise RegistrationError(text)
+
+    def _dtypes(self, dtypes):
+        where = f"op `{self.name}` (kernel `{self.kernel.name}`)"
+        out_names = [p.name for p in self.outputs]
+        in_names = [p.name for p in self.inputs]
+        if dtypes is None or not isinstance(dtypes, dict):
+            dtypes = {n: dtypes for n in out_names} if dtypes is not None else {}
+        for n in dtypes:
+            if n not in out_names:
+                raise RegistrationError(f"{where}: dtypes= names `{n}`, which is not an output (the outputs: "
+                                        f"{', '.join(out_names)})")
+        if self.first is None:
+            raise RegistrationError(f"{where}: the kernel reads no tensor, so the functional form has no device "
+                                    "to allocate its outputs on; register the in-place form with mutates_args")
+        fns = []
+        first = self.first
+        for p in self.outputs:
+            rule = dtypes.get(p.name)
+            if rule is None:
+                fns.append(lambda args: args[first].dtype)
+            elif isinstance(rule, torch.dtype):
+                fns.append(lambda args, rule=rule: rule)
+            elif isinstance(rule, str):
+                if rule not in in_names:
+                    raise RegistrationError(f"{where}: dtypes[{p.name!r}] = {rule!r} is not an input (the inputs: "
+                                            f"{', '.join(in_names)})")
+                i = in_names.index(rule)
+                fns.append(lambda args, i=i: args[i].dtype)
+            elif callable(rule):
+                fns.append(lambda args, rule=rule: rule(*args))
+            else:
+                raise RegistrationError(f"{where}: dtypes[{p.name!r}] must be a torch.dtype, an input's name or a "
+                                        f"function of the inputs, got {rule!r}")
+        return fns
+
+    def _allocate(self, *args):
+        device = args[self.first].device
+        outs = tuple(torch.empty(tuple(shape(args)), dtype=dtype(args), device=device)
+                     for shape, dtype in zip(self.shape_fns, self.dtype_fns))
+        return outs[0] if self.single else outs
+
+    def _functional(self, *args):
+        outs = self._allocate(*args)
+        given = (outs,) if self.single else outs
+        call = [(given if where == "out" else args)[k] for where, k in self.order]
+        try:
+            self.kernel(*call, **self.options)
+        except NtsymError as e:
+            raise _named(e, self.name) from None
+        return outs
+
+    # - mutating form -
+
+    def _mutating(self, *args):
+        try:
+            self.kernel(*args, **self.options)
+        except NtsymError as e:
+            raise _named(e, self.name) from None
+
+
+def _named(error, name):
+    """The kernel's error, said of the op."""
+    try:
+        return type(error)(f"op `{name}`: {error}")
+    except TypeError:  # an error class that takes other arguments
+        return error
+
+
+def _nothing(*args):
+    return None
+
+
+def _positions(params, written):
+    """Per parameter: its index among the inputs or among the outputs."""
+    counters = {True: itertools.count(), False: itertools.count()}
+    return [next(counters[p.name in written]) for p in params]
+
+
+def _checked_shape(fn, name, p):
+    def shape(args):
+        value = tuple(fn(*args))
+        if len(value) != p.ndim:
+            raise RegistrationError(f"op `{name}`: the shape function of `{p.name}` gave {value}, "
+                                    f"{len(value)} dimensions; `{p.name}` has {p.ndim}")
+        return value
+
+    return shape
+
+
+# -- shape derivation -----------------------------------------------------------
+
+
+def _derive(kernel, inputs, outputs):
+    """Per output: per dimension, an expression of the inputs' size symbols,
+    or None where the kernel leaves the size open.  Sizes come from the
+    proof's unification (an output size set equal to an input's), then from
+    the equalities checked at launch, solved for one unknown size at a time."""
+    known = set()
+    for p in inputs:
+        known |= {s for s in p.source_sizes if isinstance(s, sympy.Symbol)}
+    solved = {}  # output size symbol -> expression over known symbols
+    result = {}
+    for p in outputs:
+        exprs = []
+        for s, rep in zip(p.source_sizes, p.sizes):
+            if not isinstance(s, sympy.Basic) or not s.free_symbols:
+                exprs.append(sympy.Integer(int(s)))
+                continue
+            rep = sympy.sympify(rep)
+            if rep.free_symbols <= known and _evaluable(rep):
+                solved[s] = rep
+            exprs.append(None)
+        result[p.name] = exprs
+    equalities = [c.relation for c in kernel.ir.checks if isinstance(c.relation, sympy.Eq)]
+    unknown = {s for p in outputs for s in p.source_sizes if isinstance(s, sympy.Symbol)}
+    changed = True
+    while changed:
+        changed = False
+        for rel in equalities:
+            expr = (rel.lhs - rel.rhs).xreplace(solved)
+            free = expr.free_symbols - known
+            if len(free) != 1:
+                continue
+            (target,) = free
+            if target not in unknown or target in solved:
+                continue
+            solution = _solve(expr, target)
+            if solution is not None and solution.free_symbols <= known and _evaluable(solution):
+                solved[target] = solution
+                changed = True
+    for p in outputs:
+        exprs = result[p.name]
+        for d, s in enumerate(p.source_sizes):
+            if exprs[d] is None and s in solved:
+                exprs[d] = solved[s]
+    return result
+
+
+def _solve(expr, target):
+    if expr.has(CeilDiv, FloorDiv, Mod):
+        # Only where the unknown is outside the integer divisions: a + b*x.
+        if any(f.has(target) for f in expr.atoms(CeilDiv, FloorDiv, Mod)):
+            return None
+    try:
+        coeff = sympy.diff(expr, target)
+    except Exception:
+        return None
+    if coeff.free_symbols or coeff == 0 or coeff not in (1, -1):
+        return None
+    rest = sympy.expand(expr - coeff * target)
+    if rest.has(target):
+        return None
+    return sympy.simplify(-rest / coeff) if coeff == 1 else rest
+
+
+def _evaluable(expr):
+    return _python(expr, {s: "" for s in expr.free_symbols}) is not None
+
+
+def _python(expr, names):
+    """Python source computing ``expr`` over the sizes (SymInts too), or None."""
+    if expr.is_Integer:
+        return str(int(expr))
+    if expr.is_Symbol:
+        return names.get(expr) if expr in names else None
+    if expr.is_Add or expr.is_Mul:
+        parts = [_python(a, names) for a in expr.args]
+        if any(p is None for p in parts) or (expr.is_Mul and any(a.is_Rational and not a.is_Integer
+                                                                 for a in expr.args)):
+            return None
+        return "(" + (" + " if expr.is_Add else " * ").join(parts) + ")"
+    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) >= 0:
+        base = _python(expr.base, names)
+        return None if base is None else f"({base} ** {int(expr.exp)})"
+    if isinstance(expr, (FloorDiv, CeilDiv, Mod)):
+        a, b = (_python(x, names) for x in expr.args)
+        if a is None or b is None:
+            return None
+        if isinstance(expr, FloorDiv):
+            return f"({a} // {b})"
+        if isinstance(expr, CeilDiv):
+            return f"(-(-{a} // {b}))"
+        return f"({a} % {b})"
+    return None
+
+
+def _compile_shape(exprs, inputs):
+    """A function (the op's arguments) -> shape, for derived expressions."""
+    names = {}
+    for i, p in enumerate(inputs):
+        for d, s in enumerate(p.source_sizes):
+            if isinstance(s, sympy.Symbol) and s not in names:
+                names[s] = f"a[{i}].shape[{d}]"
+    body = ", ".join(_python(e, names) for e in exprs)
+    return eval(f"lambda a: ({body}{',' if len(exprs) == 1 else ''})")  # noqa: S307 - built from sympy trees above
