@@ -10,6 +10,7 @@ import torch
 import ntsym
 import ntsym.library
 from codegen import runtime
+from tests.conftest import FP32_DOT_TOL
 from examples import add, conv2d, mm, softmax
 from ntsym import Tensor
 from ntsym.library import RegistrationError
@@ -129,7 +130,7 @@ def test_mm_shape_derived():
     a, b = torch.randn(20, 33), torch.randn(33, 18)
     out = op(a, b)
     assert out.shape == (20, 18)
-    torch.testing.assert_close(out, a @ b, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(out, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
     torch.library.opcheck(op, (a, b))
 
 
@@ -158,7 +159,7 @@ def test_conv2d_needs_a_shape_and_takes_one():
 
     op = ntsym.library.op(fresh("conv2d"), conv2d.kernel, shapes=shape)
     x, w = torch.randn(2, 3, 7, 6), torch.randn(4, 3, 3, 2)
-    torch.testing.assert_close(op(x, w), torch.nn.functional.conv2d(x, w), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(op(x, w), torch.nn.functional.conv2d(x, w), atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
     torch.library.opcheck(op, (x, w))
 
 
@@ -184,6 +185,7 @@ def test_fake_tensors_get_derived_shapes():
 # -- autograd -------------------------------------------------------------------
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="float64 gradcheck through the interpreter: the GPU's tl.dot takes no float64 accumulator here")
 def test_autograd_gradcheck():
     op = ntsym.library.op(fresh("mm"), mm.kernel)
 
