@@ -43,6 +43,14 @@ class GlobalNamesMixin:
         key = self._constant_key(node)
         return None if key is None else literal(self.ir.constants[key])
 
+    def global_name(self, node):
+        """A module path or constant as the generated code writes it
+        (``tl``, ``libdevice``, a literal), else None."""
+        alias = self.alias(node)
+        if alias in ("tl", "libdevice"):
+            return self.module_name(alias)
+        return self.constant(node)
+
     def number(self, node):
         """Whether ``node`` is a Python number at compile time (``2.0``,
         ``SCALE``, ``-math.pi / 2``): Triton's math functions take those as

@@ -308,13 +308,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 return copy.deepcopy(self.shapes.padded_locals[node.id])
             if node.id in self.params and node.id not in self.names.locals:
                 return ast.Name(id=node.id, ctx=ast.Load())
-            alias = self.alias(node)
-            if alias in ("tl", "libdevice"):
-                return self.module_name(alias)
-            constant = self.constant(node)
-            if constant is not None:
-                return constant
-            return node
+            named = self.global_name(node)
+            return node if named is None else named
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
         if isinstance(node, ast.Call):
@@ -367,12 +362,9 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             if node.attr == "ndim":
                 return ast.Constant(len(ref.shape()))
             return ast.Attribute(value=self.tile_value(ref, node.value), attr=node.attr, ctx=ast.Load())
-        alias = self.alias(node)
-        if alias in ("tl", "libdevice"):
-            return self.module_name(alias)
-        constant = self.constant(node)
-        if constant is not None:
-            return constant
+        named = self.global_name(node)
+        if named is not None:
+            return named
         alias = self.alias(node.value)
         if alias in ("tl", "libdevice"):
             return ast.Attribute(value=self.module_name(alias), attr=node.attr, ctx=ast.Load())

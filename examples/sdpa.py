@@ -59,6 +59,8 @@ def application(q, k, v, scale, is_causal, o):
     m = ntl.full((q.shape[0],), float("-inf"), dtype=ntl.float32)
     l = ntl.zeros((q.shape[0],), dtype=ntl.float32)
 
+    # The three loops repeat one body, each with the masks its blocks need:
+    # written out, each keeps what ntsym proves of its own blocks.
     if is_causal:
         # Key blocks wholly before the block's first query need no causal
         # mask; those past its last query are all masked: not visited.

@@ -15,19 +15,11 @@ import statistics
 import time
 
 import torch
-import triton
-import triton.language as tl
 
-import ntsym
-from benchmarks.overhead import add_parts, host_us_per_call
+import ntsym  # before triton: it picks the interpreter where there is no GPU
+import triton  # noqa: I001
+from benchmarks.overhead import add_parts, host_us_per_call, plain_add_kernel
 from examples import add, mm, softmax
-
-
-@triton.jit
-def plain_add_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
 
 
 def launch_costs():
