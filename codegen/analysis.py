@@ -166,3 +166,57 @@ def dotted_path(node):
     if not isinstance(node, ast.Name):
         return None
     return [node.id] + parts[::-1]
+
+
+def loop_bound_carried_by_an_enclosing_loop(func):
+    """The first name (a Name node of a ``range`` argument, or None) that
+    bounds a run-time loop and changes from one iteration of an enclosing
+    run-time loop to the next: assigned in that loop's body and defined before
+    it, or computed there from such a name.  Compiled Triton keeps such a
+    bound's value from before the enclosing loop (Triton 3.6 on an H100: an
+    inner ``range(n)`` after ``n = n - 1`` runs the first ``n`` times every
+    time), while its interpreter follows the change."""
+    def walk(stmts, before):
+        for s in stmts:
+            if isinstance(s, ast.While) or (isinstance(s, ast.For) and not unrolled(s)):
+                found = _carried_bound(s, before)
+                if found is not None:
+                    return found
+            if isinstance(s, (ast.For, ast.While, ast.If)):
+                found = walk(s.body, before | assigned_names([s]) - assigned_names(s.body)) or \
+                    walk(s.orelse, before)
+                if found is not None:
+                    return found
+            before = before | assigned_names([s])
+        return None
+
+    return walk(func.body, {a.arg for a in func.args.args})
+
+
+def _carried_bound(loop, before):
+    """In ``loop``'s body: an inner loop bound by a name the loop carries."""
+    body = loop.body
+    assigned = assigned_names(body)
+    carried = assigned & before
+    changed = True
+    while changed:  # names computed from carried ones are carried too
+        changed = False
+        for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = assigned_names([node])
+                value = node.value
+                reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+                if isinstance(node, ast.AugAssign):
+                    reads |= targets
+                if reads & carried and not targets <= carried:
+                    carried |= targets
+                    changed = True
+    if not carried:
+        return None
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.For) and not unrolled(node) and isinstance(node.iter, ast.Call):
+            for arg in node.iter.args:
+                for n in ast.walk(arg):
+                    if isinstance(n, ast.Name) and n.id in carried:
+                        return n
+    return None

@@ -31,6 +31,7 @@ from codegen.addressing import AddressingMixin
 from codegen.analysis import (
     assigned_names,
     assigned_parameters,
+    loop_bound_carried_by_an_enclosing_loop,
     loop_variable_read_after_its_loop,
     stored_once,
 )
@@ -152,6 +153,13 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 raise self.error(
                     f"`{read.id}` is read after the loop it indexes: compiled Triton leaves a loop's variable "
                     "undefined after the loop (its interpreter does not); keep the value in another name", read)
+            bound = loop_bound_carried_by_an_enclosing_loop(f)
+            if bound is not None:
+                raise self.error(
+                    f"`{bound.id}` bounds a loop and changes from one iteration of an enclosing loop to the "
+                    "next: compiled Triton runs such a loop with the bound's value from before the enclosing "
+                    "loop (its interpreter follows the change), a wrong result on a GPU; compute the bound "
+                    "from the enclosing loop's index (`range(n - j)`) instead", bound)
         body = self.statements(copy.deepcopy(func.body))
         return body
 

@@ -8,7 +8,7 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
-from ntsym import Tensor
+from ntsym import Symbol, Tensor
 
 B = 64
 
@@ -151,3 +151,41 @@ def test_a_loop_variable_assigned_again_may_be_read():
     want = x + 1
     want[:, :4] = x[:, 4:8] + 1
     torch.testing.assert_close(y, want)
+
+
+def _carried_before_the_inner_loop(x, y):
+    acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+    n = 1
+    for j in range(3):
+        n = n + 1
+        for k in range(n - 1):
+            acc += x[0, k]
+    y = ntl.sum(acc, 1)  # noqa: F841
+
+
+def _computed_from_the_index(x, y):
+    acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+    for j in range(3):
+        m = j + 1
+        for k in range(m):
+            acc += x[0, k]
+    y = ntl.sum(acc, 1)  # noqa: F841
+
+
+def test_inner_loop_bound_carried_by_the_enclosing_loop_is_refused():
+    """Seen on an H100 with Triton 3.6: an inner ``range`` whose bound the
+    enclosing loop carries runs with the bound from before that loop.  A bound
+    computed from the enclosing loop's index compiles correctly, and runs."""
+    B = Symbol("B", constexpr=True)
+
+    def arrangement(x, y, B=B):
+        return x.tile((1, B)).tile((1, -1)).squeeze(1), y.tile((1,))
+
+    with pytest.raises(ntsym.ApplicationError, match=r"`n` bounds a loop(.|\n)*range\(n - 1\)"):
+        ntsym.make(arrangement, _carried_before_the_inner_loop, (Tensor(2), Tensor(1)))
+    kernel = ntsym.make(arrangement, _computed_from_the_index, (Tensor(2), Tensor(1)))
+    x = torch.randn(2, 64)
+    y = torch.empty(2)
+    kernel(x, y, B=16)
+    blocks = x.view(2, 4, 16).sum(2)
+    torch.testing.assert_close(y, 3 * blocks[:, 0] + 2 * blocks[:, 1] + blocks[:, 2])
