@@ -59,6 +59,20 @@ class Spec:
     arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.arithmetic)
 
 
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What a kernel's launcher hands the runtime that no call changes, made
+    once per kernel by ``make``: the generated launcher passes it, then only
+    the call's own values (arguments, compile-time values, tensors, options,
+    and the grid and derived-flag functions, which read the call's sizes)."""
+
+    kernel: Any  # the @triton.jit function
+    spec: Spec
+    checks: tuple = ()  # the launch checks, by index (``fail_check``)
+    display: dict = field(default_factory=dict)  # size and stride symbol -> how the user writes it
+    persistent_kernel: Any = None  # the persistent variant's @triton.jit function, or None
+
+
 def interpreting():
     """Whether kernels run through Triton's interpreter (no GPU, or asked for).
     Decided once per process, when first asked."""
@@ -610,9 +624,10 @@ def _launch_direct(direct, grid, call, device):
     return True
 
 
-def fast_launch(kernel, spec, entry, args):
+def fast_launch(facts, entry, args):
     """Launch a call whose shapes were validated before: only aliasing, which
     depends on the data pointers, is checked again."""
+    spec = facts.spec
     if entry.spans is not None and spec.written:
         pointers = [args[i].data_ptr() for i in entry.tensor_positions]
         for a in range(len(pointers)):
@@ -636,6 +651,8 @@ def fast_launch(kernel, spec, entry, args):
         kernel = entry.kernel
         if not spec.interpreting:
             ensure_allocator()
+    else:
+        kernel = facts.kernel
     if entry.direct is not None and _launch_direct(entry.direct, entry.grid, call, entry.device):
         return None
     _run(kernel, entry.grid, call, entry.kwargs, spec, entry.device)
@@ -694,10 +711,19 @@ def refuse_capture(spec):
     )
 
 
-def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=None, user_args=None,
+def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None, user_args=None,
            late_checks=None, persistent=None):
-    """Choose the configuration, then launch ``kernel`` (or its ``persistent``
-    variant, where the configuration says so) over ``grid``."""
+    """Choose the configuration, then launch ``facts.kernel`` (or its
+    ``persistent`` variant, where the configuration says so) over ``grid``.
+
+    ``args``: the kernel's arguments but the configuration's; ``metas``: the
+    compile-time values the call gave (None: to choose); ``grid(meta)`` and
+    ``derived`` (name -> ``f(meta)``): the grid and the compile-time flags
+    that follow from the chosen ones; ``key``: the call's ``call_key``, under
+    which the launch is remembered for ``fast_launch``; ``user_args``: the
+    call's arguments; ``late_checks(meta)``: the launch checks that read the
+    chosen block sizes."""
+    kernel, spec = facts.kernel, facts.spec
     if capturing():
         refuse_capture(spec)
     int64 = needs_int64(tensors)

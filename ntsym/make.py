@@ -153,7 +153,11 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None, ou
     spec.kernel_source = generated.source
     spec.locations = generated.locations
     module = cache.load(generated.source, ir.name)
-    launch = module.make_launch(spec, generated.checks, _display_names(ir))
+    persistent = getattr(module, generated.persistent_name) if generated.persistent_name else None
+    facts = runtime.LaunchFacts(kernel=getattr(module, generated.kernel_name), spec=spec,
+                                checks=tuple(generated.checks), display=_display_names(ir),
+                                persistent_kernel=persistent)
+    launch = module.make_launch(facts)
     kernel = Kernel(ir, generated, module, spec, launch)
     kernel._remake = (arrangement, application, tensors, dict(
         caller=caller, kernel_name=kernel_name, num_warps=num_warps, num_stages=num_stages,

@@ -219,8 +219,9 @@ def test_launch_sets_the_tensors_device(monkeypatch):
 
     config = tuning.Config((("B", 16),), 4, 3)
     monkeypatch.setattr(tuning, "choose", lambda *a, **k: config)
-    runtime.launch(FakeKernel(), spec, lambda meta: (1,), (), {"B": 16}, {}, (FakeTensor(1),))
-    runtime.launch(FakeKernel(), spec, lambda meta: (1,), (), {"B": 16}, {}, (FakeTensor(0),))
+    facts = runtime.LaunchFacts(kernel=FakeKernel(), spec=spec)
+    runtime.launch(facts, (), {"B": 16}, (FakeTensor(1),), grid=lambda meta: (1,), derived={})
+    runtime.launch(facts, (), {"B": 16}, (FakeTensor(0),), grid=lambda meta: (1,), derived={})
     assert seen == [("launch", 1), ("launch", 0)]
     assert current[0] == 0
 
