@@ -476,7 +476,7 @@ def _launcher(ir, emitter, checks, written, persistent=None):
         "def make_launch(FACTS):\n"
         '    """The launcher, bound to one kernel\'s facts."""\n'
         "    SPEC, CHECKS, DISPLAY = FACTS.spec, FACTS.checks, FACTS.display\n"
-        "    CALLS = SPEC.calls\n"
+        "    CALLS = FACTS.cache.calls\n"
         "    return launch"
     ).body[0]
     factory.body.insert(len(factory.body) - 1, launch)
@@ -507,7 +507,7 @@ def _streamed_tiles(ir):
 
 def spec(ir, generated):
     """Facts the runtime needs, as plain data (stored beside the module)."""
-    from codegen.runtime import Spec, TensorSpec
+    from codegen.runtime import Spec, TensorSpec, interpreting
 
     tensors = []
     for p in ir.params:
@@ -549,4 +549,7 @@ def spec(ir, generated):
         max_num_configs=ir.max_num_configs,
         streamed_tiles=_streamed_tiles(ir),
         loops=generated.loops,
+        kernel_source=generated.source,
+        locations=generated.locations,
+        interpreting=interpreting(),
     )

@@ -33,8 +33,11 @@ class TensorSpec:
     value: Any = None
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Spec:
+    """What compilation decided about a kernel, as the runtime reads it; fixed
+    once ``make`` returns (what calls learn is kept in a ``CallCache``)."""
+
     name: str
     params: tuple
     metas: tuple
@@ -45,18 +48,33 @@ class Spec:
     max_num_configs: Any = None
     streamed_tiles: tuple = ()  # (tensor position, elements(meta...), meta names)
     loops: bool = True  # whether the kernel has a loop (num_stages matters)
-    checks: tuple = ()
     aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: in-place use is safe
     kernel_source: str = ""
     locations: dict = field(default_factory=dict)  # generated line -> user location
-    call_params: Any = None  # filled on the first call
     arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)
+    meta_by_name: dict = field(default_factory=dict)
+    interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
+    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.arithmetic)
+    # Derived from ``params``: the call's parameters (name, kind, ndim, written),
+    # the compiled values left out, and the names of the tensors the kernel writes.
+    call_params: tuple = field(init=False)
+    written: frozenset = field(init=False)
+
+    def __post_init__(self):
+        # A declared dtype is not required of the call: the kernel reads every
+        # element type from its pointer, and Triton compiles it for each call's
+        # dtypes, as NineToothed's launcher does.
+        params = [p for p in self.params if not (p.kind == "constexpr" and p.value is not None)]
+        object.__setattr__(self, "call_params", tuple((p.name, p.kind, p.ndim, p.written) for p in params))
+        object.__setattr__(self, "written", frozenset(p.name for p in self.params if p.written))
+
+
+@dataclass(eq=False)
+class CallCache:
+    """What a kernel handle's launches learn, for the calls after them."""
+
     calls: dict = field(default_factory=dict)  # call_key -> _Entry (validated calls)
     tuned: dict = field(default_factory=dict)  # tuning.choose's key -> Config chosen in this process
-    meta_by_name: dict = field(default_factory=dict)
-    interpreting: bool = False
-    written: frozenset = frozenset()
-    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.arithmetic)
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,8 @@ class LaunchFacts:
     checks: tuple = ()  # the launch checks, by index (``fail_check``)
     display: dict = field(default_factory=dict)  # size and stride symbol -> how the user writes it
     persistent_kernel: Any = None  # the persistent variant's @triton.jit function, or None
+    # The one part that changes: filled by calls (the binding to this kernel does not).
+    cache: CallCache = field(default_factory=CallCache)
 
 
 def interpreting():
@@ -210,30 +230,20 @@ def check_shape(name, tensor, dim, expected):
         fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}: the arrangement fixes it")
 
 
-def _prepare(spec):
-    """Per-kernel facts for the checks, computed on the first call."""
+@functools.lru_cache(maxsize=None)
+def _call_types():
+    """(dtypes Triton kernels read, torch.bool, torch.Tensor): looked up once."""
     import torch
 
-    params = [p for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
-    # A declared dtype is not required of the call: the kernel reads every
-    # element type from its pointer, and Triton compiles it for each call's
-    # dtypes, as NineToothed's launcher does.
-    spec.call_params = tuple((p.name, p.kind, p.ndim, p.written) for p in params)
-    spec.supported = _supported()
-    spec.bool_dtype = torch.bool
-    spec.tensor_type = torch.Tensor
-    spec.interpreting = interpreting()
-    spec.written = frozenset(p.name for p in spec.params if p.written)
+    return frozenset(_supported()), torch.bool, torch.Tensor
 
 
 def check_arguments(spec, args):
     """Validate the call's arguments; return the tensors, in order."""
-    if spec.call_params is None:
-        _prepare(spec)
     params = spec.call_params
     if len(args) != len(params):
         fail(f"kernel `{spec.name}` takes {len(params)} arguments ({', '.join(p[0] for p in params)}), got {len(args)}")
-    tensor_type = spec.tensor_type
+    supported, bool_dtype, tensor_type = _call_types()
     device = None
     tensors = []
     for (name, kind, ndim, written), a in zip(params, args):
@@ -242,9 +252,9 @@ def check_arguments(spec, args):
                 fail(f"`{name}` must be a torch.Tensor, got {type(a).__name__}")
             if a.ndim != ndim:
                 fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
-            if a.dtype not in spec.supported:
+            if a.dtype not in supported:
                 fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
-            if a.dtype == spec.bool_dtype and name in spec.arithmetic:
+            if a.dtype == bool_dtype and name in spec.arithmetic:
                 fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values: "
                      "Triton adds booleans as 1-bit integers (True + True is False), torch does not; "
                      f"pass `{name}` as an integer tensor (e.g. {name}.to(torch.int8))")
@@ -675,7 +685,7 @@ def _run(kernel, grid, args, kwargs, spec, device):
     return kernel[grid](*args, **kwargs)
 
 
-def _remember(spec, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None):
+def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None):
     if key is None:
         return
     positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
@@ -685,9 +695,9 @@ def _remember(spec, key, grid, args, kwargs, tensors, user_args, direct=None, ke
         for i in positions:
             start, end = _extent(user_args[i])
             spans.append(end - start)
-    params = len(spec.arg_template)
+    params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
-    spec.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
+    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
 
 
 def capturing():
@@ -728,22 +738,23 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
         refuse_capture(spec)
     int64 = needs_int64(tensors)
     user_args = user_args or args
-    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent)
+    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
+                           tuned=facts.cache.tuned)
     if config is None:  # an empty problem: no programs to run
-        _remember(spec, key, None, args, None, tensors, user_args)
+        _remember(facts, key, None, args, None, tensors, user_args)
         return None
     if late_checks is not None:
         late_checks(dict(config.meta))
     device = tensors[0].get_device() if tensors else -1
     if config.grid(grid)[0] == 0:
-        _remember(spec, key, None, args, None, tensors, user_args)
+        _remember(facts, key, None, args, None, tensors, user_args)
         return None
     kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
     variant = kernel if config.persistent else None
     try:
         compiled = _run(kernel, grid_size, args, kwargs, spec, device)
         direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)
-        _remember(spec, key, grid_size, args, kwargs, tensors, user_args, direct, variant)
+        _remember(facts, key, grid_size, args, kwargs, tensors, user_args, direct, variant)
     except Exception as error:
         if isinstance(error, LaunchError):
             raise
