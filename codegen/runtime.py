@@ -1,3 +1,4 @@
+# Over 600 lines: it is the one `runtime.` namespace generated launchers call, from checks to launch paths.
 """What generated launchers call at run time: argument validation, constexpr
 values, index width, configuration choice and the launch itself."""
 

@@ -1,3 +1,4 @@
+# Over 600 lines: candidates, the on-disk store and timing all read one Config and Spec, and change together.
 """Configuration choice: the meta-parameter values and launch options.
 
 Candidates come from the meta symbols' bounds (powers of two where declared)
