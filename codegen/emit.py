@@ -66,7 +66,7 @@ def emit(ir):
     persistent = _persistent_kernel(ir, emitter, kernel_name) if loops else None
     if persistent is not None:
         kernel_src += "\n\n\n" + persistent.source
-    launcher_src = _launcher(ir, emitter, kernel_name, checks, written, persistent)
+    launcher_src = _launcher(ir, emitter, checks, written, persistent)
     helpers = [HELPERS[h].strip() for h in sorted(HELPERS) if h + "(" in kernel_src]
     header = [
         f'"""ntsym kernel `{ir.name}` (generated; do not edit)."""',
@@ -91,6 +91,7 @@ def emit(ir):
     # freshly allocated output).
     generated.read = frozenset(emitter.records.loaded)
     generated.persistent = persistent is not None
+    generated.persistent_name = persistent.name if persistent is not None else None
     generated.advance_flag = emitter.records.advance_flag if emitter.records.advances else None
     return generated
 
@@ -332,7 +333,7 @@ def _paren(text):
     return text if text.isidentifier() or text.isdigit() else f"({text})"
 
 
-def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
+def _launcher(ir, emitter, checks, written, persistent=None):
     host = Printer(mode="host")
     lines = []
     tensor_params = [p for p in ir.params if p.kind == "tensor"]
@@ -351,7 +352,7 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
     body.append(f"key = runtime.call_key(args, {metas_tuple}, ntsym_options)")
     body.append("entry = CALLS.get(key)")
     body.append("if entry is not None and not unknown:  # seen before: checks passed, config chosen")
-    body.append("    return runtime.fast_launch(KERNEL, SPEC, entry, args)")
+    body.append("    return runtime.fast_launch(FACTS, entry, args)")
     # Parameters named by keyword, or compile-time values passed although the
     # kernel has them: bound to the kernel's own arguments, then launched so.
     metas_kw = "".join(f"{m}={m}, " for m in metas)
@@ -400,8 +401,6 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
             body.append(f"    {m} = meta[{m!r}]")
         for i, check in late:
             body.extend(check_lines(i, check, "    "))
-    else:
-        body.append("late_checks = None")
     body.append(f"def grid(meta):")
     for m in metas:
         body.append(f"    {m} = meta[{m!r}]")
@@ -440,9 +439,11 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
     derived = derived_values(emitter, ())
     body.append(f"derived = {{{', '.join(derived)}}}")
     body.append(f"tensors = ({', '.join(p.name for p in tensor_params)}{',' if len(tensor_params) == 1 else ''})")
-    variant = ""
+    named = "grid=grid, derived=derived, options=ntsym_options, key=key, user_args=args"
+    if late:
+        named += ", late_checks=late_checks"
     if persistent is not None:
-        variant = ", persistent"
+        named += ", persistent=persistent"
         t = persistent.emitter
         skip = {s.name for s in emitter.records.pow2.values()} | set(emitter.records.whole)
         more = derived_values(t, skip)
@@ -459,24 +460,24 @@ def _launcher(ir, emitter, kernel_name, checks, written, persistent=None):
             blocks.append(f"({p.name!r}, {p.name}, ({shape},))")
         body.append(f"    return runtime.tma_problem(({', '.join(blocks)},))")
         body.append(
-            f"persistent = runtime.Persistent(KERNEL_PERSISTENT, persistent_problem, "
+            f"persistent = runtime.Persistent(FACTS.persistent_kernel, persistent_problem, "
             f"({''.join(e + ', ' for e in persistent.extra)}), {{**derived, {', '.join(more)}}})"
         )
     body.append(
-        f"return runtime.launch(KERNEL, SPEC, grid, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
-        f"{metas_dict}, derived, tensors, ntsym_options, key, args, late_checks{variant})"
+        f"return runtime.launch(FACTS, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
+        f"{metas_dict}, tensors, {named})"
     )
     src = "\n".join(lines + ["    " + b for b in body])
     launch = ast.parse(src).body[0]
     # One launcher per kernel handle: kernels with the same source share the
-    # module (and the compiled Triton kernel) but not their facts.
+    # module (and the compiled Triton kernel) but not their facts
+    # (runtime.LaunchFacts, made by make()).
     factory = ast.parse(
-        f"def make_launch(SPEC, CHECKS, DISPLAY):\n"
-        f'    """The launcher, bound to one kernel\'s facts."""\n'
-        f"    KERNEL = {kernel_name}\n"
-        + (f"    KERNEL_PERSISTENT = {persistent.name}\n" if persistent is not None else "")
-        + f"    CALLS = SPEC.calls\n"
-        f"    return launch"
+        "def make_launch(FACTS):\n"
+        '    """The launcher, bound to one kernel\'s facts."""\n'
+        "    SPEC, CHECKS, DISPLAY = FACTS.spec, FACTS.checks, FACTS.display\n"
+        "    CALLS = FACTS.cache.calls\n"
+        "    return launch"
     ).body[0]
     factory.body.insert(len(factory.body) - 1, launch)
     return ast.unparse(factory)
@@ -506,7 +507,7 @@ def _streamed_tiles(ir):
 
 def spec(ir, generated):
     """Facts the runtime needs, as plain data (stored beside the module)."""
-    from codegen.runtime import Spec, TensorSpec
+    from codegen.runtime import Spec, TensorSpec, interpreting
 
     tensors = []
     for p in ir.params:
@@ -548,4 +549,7 @@ def spec(ir, generated):
         max_num_configs=ir.max_num_configs,
         streamed_tiles=_streamed_tiles(ir),
         loops=generated.loops,
+        kernel_source=generated.source,
+        locations=generated.locations,
+        interpreting=interpreting(),
     )

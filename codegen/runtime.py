@@ -1,3 +1,4 @@
+# Over 600 lines: it is the one `runtime.` namespace generated launchers call, from checks to launch paths.
 """What generated launchers call at run time: argument validation, constexpr
 values, index width, configuration choice and the launch itself."""
 
@@ -33,8 +34,11 @@ class TensorSpec:
     value: Any = None
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Spec:
+    """What compilation decided about a kernel, as the runtime reads it; fixed
+    once ``make`` returns (what calls learn is kept in a ``CallCache``)."""
+
     name: str
     params: tuple
     metas: tuple
@@ -45,18 +49,49 @@ class Spec:
     max_num_configs: Any = None
     streamed_tiles: tuple = ()  # (tensor position, elements(meta...), meta names)
     loops: bool = True  # whether the kernel has a loop (num_stages matters)
-    checks: tuple = ()
     aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: in-place use is safe
     kernel_source: str = ""
     locations: dict = field(default_factory=dict)  # generated line -> user location
-    call_params: Any = None  # filled on the first call
     arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)
+    meta_by_name: dict = field(default_factory=dict)
+    interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
+    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.arithmetic)
+    # Derived from ``params``: the call's parameters (name, kind, ndim, written),
+    # the compiled values left out, and the names of the tensors the kernel writes.
+    call_params: tuple = field(init=False)
+    written: frozenset = field(init=False)
+
+    def __post_init__(self):
+        # A declared dtype is not required of the call: the kernel reads every
+        # element type from its pointer, and Triton compiles it for each call's
+        # dtypes, as NineToothed's launcher does.
+        params = [p for p in self.params if not (p.kind == "constexpr" and p.value is not None)]
+        object.__setattr__(self, "call_params", tuple((p.name, p.kind, p.ndim, p.written) for p in params))
+        object.__setattr__(self, "written", frozenset(p.name for p in self.params if p.written))
+
+
+@dataclass(eq=False)
+class CallCache:
+    """What a kernel handle's launches learn, for the calls after them."""
+
     calls: dict = field(default_factory=dict)  # call_key -> _Entry (validated calls)
     tuned: dict = field(default_factory=dict)  # tuning.choose's key -> Config chosen in this process
-    meta_by_name: dict = field(default_factory=dict)
-    interpreting: bool = False
-    written: frozenset = frozenset()
-    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.arithmetic)
+
+
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What a kernel's launcher hands the runtime that no call changes, made
+    once per kernel by ``make``: the generated launcher passes it, then only
+    the call's own values (arguments, compile-time values, tensors, options,
+    and the grid and derived-flag functions, which read the call's sizes)."""
+
+    kernel: Any  # the @triton.jit function
+    spec: Spec
+    checks: tuple = ()  # the launch checks, by index (``fail_check``)
+    display: dict = field(default_factory=dict)  # size and stride symbol -> how the user writes it
+    persistent_kernel: Any = None  # the persistent variant's @triton.jit function, or None
+    # The one part that changes: filled by calls (the binding to this kernel does not).
+    cache: CallCache = field(default_factory=CallCache)
 
 
 def interpreting():
@@ -196,30 +231,20 @@ def check_shape(name, tensor, dim, expected):
         fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}: the arrangement fixes it")
 
 
-def _prepare(spec):
-    """Per-kernel facts for the checks, computed on the first call."""
+@functools.lru_cache(maxsize=None)
+def _call_types():
+    """(dtypes Triton kernels read, torch.bool, torch.Tensor): looked up once."""
     import torch
 
-    params = [p for p in spec.params if not (p.kind == "constexpr" and p.value is not None)]
-    # A declared dtype is not required of the call: the kernel reads every
-    # element type from its pointer, and Triton compiles it for each call's
-    # dtypes, as NineToothed's launcher does.
-    spec.call_params = tuple((p.name, p.kind, p.ndim, p.written) for p in params)
-    spec.supported = _supported()
-    spec.bool_dtype = torch.bool
-    spec.tensor_type = torch.Tensor
-    spec.interpreting = interpreting()
-    spec.written = frozenset(p.name for p in spec.params if p.written)
+    return frozenset(_supported()), torch.bool, torch.Tensor
 
 
 def check_arguments(spec, args):
     """Validate the call's arguments; return the tensors, in order."""
-    if spec.call_params is None:
-        _prepare(spec)
     params = spec.call_params
     if len(args) != len(params):
         fail(f"kernel `{spec.name}` takes {len(params)} arguments ({', '.join(p[0] for p in params)}), got {len(args)}")
-    tensor_type = spec.tensor_type
+    supported, bool_dtype, tensor_type = _call_types()
     device = None
     tensors = []
     for (name, kind, ndim, written), a in zip(params, args):
@@ -228,9 +253,9 @@ def check_arguments(spec, args):
                 fail(f"`{name}` must be a torch.Tensor, got {type(a).__name__}")
             if a.ndim != ndim:
                 fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
-            if a.dtype not in spec.supported:
+            if a.dtype not in supported:
                 fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
-            if a.dtype == spec.bool_dtype and name in spec.arithmetic:
+            if a.dtype == bool_dtype and name in spec.arithmetic:
                 fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values: "
                      "Triton adds booleans as 1-bit integers (True + True is False), torch does not; "
                      f"pass `{name}` as an integer tensor (e.g. {name}.to(torch.int8))")
@@ -610,9 +635,10 @@ def _launch_direct(direct, grid, call, device):
     return True
 
 
-def fast_launch(kernel, spec, entry, args):
+def fast_launch(facts, entry, args):
     """Launch a call whose shapes were validated before: only aliasing, which
     depends on the data pointers, is checked again."""
+    spec = facts.spec
     if entry.spans is not None and spec.written:
         pointers = [args[i].data_ptr() for i in entry.tensor_positions]
         for a in range(len(pointers)):
@@ -636,6 +662,8 @@ def fast_launch(kernel, spec, entry, args):
         kernel = entry.kernel
         if not spec.interpreting:
             ensure_allocator()
+    else:
+        kernel = facts.kernel
     if entry.direct is not None and _launch_direct(entry.direct, entry.grid, call, entry.device):
         return None
     _run(kernel, entry.grid, call, entry.kwargs, spec, entry.device)
@@ -658,7 +686,7 @@ def _run(kernel, grid, args, kwargs, spec, device):
     return kernel[grid](*args, **kwargs)
 
 
-def _remember(spec, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None):
+def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None):
     if key is None:
         return
     positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
@@ -668,9 +696,9 @@ def _remember(spec, key, grid, args, kwargs, tensors, user_args, direct=None, ke
         for i in positions:
             start, end = _extent(user_args[i])
             spans.append(end - start)
-    params = len(spec.arg_template)
+    params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
-    spec.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
+    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
 
 
 def capturing():
@@ -694,30 +722,40 @@ def refuse_capture(spec):
     )
 
 
-def launch(kernel, spec, grid, args, metas, derived, tensors, options=None, key=None, user_args=None,
+def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None, user_args=None,
            late_checks=None, persistent=None):
-    """Choose the configuration, then launch ``kernel`` (or its ``persistent``
-    variant, where the configuration says so) over ``grid``."""
+    """Choose the configuration, then launch ``facts.kernel`` (or its
+    ``persistent`` variant, where the configuration says so) over ``grid``.
+
+    ``args``: the kernel's arguments but the configuration's; ``metas``: the
+    compile-time values the call gave (None: to choose); ``grid(meta)`` and
+    ``derived`` (name -> ``f(meta)``): the grid and the compile-time flags
+    that follow from the chosen ones; ``key``: the call's ``call_key``, under
+    which the launch is remembered for ``fast_launch``; ``user_args``: the
+    call's arguments; ``late_checks(meta)``: the launch checks that read the
+    chosen block sizes."""
+    kernel, spec = facts.kernel, facts.spec
     if capturing():
         refuse_capture(spec)
     int64 = needs_int64(tensors)
     user_args = user_args or args
-    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent)
+    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
+                           tuned=facts.cache.tuned)
     if config is None:  # an empty problem: no programs to run
-        _remember(spec, key, None, args, None, tensors, user_args)
+        _remember(facts, key, None, args, None, tensors, user_args)
         return None
     if late_checks is not None:
         late_checks(dict(config.meta))
     device = tensors[0].get_device() if tensors else -1
     if config.grid(grid)[0] == 0:
-        _remember(spec, key, None, args, None, tensors, user_args)
+        _remember(facts, key, None, args, None, tensors, user_args)
         return None
     kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
     variant = kernel if config.persistent else None
     try:
         compiled = _run(kernel, grid_size, args, kwargs, spec, device)
         direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)
-        _remember(spec, key, grid_size, args, kwargs, tensors, user_args, direct, variant)
+        _remember(facts, key, grid_size, args, kwargs, tensors, user_args, direct, variant)
     except Exception as error:
         if isinstance(error, LaunchError):
             raise

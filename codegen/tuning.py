@@ -1,3 +1,4 @@
+# Over 600 lines: candidates, the on-disk store and timing all read one Config and Spec, and change together.
 """Configuration choice: the meta-parameter values and launch options.
 
 Candidates come from the meta symbols' bounds (powers of two where declared)
@@ -229,16 +230,18 @@ def _tune_in_interpreter():
 OPTIONS = ("num_warps", "num_stages", "persistent", "advance")
 
 
-def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None):
+def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None, *, tuned):
     """The configuration for this call (None when the problem is empty).
     ``persistent`` is the kernel's persistent variant (:class:`codegen.runtime.Persistent`) or
     None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it
-    out, ``{"advance": True/False}`` fixes how loops address tiles."""
+    out, ``{"advance": True/False}`` fixes how loops address tiles.
+    ``tuned``: the kernel handle's choices so far (``CallCache.tuned``), which
+    this one joins."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
-    # Kept on the spec: a table keyed by id(spec) would hand a later kernel,
-    # made where a collected one was, that kernel's choice.
+    # Kept per kernel handle: a table keyed by id(spec) would hand a later
+    # kernel, made where a collected one was, that kernel's choice.
     key = (fixed_items, int64, tuple(options.items()) if options else ()) + _tensor_key(tensors)
-    config = spec.tuned.get(key)
+    config = tuned.get(key)
     if config is not None:
         return config
     options = options or {}
@@ -305,7 +308,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         print(f"ntsym: {spec.name} {_disk_key(fixed_items, int64, tensors)}: {describe(config)}", file=sys.stderr)
     if config.persistent and not persistent.ready(dict(config.meta)):
         fail(_refused(spec, persistent, config))
-    spec.tuned[key] = config
+    tuned[key] = config
     return config
 
 

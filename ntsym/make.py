@@ -1,5 +1,6 @@
 """``make`` and ``jit``: the stages in order, one module each."""
 
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -19,12 +20,14 @@ from ntsym.lower import lower
 class Kernel:
     """A compiled ntsym kernel: call it like the application, with torch tensors."""
 
-    def __init__(self, ir, generated, module, spec, launch):
+    def __init__(self, ir, generated, module, facts, launch):
         self.ir = ir
         self.name = ir.name
         self._generated = generated
         self._module = module
-        self._spec = spec
+        self._facts = facts  # runtime.LaunchFacts, which the launcher is bound to
+        self._spec = facts.spec  # what compilation decided (frozen)
+        self._cache = facts.cache  # what calls learn: validated call shapes, tuned configurations
         self._launch = launch
         self.__name__ = ir.name
         # Call-time tile sizes this kernel takes as powers of two; another
@@ -83,7 +86,7 @@ class Kernel:
         from ntsym.explain import explain_ir
 
         text = explain_ir(self.ir, self._generated)
-        chosen = dict.fromkeys(describe(config) for config in self._spec.tuned.values())
+        chosen = dict.fromkeys(describe(config) for config in self._cache.tuned.values())
         if chosen:
             text = text.rstrip("\n") + "\nchosen    " + "\n          ".join(chosen) + "\n"
         return text
@@ -146,15 +149,16 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None, ou
         raise ApplicationError(str(e)) from None
     except PrintError as e:
         raise CodegenError(str(e)) from None
-    spec = emit.spec(ir, generated)
     from ntsym.proofs import aliasing_table
 
-    spec.aliasing = aliasing_table(ir, generated.sourced)
-    spec.kernel_source = generated.source
-    spec.locations = generated.locations
+    spec = dataclasses.replace(emit.spec(ir, generated), aliasing=aliasing_table(ir, generated.sourced))
     module = cache.load(generated.source, ir.name)
-    launch = module.make_launch(spec, generated.checks, _display_names(ir))
-    kernel = Kernel(ir, generated, module, spec, launch)
+    persistent = getattr(module, generated.persistent_name) if generated.persistent_name else None
+    facts = runtime.LaunchFacts(kernel=getattr(module, generated.kernel_name), spec=spec,
+                                checks=tuple(generated.checks), display=_display_names(ir),
+                                persistent_kernel=persistent)
+    launch = module.make_launch(facts)
+    kernel = Kernel(ir, generated, module, facts, launch)
     kernel._remake = (arrangement, application, tensors, dict(
         caller=caller, kernel_name=kernel_name, num_warps=num_warps, num_stages=num_stages,
         max_num_configs=max_num_configs))

@@ -32,10 +32,10 @@ def loop_addressing(request, monkeypatch):
 
         choose, call_key = tuning.choose, runtime.call_key
 
-        def forced(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None):
+        def forced(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None, **kw):
             if spec.advance_flag and (options or {}).get("advance") is None:
                 options = {**(options or {}), "advance": True}
-            return choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent)
+            return choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent, **kw)
 
         monkeypatch.setattr(tuning, "choose", forced)
         # Launches remembered by the other run must not be reused.

@@ -1,6 +1,7 @@
 """Nothing silently wrong: 64-bit indexing, a matrix of bad inputs (each a
 clear LaunchError with outputs untouched), device selection, cache damage."""
 
+import dataclasses
 import os
 import sys
 
@@ -122,11 +123,12 @@ def test_cpu_tensors_when_compiled_for_gpu(monkeypatch):
     x, y = torch.zeros(8, device="cpu"), torch.zeros(8, device="cpu")
     if not torch.cuda.is_available():
         k(x, y)
-    runtime._prepare(k._spec)
-    monkeypatch.setattr(k._spec, "interpreting", False)
-    k._spec.calls.clear()
+    # The same kernel's launcher, bound to facts that say kernels run on a GPU.
+    facts = dataclasses.replace(k._facts, spec=dataclasses.replace(k._spec, interpreting=False),
+                                cache=runtime.CallCache())
+    launch = k._module.make_launch(facts)
     with pytest.raises(LaunchError, match="is on the CPU but kernels run on the GPU"):
-        k(x, y)
+        launch(x, y)
 
 
 def test_valid_edge_cases():
@@ -212,15 +214,14 @@ def test_launch_sets_the_tensors_device(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: current[0])
     monkeypatch.setattr(torch.cuda, "device", DeviceContext)
-    spec = copy._spec
-    runtime._prepare(spec)
-    monkeypatch.setattr(spec, "interpreting", False)
+    spec = dataclasses.replace(copy._spec, interpreting=False)
     from codegen import tuning
 
     config = tuning.Config((("B", 16),), 4, 3)
     monkeypatch.setattr(tuning, "choose", lambda *a, **k: config)
-    runtime.launch(FakeKernel(), spec, lambda meta: (1,), (), {"B": 16}, {}, (FakeTensor(1),))
-    runtime.launch(FakeKernel(), spec, lambda meta: (1,), (), {"B": 16}, {}, (FakeTensor(0),))
+    facts = runtime.LaunchFacts(kernel=FakeKernel(), spec=spec)
+    runtime.launch(facts, (), {"B": 16}, (FakeTensor(1),), grid=lambda meta: (1,), derived={})
+    runtime.launch(facts, (), {"B": 16}, (FakeTensor(0),), grid=lambda meta: (1,), derived={})
     assert seen == [("launch", 1), ("launch", 0)]
     assert current[0] == 0
 

@@ -350,7 +350,7 @@ def test_gpu_launches_on_the_current_stream():
     x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
     out = torch.empty_like(x)
     kernel(x, y, out)  # validated: the next launches take the direct path
-    (entry,) = kernel._spec.calls.values()
+    (entry,) = kernel._cache.calls.values()
     if entry.direct is None:
         pytest.skip("this Triton gives no binary to launch directly")
     compiled, streams = entry.direct.compiled, []
