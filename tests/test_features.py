@@ -64,6 +64,9 @@ def test_constexpr_scalar_with_value():
         y = torch.empty_like(x)
         k(x, y, B=32)  # the constexpr with a value is not passed
         torch.testing.assert_close(y, x + delta)
+        y = torch.empty_like(x)
+        k(x, value, y, B=32)  # or passed in its place, as NineToothed's launcher takes it
+        torch.testing.assert_close(y, x + delta)
 
 
 def test_offsets_and_source_access():
