@@ -45,6 +45,17 @@ def test_compiled_value_passed_by_keyword():
     _scaled(lambda x, y: scale(x=x, y=y))
 
 
+@pytest.mark.parametrize("given", [4, 3.0, True])
+def test_another_value_than_the_compiled_one_is_refused(given):
+    x, y = torch.randn(8), torch.zeros(8)
+    pattern = rf"`factor` was compiled with the value 3 \(int.*the call gives {given!r} \({type(given).__name__}\)"
+    with pytest.raises(LaunchError, match=pattern):
+        scale(x, given, y)
+    with pytest.raises(LaunchError, match=pattern):
+        scale(x, y, factor=given)
+    assert (y == 0).all()
+
+
 def test_wrong_argument_counts_name_the_optional_value():
     x = torch.randn(8)
     with pytest.raises(LaunchError, match=r"takes 2 arguments \(x, y\), got 4; `factor` \(compiled as 3\) may be passed"):
