@@ -5,7 +5,7 @@ import ast
 
 import sympy
 
-from codegen.analysis import has_loops, reuses_tiles, runtime_loops
+from codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
 from codegen.kernel import EmitError, KernelEmitter
 from codegen.printer import Printer, to_source
 
@@ -531,8 +531,6 @@ def spec(ir, generated):
             continue
         template.append(("scalar" if p.kind == "scalar" else "arg", position))
         position += 1
-    from codegen.arithmetic import arithmetic_parameters
-
     arithmetic = arithmetic_parameters(ir.application, [p.name for p in ir.params if p.kind == "tensor"],
                                        ir.inline_functions)
     return Spec(

@@ -34,3 +34,13 @@ class EmitError(TypeError):
             skip = len(self.line) - len(shown)
             text += f"\n    {shown}\n    {' ' * (col - skip)}{'^' * max(1, end - col)}"
         return text
+
+
+def source_lines(filename):
+    """The lines of the application's file, for error messages (None when it
+    cannot be read)."""
+    try:
+        with open(filename) as f:
+            return f.readlines()
+    except (OSError, TypeError):
+        return None

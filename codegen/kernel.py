@@ -46,7 +46,7 @@ from codegen.context import (
     Names,
     ShapeState,
 )
-from codegen.emit_error import EmitError
+from codegen.emit_error import EmitError, source_lines
 from codegen.inline import InliningMixin
 from codegen.loops import LoopsMixin
 from codegen.printer import Printer
@@ -83,11 +83,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         self.tensors = {p.name: p for p in ir.params if p.kind == "tensor"}
         func = ir.application
         self.filename = getattr(func, "ntsym_filename", "<application>")
-        try:
-            with open(self.filename) as f:
-                self.source_lines = f.readlines()
-        except OSError:
-            self.source_lines = None
+        self.source_lines = source_lines(self.filename)
         # The shared state, by job (see codegen/context.py).
         self.records = ModuleRecords()
         self.facts = ApplicationFacts(read=set(read))

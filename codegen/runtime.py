@@ -55,7 +55,7 @@ class Spec:
     arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
-    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.arithmetic)
+    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.analysis.arithmetic_parameters)
     # Derived from ``params``: the call's parameters (name, kind, ndim, written),
     # the compiled values left out, and the names of the tensors the kernel writes.
     call_params: tuple = field(init=False)

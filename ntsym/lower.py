@@ -19,6 +19,7 @@ import sympy
 from codegen import bounds
 from codegen.analysis import dotted_path
 from codegen.ir import Check, KernelIR, MetaParam, SizeArg, TensorParam
+from codegen.emit_error import source_lines
 from codegen.kernel import EmitError, block_extent_expr
 from ntsym.errors import ApplicationError, ArrangementError
 from ntsym.symbol import Symbol
@@ -161,7 +162,7 @@ def _resolve_globals(func, names):
                         raise ApplicationError(str(EmitError(
                             f"name `{node.id}` is not defined (not a parameter, a local, a global or a "
                             "closure variable of the application)", node, fn_def.ntsym_filename,
-                            _source_lines(fn_def.ntsym_filename))))
+                            source_lines(fn_def.ntsym_filename))))
                     continue
                 value = scope[node.id]
                 kind = _module_kind(value)
@@ -209,14 +210,6 @@ def _resolve_globals(func, names):
 
     visit(func, names)
     return inline, aliases, constants
-
-
-def _source_lines(filename):
-    try:
-        with open(filename) as f:
-            return f.readlines()
-    except OSError:
-        return None
 
 
 def _local_names(fn_def):

@@ -44,10 +44,7 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         if _is_compiling():
             return _traced_call(self, args, kwargs)
-        ignored = self.ir.ignored_args
-        if ignored and len(args) == _call_arity(self.ir) + len(ignored):
-            # Every tensor given, as in `tensors`: drop those the kernel does not need.
-            args = tuple(a for i, a in enumerate(args) if i not in ignored)
+        args = _needed(self.ir, args)
         if "num_warps" in kwargs or "num_stages" in kwargs:
             kwargs = _launch_options(kwargs, self._spec)
         for name in self._any_size:
@@ -104,9 +101,7 @@ def _traced_call(kernel, args, kwargs):
     """A call met while torch.compile traces: the launcher reads data pointers
     and may tune, which tracing cannot follow, so the call goes through a
     custom operator made for the kernel (it mutates what the kernel writes)."""
-    ignored = kernel.ir.ignored_args
-    if ignored and len(args) == _call_arity(kernel.ir) + len(ignored):
-        args = tuple(a for i, a in enumerate(args) if i not in ignored)
+    args = _needed(kernel.ir, args)
     if kwargs:
         from ntsym.errors import LaunchError
 
@@ -180,6 +175,16 @@ def _launch_options(kwargs, spec):
             options[name] = kwargs.pop(name)
     kwargs["ntsym_options"] = options
     return kwargs
+
+
+def _needed(ir, args):
+    """``args`` without the tensors the kernel does not need, where every
+    tensor of ``tensors`` was given (NineToothed's launcher takes the
+    arranged ones only; either call is accepted)."""
+    ignored = ir.ignored_args
+    if ignored and len(args) == _call_arity(ir) + len(ignored):
+        return tuple(a for i, a in enumerate(args) if i not in ignored)
+    return args
 
 
 def _call_arity(ir):
