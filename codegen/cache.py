@@ -8,6 +8,17 @@ import sys
 import tempfile
 
 
+def package_version():
+    """The installed ntsym's version ("0+unknown" when it is not installed):
+    ``ntsym.__version__``, and part of the tuning files' keys."""
+    try:
+        from importlib.metadata import version
+
+        return version("ntsym")
+    except Exception:
+        return "0+unknown"
+
+
 def cache_dir():
     path = os.environ.get("NTSYM_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ntsym")
     os.makedirs(path, exist_ok=True)

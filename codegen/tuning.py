@@ -356,20 +356,11 @@ def _tuning_file(spec):
 
     from codegen import cache
 
-    ident = "\n".join([spec.kernel_source, triton.__version__, _own_version()])
+    ident = "\n".join([spec.kernel_source, triton.__version__, cache.package_version()])
     digest = hashlib.sha256(ident.encode()).hexdigest()[:24]
     folder = os.path.join(cache.cache_dir(), "tuning")
     os.makedirs(folder, exist_ok=True)
     return os.path.join(folder, f"{spec.name}_{digest}.json")
-
-
-def _own_version():
-    try:
-        from importlib.metadata import version
-
-        return version("ntsym")
-    except Exception:
-        return "unknown"
 
 
 def _read(path):

@@ -58,16 +58,9 @@ from ntsym import debugging, language, library, visualization
 from ntsym.debugging import eval, subs  # noqa: A004 - NineToothed's names
 
 
-def _version():
-    try:
-        from importlib.metadata import version
+from codegen.cache import package_version as _package_version
 
-        return version("ntsym")
-    except Exception:
-        return "0.1.0"
-
-
-__version__ = _version()
+__version__ = _package_version()
 
 __all__ = [
     "ApplicationError",
