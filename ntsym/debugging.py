@@ -151,12 +151,13 @@ def _contiguous(shape):
 
 
 def _strides(source, values):
-    strides = [sympy.sympify(s).xreplace({k: sympy.Integer(v) for k, v in values.items()})
-               for s in source.source_strides]
+    """The source's strides with ``values`` put in; contiguous ones for its
+    shape where they stay symbolic."""
+    mapping = {k: sympy.Integer(v) for k, v in values.items()}
+    strides = [sympy.sympify(s).xreplace(mapping) for s in source.source_strides]
     if all(s.is_Integer for s in strides):
         return [int(s) for s in strides]
-    shape = [sympy.sympify(s).xreplace({k: sympy.Integer(v) for k, v in values.items()})
-             for s in source.source_shape]
+    shape = [sympy.sympify(s).xreplace(mapping) for s in source.source_shape]
     if not all(s.is_Integer for s in shape):
         raise MetaOperationError(f"eval: the shape of `{source.name}` is not concrete; pass subs")
     return list(_contiguous([int(s) for s in shape]))
