@@ -17,10 +17,11 @@ import ast
 
 import sympy
 
-from codegen import bounds
-from codegen.astutil import constant_node, masked_other, method_call, tl_call
+from codegen import bounds, template
+from codegen.astutil import constant_node, generated_assign, masked_other, method_call
 from codegen.printer import Printer, PrintError
 from codegen.shapes import block_extent_expr, is_pow2
+from codegen.template import expr, stmt
 
 
 class AccessMixin:
@@ -48,7 +49,7 @@ class AccessMixin:
             hoist = ref.param.name not in self.facts.maybe_written
             cache = self.blocks.caches[0] if hoist else self.blocks.caches[-1]
             pre = self.blocks.top_pre if hoist else self.blocks.pre
-            pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=self.load(ref, node), lineno=0))
+            pre.append(generated_assign(name, self.load(ref, node)))
             cache[ref.param.name] = name
             return ast.Name(id=name, ctx=ast.Load())
         return self.load(ref, node)
@@ -71,26 +72,18 @@ class AccessMixin:
 
     def _pointer_load(self, ref, node):
         pointer, mask = self.address(ref, node)
-        keywords = []
-        if mask is not None:
-            keywords.append(ast.keyword(arg="mask", value=mask))
-            other = ref.param.other
-            keywords.append(ast.keyword(arg="other", value=constant_node(masked_other(other))))
-        return ast.Call(
-            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
-            args=[pointer],
-            keywords=keywords,
-        )
+        if mask is None:
+            return expr("tl.load({pointer})", pointer=pointer)
+        other = constant_node(masked_other(ref.param.other))
+        return expr("tl.load({pointer}, mask={mask}, other={other})", pointer=pointer, mask=mask, other=other)
 
     def _pointer_store(self, ref, value, node):
         pointer, mask = self.address(ref, node)
-        keywords = [ast.keyword(arg="mask", value=mask)] if mask is not None else []
-        call = ast.Call(
-            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="store", ctx=ast.Load()),
-            args=[pointer, value],
-            keywords=keywords,
-        )
-        return ast.copy_location(ast.Expr(value=call), node)
+        if mask is None:
+            call = stmt("tl.store({pointer}, {value})", pointer=pointer, value=value)
+        else:
+            call = stmt("tl.store({pointer}, {value}, mask={mask})", pointer=pointer, value=value, mask=mask)
+        return ast.copy_location(call, node)
 
     # -- tensor descriptors: the persistent variant, where the rules hold ------
 
@@ -114,11 +107,11 @@ class AccessMixin:
         if access is None:
             return None
         name, coords, tile_order, squeeze = access
-        call = method_call(ast.Name(id=name, ctx=ast.Load()), "load", [ast.List(elts=coords, ctx=ast.Load())])
+        call = expr("{desc}.load({coords})", desc=name, coords=ast.List(elts=coords, ctx=ast.Load()))
         if squeeze:
             call = method_call(call, "reshape", squeeze)
         if tile_order is not None:
-            call = tl_call("permute", call, ast.Tuple(elts=[ast.Constant(i) for i in tile_order], ctx=ast.Load()))
+            call = expr("tl.permute({value}, {order})", value=call, order=tuple(tile_order))
         return call
 
     def _descriptor_store(self, ref, value, node):
@@ -134,17 +127,17 @@ class AccessMixin:
         level = ref.param.levels[ref.depth]
         shape = [Printer()(block_extent_expr(level[j], self.records.pow2)) for j in ref.dims]
         # The descriptor stores exactly its block, in the tensor's type.
-        value = tl_call("broadcast_to", value, ast.Tuple(elts=shape, ctx=ast.Load()))
-        value = method_call(value, "to", [ast.Attribute(
-            value=ast.Attribute(value=ast.Name(id=f"{ref.param.name}_ptr", ctx=ast.Load()), attr="dtype", ctx=ast.Load()),
-            attr="element_ty", ctx=ast.Load())])
+        value = expr(
+            "tl.broadcast_to({value}, {shape}).to({pointer}.dtype.element_ty)",
+            value=value, shape=tuple(shape), pointer=f"{ref.param.name}_ptr",
+        )
         if tile_order is not None:
-            inverse = [tile_order.index(i) for i in range(len(tile_order))]
-            value = tl_call("permute", value, ast.Tuple(elts=[ast.Constant(i) for i in inverse], ctx=ast.Load()))
+            inverse = tuple(tile_order.index(i) for i in range(len(tile_order)))
+            value = expr("tl.permute({value}, {order})", value=value, order=inverse)
         if squeeze:
             value = method_call(value, "reshape", [Printer()(b) for b in self.records.descriptors[desc][1]])
-        call = method_call(ast.Name(id=desc, ctx=ast.Load()), "store", [ast.List(elts=coords, ctx=ast.Load()), value])
-        return ast.copy_location(ast.Expr(value=call), node)
+        call = stmt("{desc}.store({coords}, {value})", desc=desc, coords=ast.List(elts=coords, ctx=ast.Load()), value=value)
+        return ast.copy_location(call, node)
 
     def _descriptor_access(self, ref):
         """How to reach the tile ``ref`` through a tensor descriptor, or None
@@ -242,19 +235,11 @@ class AccessMixin:
     def gather(self, sub, _):
         p, pointer, mask = self.source_address(sub)
         self.records.loaded.add(p.name)
-        other = masked_other(p.other)
-        return ast.Call(
-            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="load", ctx=ast.Load()),
-            args=[pointer],
-            keywords=[ast.keyword(arg="mask", value=mask), ast.keyword(arg="other", value=constant_node(other))],
-        )
+        other = constant_node(masked_other(p.other))
+        return expr("tl.load({pointer}, mask={mask}, other={other})", pointer=pointer, mask=mask, other=other)
 
     def scatter(self, sub, value, stmt):
         p, pointer, mask = self.source_address(sub)
         self.records.stored.add(p.name)
-        call = ast.Call(
-            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="store", ctx=ast.Load()),
-            args=[pointer, value],
-            keywords=[ast.keyword(arg="mask", value=mask)],
-        )
-        return ast.copy_location(ast.Expr(value=call), stmt)
+        call = template.stmt("tl.store({pointer}, {value}, mask={mask})", pointer=pointer, value=value, mask=mask)
+        return ast.copy_location(call, stmt)

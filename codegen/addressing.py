@@ -21,11 +21,12 @@ from dataclasses import dataclass
 import sympy
 
 from codegen import bounds
-from codegen.astutil import broadcast, literal_int
+from codegen.astutil import broadcast, generated_assign, literal_int
 from codegen.intfuncs import CeilDiv, FloorDiv, Mod, recombine
 from codegen.ir import Check
 from codegen.printer import Printer, PrintError, conjunction
 from codegen.shapes import block_extent_expr
+from codegen.template import expr
 
 
 @dataclass
@@ -129,19 +130,17 @@ class AddressingMixin:
                 # the strides are products of sizes and flattened dimensions
                 # merge back: fewer divisions, and addresses Triton can see
                 # are consecutive (vectorized loads).
-                offset_node = ast.IfExp(
-                    test=ast.Name(id=flag, ctx=ast.Load()),
-                    body=self._hoisted_sum(p, contiguous, printer, set(ranges)),
-                    orelse=offset_node,
+                offset_node = expr(
+                    "{contiguous} if {flag} else {general}",
+                    contiguous=self._hoisted_sum(p, contiguous, printer, set(ranges)), flag=flag, general=offset_node,
                 )
-            base = ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
-            pointer = broadcast(ast.BinOp(left=base, op=ast.Add(), right=offset_node), shape)
+            pointer = broadcast(expr("{base} + {offset}", base=f"{p.name}_ptr", offset=offset_node), shape)
             offsets = [(flag, contiguous), (None, offset)] if flag else [(None, offset)]
             carried = self._carried(p, offsets, printer, shape)
             if carried is not None:
                 # Which form runs is a compile-time flag the tuner chooses.
-                advance = ast.Name(id=self.records.advance_flag, ctx=ast.Load())
-                pointer = ast.IfExp(test=advance, body=ast.Name(id=carried, ctx=ast.Load()), orelse=pointer)
+                pointer = expr("{carried} if {advance} else {pointer}",
+                               carried=carried, advance=self.records.advance_flag, pointer=pointer)
             mask = self._mask(address.conditions, printer, ranges)
         except PrintError as e:
             raise self.error(f"cannot print index math for `{p.name}`: {e}", node) from None
@@ -201,10 +200,10 @@ class AddressingMixin:
         key = (p.name, part, names_key(printer))
         if key not in self.hoist.computed:
             name = f"{p.name}_base_{len(self.hoist.computed)}"
-            self.blocks.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=printer(part), lineno=0))
+            self.blocks.top_pre.append(generated_assign(name, printer(part)))
             self.hoist.computed[key] = name
         rest = sympy.Add(*[t for t in terms if t not in invariant])
-        return ast.BinOp(left=ast.Name(id=self.hoist.computed[key], ctx=ast.Load()), op=ast.Add(), right=printer(rest))
+        return expr("{base} + {rest}", base=self.hoist.computed[key], rest=printer(rest))
 
     def _mask(self, conditions, printer, ranges):
         """The conjunction of the conditions as one block of booleans.
@@ -221,23 +220,19 @@ class AddressingMixin:
                 key = ("mask", tuple(fixed), names_key(printer))
                 if key not in self.hoist.computed:
                     name = f"mask_{len(self.hoist.computed)}"
-                    self.blocks.top_pre.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=conjunction(printer(c) for c in fixed), lineno=0))
+                    self.blocks.top_pre.append(generated_assign(name, conjunction(printer(c) for c in fixed)))
                     self.hoist.computed[key] = name
-                block = ast.Name(id=self.hoist.computed[key], ctx=ast.Load())
+                block = expr(self.hoist.computed[key])
                 if len(fixed) < len(vector):
                     rest = conjunction(printer(c) for c in vector if c not in fixed)
-                    block = ast.BinOp(left=block, op=ast.BitAnd(), right=rest)
+                    block = expr("{block} & {rest}", block=block, rest=rest)
         if not scalar:
             return block
         if block is None:  # a block that is all true, shaped like the tile
             block = conjunction(printer(sympy.Lt(v, e)) for v, e in ranges.items())
         if block is None:
             return conjunction(printer(c) for c in scalar)
-        return ast.Call(
-            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="where", ctx=ast.Load()),
-            args=[conjunction(printer(c) for c in scalar), block, ast.Constant(False)],
-            keywords=[],
-        )
+        return expr("tl.where({tiles}, {block}, False)", tiles=conjunction(printer(c) for c in scalar), block=block)
 
     def _known_range(self, value):
         free = value.free_symbols
@@ -275,12 +270,8 @@ class AddressingMixin:
         key = (p.name, depth, j, pos, count)
         if key not in self.records.prologue_defs:
             name = f"{p.name}_t{j}" if depth == len(p.levels) - 1 and count == len(p.levels[depth]) else f"{p.name}_l{depth}_t{j}_{pos}of{count}"
-            node = ast.Call(
-                func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="arange", ctx=ast.Load()),
-                args=[ast.Constant(0), Printer()(extent)],
-                keywords=[],
-            )
-            if count > 1:
+            node = expr("tl.arange(0, {extent})", extent=Printer()(extent))
+            if count > 1:  # a new axis for each other dimension of the tile
                 elts = [ast.Slice() if k == pos else ast.Constant(None) for k in range(count)]
                 node = ast.Subscript(value=node, slice=ast.Tuple(elts=elts, ctx=ast.Load()), ctx=ast.Load())
             self.records.prologue_defs[key] = (name, node)
@@ -293,14 +284,14 @@ class AddressingMixin:
         keys = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
         if len(keys) != p.ndim:
             raise self.error(f"`{p.name}.source[...]` needs {p.ndim} indices, got {len(keys)}", sub)
-        pointer = ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
+        pointer = expr(f"{p.name}_ptr")
         mask = []
         printer = self.printer()
         for key, stride, size in zip(keys, p.strides, p.sizes):
             index = self.expr(key)
-            pointer = ast.BinOp(left=pointer, op=ast.Add(), right=ast.BinOp(left=index, op=ast.Mult(), right=printer(stride)))
-            mask.append(ast.Compare(left=copy.deepcopy(index), ops=[ast.GtE()], comparators=[ast.Constant(0)]))
-            mask.append(ast.Compare(left=copy.deepcopy(index), ops=[ast.Lt()], comparators=[printer(size)]))
+            pointer = expr("{pointer} + {index} * {stride}", pointer=pointer, index=index, stride=printer(stride))
+            mask.append(expr("{index} >= 0", index=copy.deepcopy(index)))
+            mask.append(expr("{index} < {size}", index=copy.deepcopy(index), size=printer(size)))
         return p, pointer, conjunction(mask)
 
     def offsets(self, ref, node):

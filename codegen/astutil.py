@@ -68,3 +68,9 @@ def constant_node(value):
     if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
         return ast.Call(func=ast.Name(id="float", ctx=ast.Load()), args=[ast.Constant(repr(value))], keywords=[])
     return ast.Constant(value)
+
+
+def generated_assign(name, value):
+    """``name = value``, marked (line 0) as code of ntsym's, not of the
+    application: errors are never reported at it."""
+    return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value, lineno=0)

@@ -6,8 +6,12 @@ import ast
 import sympy
 
 from codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
+from codegen.astutil import generated_assign
 from codegen.kernel import EmitError, KernelEmitter
+from codegen.launcher import launcher
 from codegen.printer import Printer, to_source
+from codegen.signature import jit_function, kernel_args, param, positional
+from codegen.template import stmt, stmts
 
 HELPERS = {
     "ntsym_floordiv": """
@@ -55,9 +59,9 @@ def emit(ir):
     written = sorted(emitter.records.stored)
     kernel_name = f"{ir.name}_kernel"
     params, prologue = _signature_and_prologue(ir, emitter)
-    func = _jit_function(kernel_name, params, prologue + body)
-    for stmt in prologue:
-        for node in ast.walk(stmt):
+    func = jit_function(kernel_name, params, prologue + body)
+    for statement in prologue:
+        for node in ast.walk(statement):
             if hasattr(node, "lineno"):
                 node.lineno = 0
     kernel_src = to_source(ast.fix_missing_locations(func))
@@ -66,7 +70,7 @@ def emit(ir):
     persistent = _persistent_kernel(ir, emitter, kernel_name) if loops else None
     if persistent is not None:
         kernel_src += "\n\n\n" + persistent.source
-    launcher_src = _launcher(ir, emitter, checks, written, persistent)
+    launcher_src = launcher(ir, emitter, checks, persistent)
     helpers = [HELPERS[h].strip() for h in sorted(HELPERS) if h + "(" in kernel_src]
     header = [
         f'"""ntsym kernel `{ir.name}` (generated; do not edit)."""',
@@ -96,19 +100,6 @@ def emit(ir):
     return generated
 
 
-def _jit_function(name, params, body):
-    """``@triton.jit def name(params): body`` as an AST."""
-    return ast.FunctionDef(
-        name=name,
-        args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=body,
-        decorator_list=[ast.Attribute(value=ast.Name(id="triton", ctx=ast.Load()), attr="jit", ctx=ast.Load())],
-        returns=None,
-        type_params=[],
-        lineno=1,
-    )
-
-
 def _user_locations(func, kernel_src, emitter):
     """Generated kernel line (text) -> (file, line, source line) of the
     application statement it came from, to point errors at the user's code."""
@@ -125,85 +116,58 @@ def _user_locations(func, kernel_src, emitter):
     return mapping
 
 
-def _arg(name, constexpr=False):
-    annotation = None
-    if constexpr:
-        annotation = ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="constexpr", ctx=ast.Load())
-    return ast.arg(arg=name, annotation=annotation)
-
-
-def _kernel_args(ir, emitter):
-    """(name, constexpr) for every kernel parameter, in order."""
-    args = []
-    for p in ir.params:
-        if p.kind == "tensor":
-            args.append((f"{p.name}_ptr", False))
-        elif p.kind == "scalar":
-            args.append((p.name, False))
-        elif p.kind == "constexpr":
-            args.append((p.name, True))
-    for a in ir.size_args:
-        args.append((a.symbol.name, a.constexpr))
-    for tensor, flag in sorted(emitter.records.contiguity_flags.items()):
-        args.append((flag, True))
-    for m in ir.meta_params:
-        args.append((m.symbol.name, True))
-    for n, s in emitter.records.pow2.items():
-        args.append((s.name, True))
-    for name in emitter.records.whole:
-        args.append((name, True))
-    if emitter.records.advances:
-        args.append((emitter.records.advance_flag, True))
-    args.append((emitter.records.int64_flag, True))
-    return args
-
-
 def _signature_and_prologue(ir, emitter):
-    params = [_arg(n, c) for n, c in _kernel_args(ir, emitter)]
-    cast = [f"pid = pid.to(tl.int64)"]
-    for a in ir.size_args:
-        if a.kind == "stride":
-            cast.append(f"{a.symbol.name} = tl.cast({a.symbol.name}, tl.int64)")
-    code = f"pid = tl.program_id(0)\nif {emitter.records.int64_flag}:\n" + "\n".join("    " + c for c in cast)
-    prologue = ast.parse(code + "\n" + _split_program_id(ir)).body
+    params = [param(n, c) for n, c in kernel_args(ir, emitter)]
+    strides = [a.symbol.name for a in ir.size_args if a.kind == "stride"]
+    prologue = stmts(
+        """
+        pid = tl.program_id(0)
+        if {flag}:
+            pid = pid.to(tl.int64)
+            {casts}
+        """,
+        flag=emitter.records.int64_flag,
+        casts=[stmt("{s} = tl.cast({s}, tl.int64)", s=s) for s in strides],
+    )
+    prologue += _split_program_id(ir)
     for name, node in emitter.records.prologue_defs.values():
-        prologue.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0))
+        prologue.append(generated_assign(name, node))
     return params, prologue
 
 
 def _split_program_id(ir):
     """Statements computing the program indices from ``pid``."""
     printer = Printer()
-    code = ""
     # Split the program id over the grid, last dimension fastest; dimensions
     # of size one have index 0 (the lowering already substituted it).
-    dims = [(v.name, g) for v, g in zip(ir.program_vars, ir.grid) if g != 1]
+    dims = [(v.name, printer(g)) for v, g in zip(ir.program_vars, ir.grid) if g != 1]
     if len(dims) == 2 and reuses_tiles(ir):
         # Programs share tiles along both grid dimensions (a matrix product's
         # rows and columns): visit them in groups of GROUP_SIZE rows so that
         # the tiles they share stay in L2, as Triton's matmul tutorial does.
         (m, gm), (n, gn) = dims
-        gm, gn = _paren(to_source(printer(gm))), _paren(to_source(printer(gn)))
-        code += (
-            f"\nper_group = {GROUP_SIZE} * {gn}"
-            f"\nfirst_{m} = pid // per_group * {GROUP_SIZE}"
-            f"\ngroup_rows = tl.minimum({gm} - first_{m}, {GROUP_SIZE})"
-            f"\n{m} = first_{m} + pid % per_group % group_rows"
-            f"\n{n} = pid % per_group // group_rows"
+        return stmts(
+            """
+            per_group = {group} * {gn}
+            {first} = pid // per_group * {group}
+            group_rows = tl.minimum({gm} - {first}, {group})
+            {m} = {first} + pid % per_group % group_rows
+            {n} = pid % per_group // group_rows
+            """,
+            group=GROUP_SIZE, gm=gm, gn=gn, m=m, n=n, first=f"first_{m}",
         )
-        dims = []
+    code = []
     rest = "pid"
     for k in range(len(dims) - 1, -1, -1):
         name, g = dims[k]
         if k == 0:
-            code += f"\n{name} = {rest}"
+            code += stmts("{name} = {rest}", name=name, rest=rest)
             break
-        g = _paren(to_source(printer(g)))
-        code += f"\n{name} = {rest} % {g}"
-        code += f"\nrest_{k} = {rest} // {g}" if k > 1 else f"\n{dims[0][0]} = {rest} // {g}"
+        quotient = f"rest_{k}" if k > 1 else dims[0][0]
+        code += stmts("{name} = {rest} % {g}\n{quotient} = {rest} // {g}", name=name, rest=rest, g=g, quotient=quotient)
         if k == 1:
             break
-        rest = f"rest_{k}"
+        rest = quotient
     return code
 
 
@@ -264,10 +228,10 @@ def _persistent_kernel(ir, plain, kernel_name):
     ):
         return None
     printer = Printer()
-    plain_args = _kernel_args(ir, plain)
+    plain_args = kernel_args(ir, plain)
     names = {n for n, _ in plain_args}
-    positional = [(n, c) for n, c in plain_args if _positional(n, ir, plain)]
-    keywords = [(n, c) for n, c in plain_args if not _positional(n, ir, plain)]
+    positional_args = [(n, c) for n, c in plain_args if positional(n, ir, plain)]
+    keywords = [(n, c) for n, c in plain_args if not positional(n, ir, plain)]
     new_keywords = [s.name for n, s in emitter.records.pow2.items() if n not in plain.records.pow2]
     new_keywords += [name for name in emitter.records.whole if name not in plain.records.whole]
     extra, creations = [], []
@@ -287,17 +251,22 @@ def _persistent_kernel(ir, plain, kernel_name):
                 ast.keyword(arg="block_shape", value=ast.List(elts=[printer(b) for b in block], ctx=ast.Load())),
             ],
         )
-        creations.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=call, lineno=0))
-    params = [_arg(n, c) for n, c in positional] + [_arg(n) for n in extra] + [_arg("NTSYM_TILES")]
-    params += [_arg(n, c) for n, c in keywords] + [_arg(n, True) for n in new_keywords]
-    aranges = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0)
+        creations.append(generated_assign(name, call))
+    params = [param(n, c) for n, c in positional_args] + [param(n) for n in extra] + [param("NTSYM_TILES")]
+    params += [param(n, c) for n, c in keywords] + [param(n, True) for n in new_keywords]
+    aranges = [generated_assign(name, node)
                for name, node in emitter.records.prologue_defs.values()]
-    loop = ast.parse(
-        "for pid in tl.range(tl.program_id(0), NTSYM_TILES, tl.num_programs(0), flatten=True):\n    pass"
-    ).body[0]
-    loop.body = ast.parse(_split_program_id(ir) or "pass").body + body
+    loop = stmt(
+        """
+        for pid in tl.range(tl.program_id(0), NTSYM_TILES, tl.num_programs(0), flatten=True):
+            {split}
+            {body}
+        """,
+        split=_split_program_id(ir) or [ast.Pass()],
+        body=body,
+    )
     name = f"{kernel_name}_persistent"
-    source = to_source(ast.fix_missing_locations(_jit_function(name, params, creations + aranges + [loop])))
+    source = to_source(ast.fix_missing_locations(jit_function(name, params, creations + aranges + [loop])))
     return Persistent(name, source, emitter, extra)
 
 
@@ -319,168 +288,6 @@ def _streams(body):
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load"
         for stmt in before for n in ast.walk(stmt)
     )
-
-
-def _positional(name, ir, emitter):
-    """Whether the launcher passes kernel parameter ``name`` by position
-    (the rest, chosen with the configuration, go by keyword)."""
-    metas = {m.symbol.name for m in ir.meta_params}
-    return not (name in metas or name in (emitter.records.int64_flag, emitter.records.advance_flag) or name.startswith("NTSYM_BLOCK_")
-                or name in emitter.records.whole)
-
-
-def _paren(text):
-    return text if text.isidentifier() or text.isdigit() else f"({text})"
-
-
-def _launcher(ir, emitter, checks, written, persistent=None):
-    host = Printer(mode="host")
-    lines = []
-    tensor_params = [p for p in ir.params if p.kind == "tensor"]
-    # Tensors the arrangement does not return give their sizes only.
-    shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
-    pnames = [p.name for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
-    baked = {p.name: p.value for p in ir.params if p.kind == "constexpr" and p.value is not None}
-    scalars = {p.name for p in ir.params if p.kind == "scalar"}
-    metas = [m.symbol.name for m in ir.meta_params]
-    sig = "*args"
-    if metas:
-        sig += ", " + ", ".join(f"{m}=None" for m in metas)
-    lines.append(f"def launch({sig}, ntsym_options=None, **unknown):")
-    body = []
-    metas_tuple = "(" + "".join(f"{m}, " for m in metas) + ")"
-    body.append(f"key = runtime.call_key(args, {metas_tuple}, ntsym_options)")
-    body.append("entry = CALLS.get(key)")
-    body.append("if entry is not None and not unknown:  # seen before: checks passed, config chosen")
-    body.append("    return runtime.fast_launch(FACTS, entry, args)")
-    # Parameters named by keyword, or compile-time values passed although the
-    # kernel has them: bound to the kernel's own arguments, then launched so.
-    metas_kw = "".join(f"{m}={m}, " for m in metas)
-    body.append(f"if unknown or len(args) != {len(pnames)}:")
-    body.append(f"    return launch(*runtime.bind_arguments(SPEC, args, unknown), {metas_kw}ntsym_options=ntsym_options)")
-    body.append("runtime.check_arguments(SPEC, args)")
-    body.append(f"{', '.join(pnames)}{',' if len(pnames) == 1 else ''} = args")
-    for p in shaped:
-        if not p.ndim:
-            continue
-        sizes = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.source_sizes]
-        body.append(f"{', '.join(sizes)}{',' if p.ndim == 1 else ''} = {p.name}.shape")
-        if p.kind == "tensor":
-            strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
-            body.append(f"{', '.join(strides)}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
-    for p in shaped:  # sizes declared with bounds or as powers of two
-        for d, s in enumerate(p.source_sizes):
-            lo, hi = getattr(s, "lower_bound", None), getattr(s, "upper_bound", None)
-            pow2 = bool(getattr(s, "power_of_two", False))
-            if isinstance(s, sympy.Symbol) and (lo is not None or hi is not None or pow2):
-                body.append(f"runtime.check_size({p.name!r}, {d}, {s.name}, {lo!r}, {hi!r}, {pow2!r})")
-    for p in shaped:  # after every size is read: shapes may refer to others
-        for d, s in enumerate(p.source_sizes):
-            if not isinstance(s, sympy.Symbol):
-                body.append(f"runtime.check_shape({p.name!r}, {p.name}, {d}, {to_source(host(s))})")
-    meta_names = {m.symbol.name for m in ir.meta_params}
-    late = [(i, c) for i, c in enumerate(checks) if {s.name for s in c.relation.free_symbols} & meta_names]
-    early = [(i, c) for i, c in enumerate(checks) if (i, c) not in late]
-    def check_lines(i, check, indent=""):
-        rel = to_source(host(check.relation))
-        values = ", ".join(f"{v!r}: {v}" for v in sorted({s.name for s in check.relation.free_symbols}))
-        return [f"{indent}if not ({rel}):", f"{indent}    runtime.fail_check(CHECKS[{i}], {{{values}}}, DISPLAY)"]
-
-    for i, check in early:
-        body.extend(check_lines(i, check))
-    for m in ir.meta_params:
-        name = m.symbol.name
-        body.append(f"{name} = runtime.constexpr_value(SPEC, {name!r}, {name})")
-    # Sizes whose values must be known at compile time.
-    grid_expr = " * ".join(_paren(to_source(host(g))) for g in ir.grid) or "1"
-    metas_dict = "{" + ", ".join(f"{m!r}: {m}" for m in metas) + "}"
-    if late:
-        # Checks that depend on block sizes run once the configuration is chosen.
-        body.append("def late_checks(meta):")
-        for m in metas:
-            body.append(f"    {m} = meta[{m!r}]")
-        for i, check in late:
-            body.extend(check_lines(i, check, "    "))
-    body.append(f"def grid(meta):")
-    for m in metas:
-        body.append(f"    {m} = meta[{m!r}]")
-    body.append(f"    return ({grid_expr},)")
-    args = []
-    flags = {flag: tensor for tensor, flag in emitter.records.contiguity_flags.items()}
-    for name, constexpr in _kernel_args(ir, emitter):
-        if not _positional(name, ir, emitter):
-            continue  # the configuration's, or derived from it
-        if name in flags:
-            args.append(f"runtime.contiguous({flags[name]}, ({''.join(t.name + ', ' for t in tensor_params)}))")
-        elif name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:
-            args.append(name[:-4])
-        elif name in baked:
-            args.append(repr(baked[name]))
-        elif name in scalars:
-            args.append(f"runtime.scalar({name})")
-        else:
-            args.append(name)
-    def derived_values(emitter, skip):
-        """Entries of the ``derived`` dict for ``emitter``'s padded blocks and
-        peeled loops (those not in ``skip``); defines the functions they need."""
-        entries = [f"{s.name!r}: lambda meta: next_power_of_2({to_source(host(n))})"
-                   for n, s in emitter.records.pow2.items() if s.name not in skip]
-        for name, (size, block) in emitter.records.whole.items():
-            if name in skip:
-                continue
-            # Whether ``size`` is a multiple of ``block`` (whole blocks only).
-            body.append(f"def {name.lower()}(meta):")
-            for m in sorted({f.name for f in sympy.sympify(size).free_symbols | sympy.sympify(block).free_symbols} & set(metas)):
-                body.append(f"    {m} = meta[{m!r}]")
-            body.append(f"    return ({to_source(host(size))}) % ({to_source(host(block))}) == 0")
-            entries.append(f"{name!r}: {name.lower()}")
-        return entries
-
-    derived = derived_values(emitter, ())
-    body.append(f"derived = {{{', '.join(derived)}}}")
-    body.append(f"tensors = ({', '.join(p.name for p in tensor_params)}{',' if len(tensor_params) == 1 else ''})")
-    named = "grid=grid, derived=derived, options=ntsym_options, key=key, user_args=args"
-    if late:
-        named += ", late_checks=late_checks"
-    if persistent is not None:
-        named += ", persistent=persistent"
-        t = persistent.emitter
-        skip = {s.name for s in emitter.records.pow2.values()} | set(emitter.records.whole)
-        more = derived_values(t, skip)
-        # Whether the tensors and the chosen block shapes meet the tensor
-        # memory accelerator's rules (alignment, unit inner stride, ...).
-        body.append("def persistent_problem(meta):")
-        for m in metas:
-            body.append(f"    {m} = meta[{m!r}]")
-        for n, sym in t.records.pow2.items():
-            body.append(f"    {sym.name} = next_power_of_2({to_source(host(n))})")
-        blocks = []
-        for name, (p, block) in t.records.descriptors.items():
-            shape = ", ".join(to_source(host(b)) for b in block)
-            blocks.append(f"({p.name!r}, {p.name}, ({shape},))")
-        body.append(f"    return runtime.tma_problem(({', '.join(blocks)},))")
-        body.append(
-            f"persistent = runtime.Persistent(FACTS.persistent_kernel, persistent_problem, "
-            f"({''.join(e + ', ' for e in persistent.extra)}), {{**derived, {', '.join(more)}}})"
-        )
-    body.append(
-        f"return runtime.launch(FACTS, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
-        f"{metas_dict}, tensors, {named})"
-    )
-    src = "\n".join(lines + ["    " + b for b in body])
-    launch = ast.parse(src).body[0]
-    # One launcher per kernel handle: kernels with the same source share the
-    # module (and the compiled Triton kernel) but not their facts
-    # (runtime.LaunchFacts, made by make()).
-    factory = ast.parse(
-        "def make_launch(FACTS):\n"
-        '    """The launcher, bound to one kernel\'s facts."""\n'
-        "    SPEC, CHECKS, DISPLAY = FACTS.spec, FACTS.checks, FACTS.display\n"
-        "    CALLS = FACTS.cache.calls\n"
-        "    return launch"
-    ).body[0]
-    factory.body.insert(len(factory.body) - 1, launch)
-    return ast.unparse(factory)
 
 
 def _streamed_tiles(ir):

@@ -22,9 +22,11 @@ import sympy
 
 from codegen.addressing import distributed_terms, names_key
 from codegen.analysis import assigned_names
-from codegen.astutil import broadcast
+from codegen import template
+from codegen.astutil import broadcast, generated_assign
 from codegen.emit_error import EmitError
 from codegen.intfuncs import CeilDiv, FloorDiv
+from codegen.template import expr
 
 
 class LoopsMixin:
@@ -101,23 +103,14 @@ class LoopsMixin:
         main_inits = self._carried_inits(main_frame, start)
         inits = self._carried_inits(frame, FloorDiv(*bound.args))
         whole = self.printer()(FloorDiv(*bound.args))
-        first = ast.For(
-            target=stmt.target,
-            iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[whole], keywords=[]),
-            body=main,
-            orelse=[],
-        )
-        loop.iter = ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(whole), new_iter.args[0]], keywords=[])
+        first = template.stmt("for {var} in range({whole}):\n    {body}", var=stmt.target, whole=whole, body=main)
+        loop.iter = expr("range({whole}, {stop})", whole=copy.deepcopy(whole), stop=new_iter.args[0])
         # The last, partial block exists only when the size is not a multiple
         # of the block: a flag the launcher computes keeps it out of the
         # compiled kernel otherwise (a dead loop still costs registers and
         # pipelining set-up; about 6 % of an attention kernel on an H100).
         flag = self._whole_flag(*bound.args)
-        guarded = ast.If(
-            test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=flag, ctx=ast.Load())),
-            body=inits + [ast.copy_location(loop, stmt)],
-            orelse=[],
-        )
+        guarded = template.stmt("if not {flag}:\n    {body}", flag=flag, body=inits + [ast.copy_location(loop, stmt)])
         return main_inits + [ast.copy_location(first, stmt), ast.copy_location(guarded, stmt)]
 
     def _range_start_step(self, it, assigned):
@@ -261,16 +254,15 @@ class LoopsMixin:
                                 if owner == p.name and used == names and isinstance(part, sympy.Expr)
                                 and sympy.expand(part - first) == 0), None)
                 if hoisted is not None:
-                    first = ast.Name(id=hoisted, ctx=ast.Load())
+                    first = expr(hoisted)
                 else:
                     first = self._hoisted_sum(p, first, printer, set(printer.names))
-                values.append(ast.BinOp(left=ast.Name(id=f"{p.name}_ptr", ctx=ast.Load()), op=ast.Add(), right=first))
-            inits.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
-                                    value=broadcast(self._by_contiguity(parts, values), shape), lineno=0))
+                values.append(expr("{base} + {first}", base=f"{p.name}_ptr", first=first))
+            inits.append(generated_assign(name, broadcast(self._by_contiguity(parts, values), shape)))
         if not inits:
             return []
         self.records.advances = True
-        return [ast.If(test=ast.Name(id=self.records.advance_flag, ctx=ast.Load()), body=inits, orelse=[])]
+        return template.stmts("if {advance}:\n    {inits}", advance=self.records.advance_flag, inits=inits)
 
     def _advanced(self, frame, body):
         """``body`` with ``frame``'s carried pointers advanced at its end."""
@@ -281,7 +273,7 @@ class LoopsMixin:
                                           value=self._by_contiguity(parts, steps), lineno=0))
         if not advances:
             return body
-        return body + [ast.If(test=ast.Name(id=self.records.advance_flag, ctx=ast.Load()), body=advances, orelse=[])]
+        return body + template.stmts("if {advance}:\n    {advances}", advance=self.records.advance_flag, advances=advances)
 
     @staticmethod
     def _by_contiguity(parts, values):
@@ -289,7 +281,7 @@ class LoopsMixin:
         general one, the contiguity flag chooses at compile time."""
         if len(values) == 1:
             return values[0]
-        return ast.IfExp(test=ast.Name(id=parts[0][0], ctx=ast.Load()), body=values[0], orelse=values[1])
+        return expr("{contiguous} if {flag} else {general}", flag=parts[0][0], contiguous=values[0], general=values[1])
 
 
 class _LoopFrame:

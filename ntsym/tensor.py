@@ -249,13 +249,13 @@ class Tensor:
             )
         self._hier = value._hier
         # `t.dtype.dtype = x` assigns through the temporary view `t.dtype`.
-        child, parent = self, getattr(self, "_parent", None)
+        parent = getattr(self, "_parent", None)
         while parent is not None:
             prefix = parent._hier.levels[: parent._level + 1]
             if any(a is not b for a, b in zip(prefix, value._hier.levels)):
                 break
             parent._hier = value._hier
-            child, parent = parent, getattr(parent, "_parent", None)
+            parent = getattr(parent, "_parent", None)
         """Per source dimension, the source index as an expression in index variables."""
         return self._hier.index
 

@@ -1,0 +1,267 @@
+"""The launcher of a generated module: a ``make_launch(FACTS)`` factory whose
+``launch(*args, <meta>=None, ntsym_options=None)`` reads the tensors' sizes
+and strides, runs the launch checks, and hands the call to
+``runtime.launch(FACTS, ...)`` (or ``runtime.fast_launch`` for a call shape
+seen before).  Written with ``codegen.template``; everything it prints comes
+from the IR and the emitter's records.
+"""
+
+import ast
+
+import sympy
+
+from codegen.printer import Printer
+from codegen.signature import kernel_args, positional
+from codegen.template import expr, stmt, stmts
+
+_HOST = Printer(mode="host")
+
+
+def host(e):
+    """A SymPy expression as host (launcher) code."""
+    return _HOST(e)
+
+
+def _names(names):
+    """A tuple target or display of ``names`` (``a, b = ...``; ``_`` for unused)."""
+    return ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in names], ctx=ast.Load())
+
+
+def _dict(items):
+    """``{key: value, ...}`` from (str key, node or source) pairs."""
+    return ast.Dict(keys=[ast.Constant(k) for k, _ in items], values=[expr("{v}", v=v) for _, v in items])
+
+
+def _read_metas(metas):
+    """``M = meta['M']`` for each meta-parameter in ``metas``."""
+    return [stmt("{m} = meta[{key}]", m=m, key=ast.Constant(m)) for m in metas]
+
+
+def _product(factors):
+    """``a * b * ...`` of host expressions, ``1`` for none."""
+    node = None
+    for f in factors:
+        node = host(f) if node is None else ast.BinOp(left=node, op=ast.Mult(), right=host(f))
+    return node if node is not None else ast.Constant(1)
+
+
+def launcher(ir, emitter, checks, persistent=None):
+    """The launcher factory's source for the kernel ``emitter`` emitted."""
+    tensor_params = [p for p in ir.params if p.kind == "tensor"]
+    # Tensors the arrangement does not return give their sizes only.
+    shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
+    pnames = [p.name for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    baked = {p.name: p.value for p in ir.params if p.kind == "constexpr" and p.value is not None}
+    scalars = {p.name for p in ir.params if p.kind == "scalar"}
+    metas = [m.symbol.name for m in ir.meta_params]
+
+    body = stmts(
+        """
+        key = runtime.call_key(args, {metas}, ntsym_options)
+        entry = CALLS.get(key)
+        if entry is not None and not unknown:
+            return runtime.fast_launch(FACTS, entry, args)
+        if unknown or len(args) != {count}:
+            return {relaunch}
+        runtime.check_arguments(SPEC, args)
+        {params} = args
+        """,
+        metas=_names(metas),
+        count=len(pnames),
+        relaunch=_keywords(expr("launch(*runtime.bind_arguments(SPEC, args, unknown))"), metas + ["ntsym_options"]),
+        params=_names(pnames),
+    )
+    body += _read_sizes(shaped)
+    body += _check_sizes(shaped)
+
+    meta_names = set(metas)
+    late = [(i, c) for i, c in enumerate(checks) if {s.name for s in c.relation.free_symbols} & meta_names]
+    early = [(i, c) for i, c in enumerate(checks) if (i, c) not in late]
+    for i, check in early:
+        body += _check(i, check)
+    for m in metas:
+        body.append(stmt("{m} = runtime.constexpr_value(SPEC, {name}, {m})", m=m, name=ast.Constant(m)))
+    if late:
+        # Checks that depend on block sizes run once the configuration is chosen.
+        late_body = [s for i, check in late for s in _check(i, check)]
+        body += stmts("def late_checks(meta):\n    {metas}\n    {checks}", metas=_read_metas(metas), checks=late_body)
+    body += stmts(
+        "def grid(meta):\n    {metas}\n    return ({size},)",
+        metas=_read_metas(metas),
+        size=_product(ir.grid),
+    )
+
+    derived, defs = _derived(emitter, metas, ())
+    body += defs
+    body += stmts(
+        """
+        derived = {derived}
+        tensors = {tensors}
+        """,
+        derived=_dict(derived),
+        tensors=_names([p.name for p in tensor_params]),
+    )
+    named = ["grid", "derived", ("options", "ntsym_options"), "key", ("user_args", "args")]
+    if late:
+        named.append("late_checks")
+    if persistent is not None:
+        named.append("persistent")
+        body += _persistent(emitter, persistent, metas, derived)
+    launch = expr(
+        "runtime.launch(FACTS, {args}, {metas}, tensors)",
+        args=tuple(_kernel_call_args(ir, emitter, tensor_params, baked, scalars)),
+        metas=_dict([(m, m) for m in metas]),
+    )
+    body.append(ast.Return(value=_keywords(launch, named)))
+
+    function = stmt("def launch(*args, ntsym_options=None, **unknown):\n    pass")
+    function.args.kwonlyargs[:0] = [ast.arg(arg=m) for m in metas]
+    function.args.kw_defaults[:0] = [ast.Constant(None) for _ in metas]
+    function.body = body
+    # One launcher per kernel handle: kernels with the same source share the
+    # module (and the compiled Triton kernel) but not their facts
+    # (runtime.LaunchFacts, made by make()).
+    factory = stmt(
+        '''
+        def make_launch(FACTS):
+            """The launcher, bound to one kernel's facts."""
+            SPEC, CHECKS, DISPLAY = FACTS.spec, FACTS.checks, FACTS.display
+            CALLS = FACTS.cache.calls
+            {launch}
+            return launch
+        ''',
+        launch=[function],
+    )
+    return ast.unparse(ast.fix_missing_locations(factory))
+
+
+def _keywords(call, names):
+    """``call`` with keyword arguments appended: a name ``n`` passes ``n=n``,
+    a pair ``(k, v)`` passes ``k=v``."""
+    for n in names:
+        k, v = n if isinstance(n, tuple) else (n, n)
+        call.keywords.append(ast.keyword(arg=k, value=ast.Name(id=v, ctx=ast.Load())))
+    return call
+
+
+def _read_sizes(shaped):
+    """``x_size_0, x_size_1 = x.shape`` (and the strides of tensors)."""
+    body = []
+    for p in shaped:
+        if not p.ndim:
+            continue
+        sizes = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.source_sizes]
+        body.append(stmt("{sizes} = {p}.shape", sizes=_names(sizes), p=p.name))
+        if p.kind == "tensor":
+            strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
+            body.append(stmt("{strides} = {p}.stride()", strides=_names(strides), p=p.name))
+    return body
+
+
+def _check_sizes(shaped):
+    """Sizes declared with bounds or as powers of two, then sizes declared as
+    expressions of others (after every size is read: they may refer to others)."""
+    body = []
+    for p in shaped:
+        for d, s in enumerate(p.source_sizes):
+            lo, hi = getattr(s, "lower_bound", None), getattr(s, "upper_bound", None)
+            pow2 = bool(getattr(s, "power_of_two", False))
+            if isinstance(s, sympy.Symbol) and (lo is not None or hi is not None or pow2):
+                body.append(stmt(
+                    "runtime.check_size({name}, {d}, {size}, {lo}, {hi}, {pow2})",
+                    name=ast.Constant(p.name), d=d, size=s.name, lo=lo, hi=hi, pow2=pow2,
+                ))
+    for p in shaped:
+        for d, s in enumerate(p.source_sizes):
+            if not isinstance(s, sympy.Symbol):
+                body.append(stmt(
+                    "runtime.check_shape({name}, {p}, {d}, {size})",
+                    name=ast.Constant(p.name), p=p.name, d=d, size=host(s),
+                ))
+    return body
+
+
+def _check(i, check):
+    """``if not (relation): runtime.fail_check(CHECKS[i], {values}, DISPLAY)``."""
+    names = sorted({s.name for s in check.relation.free_symbols})
+    return stmts(
+        """
+        if not {relation}:
+            runtime.fail_check(CHECKS[{i}], {values}, DISPLAY)
+        """,
+        relation=host(check.relation),
+        i=i,
+        values=_dict([(n, n) for n in names]),
+    )
+
+
+def _kernel_call_args(ir, emitter, tensor_params, baked, scalars):
+    """The kernel's positional arguments as the launcher passes them."""
+    args = []
+    flags = {flag: tensor for tensor, flag in emitter.records.contiguity_flags.items()}
+    tensors = _names([t.name for t in tensor_params])
+    for name, _ in kernel_args(ir, emitter):
+        if not positional(name, ir, emitter):
+            continue  # the configuration's, or derived from it
+        if name in flags:
+            args.append(expr("runtime.contiguous({t}, {tensors})", t=flags[name], tensors=tensors))
+        elif name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:
+            args.append(name[:-4])
+        elif name in baked:
+            args.append(repr(baked[name]))
+        elif name in scalars:
+            args.append(expr("runtime.scalar({x})", x=name))
+        else:
+            args.append(name)
+    return args
+
+
+def _derived(emitter, metas, skip):
+    """Entries of the ``derived`` dict for ``emitter``'s padded blocks and
+    peeled loops (those not in ``skip``), and the functions they need."""
+    entries = [
+        (s.name, expr("lambda meta: next_power_of_2({n})", n=host(n)))
+        for n, s in emitter.records.pow2.items() if s.name not in skip
+    ]
+    defs = []
+    for name, (size, block) in emitter.records.whole.items():
+        if name in skip:
+            continue
+        # Whether ``size`` is a multiple of ``block`` (whole blocks only).
+        used = {f.name for f in sympy.sympify(size).free_symbols | sympy.sympify(block).free_symbols}
+        defs += stmts(
+            "def {fn}(meta):\n    {metas}\n    return {size} % {block} == 0",
+            fn=name.lower(),
+            metas=_read_metas(sorted(used & set(metas))),
+            size=host(size),
+            block=host(block),
+        )
+        entries.append((name, name.lower()))
+    return entries, defs
+
+
+def _persistent(emitter, persistent, metas, derived):
+    """``persistent_problem`` (whether the tensors and the chosen block shapes
+    meet the tensor memory accelerator's rules: alignment, unit inner stride,
+    ...) and the ``runtime.Persistent`` the launch may take."""
+    t = persistent.emitter
+    skip = {s.name for s in emitter.records.pow2.values()} | set(emitter.records.whole)
+    more, defs = _derived(t, metas, skip)
+    blocks = tuple(
+        (ast.Constant(p.name), p.name, tuple(host(b) for b in block))
+        for name, (p, block) in t.records.descriptors.items()
+    )
+    problem = stmts(
+        "def persistent_problem(meta):\n    {metas}\n    {blocks}\n    return runtime.tma_problem({descriptors})",
+        metas=_read_metas(metas),
+        blocks=[stmt("{b} = next_power_of_2({n})", b=sym.name, n=host(n)) for n, sym in t.records.pow2.items()],
+        descriptors=blocks,
+    )
+    table = _dict(more)
+    table.keys.insert(0, None)  # {**derived, ...}
+    table.values.insert(0, ast.Name(id="derived", ctx=ast.Load()))
+    return defs + problem + stmts(
+        "persistent = runtime.Persistent(FACTS.persistent_kernel, persistent_problem, {extra}, {table})",
+        extra=tuple(persistent.extra),
+        table=table,
+    )
