@@ -285,8 +285,8 @@ def check_arguments(spec, args):
                     fail(f"`{name}` is a scalar parameter; got a tensor of shape {tuple(a.shape)}")
             elif not isinstance(a, (int, float, bool)):
                 fail(f"`{name}` must be a number, got {type(a).__name__}")
-    if spec.written and len(tensors) > 1:
-        _check_aliasing(spec, tensors)
+    if spec.written and len(tensors) > 1 and not traced([t for _, t in tensors]):
+        _check_aliasing(spec, tensors)  # fake tensors have no memory to share
 
 
 def _extent(t):
@@ -524,11 +524,14 @@ def explain_failure(spec, error):
 
 def call_key(args, metas, options):
     """What a call's validation and configuration depend on, except the data
-    pointers: shapes, strides, dtypes, devices, scalar types, given constexprs."""
+    pointers: shapes, strides, dtypes, devices, scalar types, given constexprs.
+    None for a call traced with fake tensors (it is not remembered)."""
     key = []
     for a in args:
         shape = getattr(a, "shape", None)
         if shape is not None and hasattr(a, "stride"):
+            if type(a) is not _tensor_type() and _is_fake(a):
+                return None
             key.append((shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
         else:
             key.append(type(a))
@@ -701,6 +704,55 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
     facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
 
 
+@functools.lru_cache(maxsize=None)
+def _tensor_type():
+    import torch
+
+    return torch.Tensor
+
+
+def _is_fake(tensor):
+    from torch._subclasses.fake_tensor import is_fake
+
+    return is_fake(tensor)
+
+
+def traced(tensors):
+    """Whether the call is being traced with fake tensors (torch.compile,
+    torch.export, FakeTensor propagation): shapes and strides without data."""
+    plain = _tensor_type()
+    return any(type(t) is not plain and _is_fake(t) for t in tensors)
+
+
+def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):
+    """The launch as torch.compile records it: the Triton kernel wrapped with
+    ``torch.library.wrap_triton``, with a configuration chosen without running
+    anything (fake tensors have no data to time): the one an earlier real call
+    of this shape tuned, else the default.  The plain kernel only: the
+    persistent variant's tensor descriptors need alignment a trace cannot see."""
+    kernel, spec = facts.kernel, facts.spec
+    if spec.interpreting:
+        fail(f"kernel `{spec.name}` is traced with fake tensors (torch.compile, torch.export), but kernels run "
+             "through Triton's interpreter here, which a compiled graph cannot call; register the kernel as an "
+             "operator (ntsym.library.op), which runs it eagerly inside the graph")
+    from torch.library import wrap_triton
+
+    int64 = needs_int64(tensors)
+    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, None,
+                           tuned=facts.cache.tuned, timed=False)
+    if config is None:
+        return None
+    if config.persistent:  # tuned on a real call: the same blocks, plain
+        config = tuning.Config(config.meta, config.num_warps, config.num_stages, False, config.advance)
+    if late_checks is not None:
+        late_checks(dict(config.meta))
+    if config.grid(grid)[0] == 0:
+        return None
+    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, None, config, grid, args, derived, int64, spec, -1)
+    wrap_triton(kernel)[grid_size](*args, **kwargs)
+    return None
+
+
 def capturing():
     """Whether a CUDA graph is being captured on the current stream (False in
     a build without CUDA).  Asked on a call shape's first launch only: a
@@ -735,6 +787,8 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
     call's arguments; ``late_checks(meta)``: the launch checks that read the
     chosen block sizes."""
     kernel, spec = facts.kernel, facts.spec
+    if traced(tensors):
+        return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
     if capturing():
         refuse_capture(spec)
     int64 = needs_int64(tensors)

@@ -230,13 +230,15 @@ def _tune_in_interpreter():
 OPTIONS = ("num_warps", "num_stages", "persistent", "advance")
 
 
-def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None, *, tuned):
+def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None, *, tuned,
+           timed=True):
     """The configuration for this call (None when the problem is empty).
     ``persistent`` is the kernel's persistent variant (:class:`codegen.runtime.Persistent`) or
     None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it
     out, ``{"advance": True/False}`` fixes how loops address tiles.
     ``tuned``: the kernel handle's choices so far (``CallCache.tuned``), which
-    this one joins."""
+    this one joins.  ``timed=False`` (a call traced with fake tensors) runs
+    nothing: a choice stored for the call's shape, else the default."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
     # Kept per kernel handle: a table keyed by id(spec) would hand a later
     # kernel, made where a collected one was, that kernel's choice.
@@ -296,9 +298,13 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         if advance is not None:
             disk_key += "|advance" if advance else "|index"
         disk_key += "".join(f"|{name}={value}" for name, value in sorted(launch.items()))
-        config = None if os.environ.get("NTSYM_RETUNE") == "1" else _load(spec, disk_key)
+        config = None if os.environ.get("NTSYM_RETUNE") == "1" and timed else _load(spec, disk_key)
         if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
             config = None
+        if config is None and not timed:
+            # Not stored: a real call of this shape still tunes.
+            return Config(probe.meta, launch.get("num_warps", probe.num_warps),
+                          launch.get("num_stages", probe.num_stages), False, bool(advance))
         if config is None:
             config = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, bool(wanted),
                                 advance, launch)
@@ -332,7 +338,15 @@ def _refused(spec, persistent, config):
 def _tensor_key(tensors):
     """Shapes, strides, dtypes, 16-byte alignment and device: what a tuned
     choice may depend on."""
-    return tuple((t.shape, t.stride(), t.dtype, t.data_ptr() % 16, t.device) for t in tensors)
+    return tuple((t.shape, t.stride(), t.dtype, _misalignment(t), t.device) for t in tensors)
+
+
+def _misalignment(t):
+    """The data pointer modulo 16; 0 for a fake tensor (traced by
+    torch.compile: no data), as PyTorch's allocations are aligned."""
+    from codegen.runtime import traced
+
+    return 0 if traced((t,)) else t.data_ptr() % 16
 
 
 def _disk_key(fixed_items, int64, tensors):
@@ -343,9 +357,10 @@ def _disk_key(fixed_items, int64, tensors):
     for t in tensors:
         device = torch.cuda.get_device_name(t.device) if t.device.type == "cuda" else t.device.type
         contiguous = [st == 1 for st in t.stride()]
-        aligned = t.data_ptr() % 16 == 0 and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1])
+        base = _misalignment(t) == 0
+        aligned = base and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1])
         parts.append(
-            f"{tuple(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{t.data_ptr() % 16 == 0}:"
+            f"{tuple(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{base}:"
             f"{aligned}:{device}"
         )
     return "|".join(parts)

@@ -27,7 +27,7 @@ import torch
 from codegen.intfuncs import CeilDiv, FloorDiv, Mod
 from ntsym.errors import NtsymError
 
-__all__ = ["RegistrationError", "op", "output_shapes"]
+__all__ = ["RegistrationError", "op", "output_shapes", "uses_triton_op"]
 
 
 class RegistrationError(NtsymError, ValueError):
@@ -57,9 +57,33 @@ def op(name, kernel=None, /, *, mutates_args=None, shapes=None, dtypes=None, opt
         return lambda k: op(name, k, mutates_args=mutates_args, shapes=shapes, dtypes=dtypes, options=options)
     _check_name(name, kernel)
     plan = _Plan(name, kernel, mutates_args, shapes, dtypes, options)
+    definition = _define(name, plan)
+    _REGISTERED[name] = kernel
+    return definition
+
+
+def uses_triton_op():
+    """Whether ops are made with ``torch.library.triton_op``: on a GPU, where
+    torch.compile traces the op into the Triton kernel it launches (through
+    ``torch.library.wrap_triton``), so Inductor compiles and calls the kernel
+    itself; not under Triton's interpreter, whose kernels a compiled graph
+    cannot call (there the op is a ``custom_op`` that runs the kernel
+    eagerly).  ``NTSYM_TRITON_OP=0`` asks for ``custom_op`` everywhere."""
+    import os
+
+    from codegen.runtime import interpreting
+
+    return (hasattr(torch.library, "triton_op") and not interpreting()
+            and os.environ.get("NTSYM_TRITON_OP", "1") != "0")
+
+
+def _define(name, plan):
+    if uses_triton_op():
+        # Its fake implementation is the function itself, run on fake
+        # tensors: the launcher then records the launch instead of running it.
+        return torch.library.triton_op(name, plan.traceable(), mutates_args=plan.mutates)
     definition = torch.library.custom_op(name, plan.impl, mutates_args=plan.mutates, schema=plan.schema)
     definition.register_fake(plan.fake)
-    _REGISTERED[name] = kernel
     return definition
 
 
@@ -74,9 +98,7 @@ def kernel_op(kernel, key):
         name = f"{re.sub(r'[^A-Za-z0-9_]', '_', kernel.name)}_{key}"
         written = tuple(p.name for p in _call_params(kernel) if p.name in set(kernel._generated.written))
         plan = _Plan(f"ntsym_kernels::{name}", kernel, written, None, None, None)
-        definition = torch.library.custom_op(f"ntsym_kernels::{name}", plan.impl, mutates_args=plan.mutates,
-                                             schema=plan.schema)
-        definition.register_fake(plan.fake)
+        definition = _define(f"ntsym_kernels::{name}", plan)
         _KERNEL_OPS[key] = name
         _DEFINITIONS.append(definition)
     return name
@@ -221,6 +243,33 @@ class _Plan:
         self.single = len(self.outputs) == 1
         self.impl = self._functional
         self.fake = self._allocate
+
+    def traceable(self):
+        """``impl`` with the op's signature spelled out (names and types), as
+        ``torch.library.triton_op`` reads it."""
+        import inspect
+
+        annotations = {"Tensor": torch.Tensor, "float": float, "int": int, "bool": bool, "Scalar": float}
+        taken = self.params if self.impl == self._mutating else self.inputs
+        parameters = [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        annotation=annotations[_schema_type(p)]) for p in taken]
+        if self.impl == self._mutating:
+            returns = None
+        elif self.single:
+            returns = torch.Tensor
+        else:
+            returns = tuple.__class_getitem__(tuple(torch.Tensor for _ in self.outputs))
+        signature = inspect.Signature(parameters, return_annotation=returns)
+        impl = self.impl
+
+        def fn(*args, **kwargs):
+            if kwargs:
+                args = signature.bind(*args, **kwargs).args
+            return impl(*args)
+
+        fn.__signature__ = signature
+        fn.__name__ = fn.__qualname__ = self.name.split("::")[1]
+        return fn
 
     # - functional form -
 

@@ -42,7 +42,7 @@ class Kernel:
         _KERNELS[self._key] = self
 
     def __call__(self, *args, **kwargs):
-        if _is_compiling():
+        if _is_compiling() and _through_operator():
             return _traced_call(self, args, kwargs)
         args = _needed(self.ir, args)
         if "num_warps" in kwargs or "num_stages" in kwargs:
@@ -95,6 +95,19 @@ class Kernel:
 _KEYS = itertools.count()
 _KERNELS = weakref.WeakValueDictionary()
 _is_compiling = torch.compiler.is_compiling
+_is_dynamo_compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
+
+
+def _through_operator():
+    """Whether a call made while torch.compile or torch.export traces goes
+    through the kernel's operator: always while Dynamo reads the Python code
+    (it cannot follow the launcher); on fake tensors afterwards only where the
+    launcher cannot record the launch itself (``wrap_triton`` needs a GPU)."""
+    if _is_dynamo_compiling():
+        return True
+    from ntsym.library import uses_triton_op
+
+    return not uses_triton_op()
 
 
 def _traced_call(kernel, args, kwargs):

@@ -391,3 +391,66 @@ def test_gpu_compile_fullgraph_matches_eager():
         torch.testing.assert_close(torch.compile(model, fullgraph=True, mode="reduce-overhead")(x), expected,
                                    atol=1e-3, rtol=1e-3)
     assert not counters["graph_break"]
+
+
+@cuda
+def test_gpu_ops_are_triton_ops_that_inductor_launches_itself():
+    from torch._inductor.utils import run_and_get_code
+
+    assert ntsym.library.uses_triton_op()
+    name = fresh("softmax")
+    ntsym.library.op(name, softmax.kernel, shapes={"output": "input"})
+    namespace, short = name.split("::")
+    op = getattr(getattr(torch.ops, namespace), short)
+    x = torch.randn(64, 1000, device="cuda")
+    expected = torch.softmax(x, -1)
+    torch.testing.assert_close(op(x), expected)  # eager: the launcher, tuned
+    counters = compile_counters()
+    compiled, (code, *_) = run_and_get_code(torch.compile(lambda t: op(t) * 2, fullgraph=True), x)
+    torch.testing.assert_close(compiled, expected * 2)
+    assert not counters["graph_break"]
+    # The compiled code calls the ntsym kernel itself, not the operator.
+    assert softmax.kernel._generated.kernel_name in code
+    assert f"{namespace}.{short}" not in code
+
+
+@cuda
+def test_gpu_a_trace_before_any_real_call_takes_the_default_configuration():
+    kernel = ntsym.make(add.arrangement, add.application, tuple(Tensor(1) for _ in range(3)))
+
+    def f(x, y):
+        out = torch.empty_like(x)
+        kernel(x, y, out)  # a direct call inside torch.compile
+        return out + 1
+
+    x, y = torch.randn(5000, device="cuda"), torch.randn(5000, device="cuda")
+    counters = compile_counters()
+    torch.testing.assert_close(torch.compile(f, fullgraph=True)(x, y), x + y + 1)
+    assert not counters["graph_break"]
+    assert not kernel._cache.tuned  # nothing was timed on fake tensors
+
+
+@cuda
+def test_gpu_triton_op_passes_opcheck_and_export():
+    op = ntsym.library.op(fresh("mm"), mm.kernel)
+    a, b = torch.randn(64, 32, device="cuda"), torch.randn(32, 48, device="cuda")
+    torch.library.opcheck(op, (a, b))
+
+    class M(torch.nn.Module):
+        def forward(self, a, b):
+            return op(a, b)
+
+    exported = torch.export.export(M(), (a, b))
+    torch.testing.assert_close(exported.module()(a, b), a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
+
+
+@cuda
+def test_gpu_traced_launch_of_a_persistently_tuned_kernel_is_plain():
+    # Tuned eagerly (perhaps to the persistent variant); the trace launches
+    # the plain kernel with the same blocks, and agrees.
+    op = ntsym.library.op(fresh("mm"), mm.kernel)
+    a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    b = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    expected = op(a, b)
+    compile_counters()
+    torch.testing.assert_close(torch.compile(op, fullgraph=True)(a, b), expected)
