@@ -353,7 +353,7 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
             known[ir.symbols.get(sym, sympy.Symbol(sym))] = assignment[sym]
         skip = False
         for flag, (size, block) in whole.items():
-            value = (sympy.sympify(size) % sympy.sympify(block)).xreplace(known)
+            value = _by_name(sympy.sympify(size) % sympy.sympify(block), known)
             if value.is_number and bool(value == 0) != bool(assignment[flag]):
                 skip = True
         if skip:
@@ -362,6 +362,14 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
     grid = " * ".join(c_expr(sympy.sympify(g).xreplace(meta_subs)) for g in ir.grid) or "1"
     return Plan(name or ir.name, generated.kernel_name, module_source, params, prologue, axes, variants, grid,
                 meta, num_warps, num_stages, checks_text)
+
+
+def _by_name(expr, known):
+    """``expr`` with the symbols of ``known`` (matched by name) replaced."""
+    names = {getattr(k, "name", str(k)): v for k, v in known.items() if v is not None}
+    expr = sympy.sympify(expr)
+    return sympy.sympify(expr.xreplace({s: sympy.sympify(names[s.name]) for s in expr.free_symbols
+                                        if s.name in names}))
 
 
 def _check_message(rel, check, display):
@@ -444,7 +452,7 @@ def _variant(ir, generated, assignment, meta, known, choices, advance):
                 attrs[(i,)] = [["tt.divisibility", 16]]
             launch.append((f"{arg}_{int_type}", "int32_t" if int_type == "i32" else "int64_t"))
         elif arg in pow2:
-            value = sympy.sympify(pow2[arg]).xreplace(known)
+            value = _by_name(pow2[arg], known)
             if not value.is_number:
                 raise AotError(f"kernel `{ir.name}`: the padded block {arg} = next_power_of_2({pow2[arg]}) depends "
                                "on sizes the call gives; declare them compile-time (shape_options={'constexpr': "
@@ -1044,7 +1052,7 @@ def standalone_source(ir, generated, display, configs):
         (kwargs if constexpr else args).append((name, value))
     grid = " * ".join(f"({to_source(host(g))})" for g in ir.grid) or "1"
     body.append(f"grid = ({grid},)")
-    call = ", ".join(v for _, v in args) + "".join(f", {n}={v}" for n, v in kwargs)
+    call = ", ".join(f"{n}={v}" for n, v in args + kwargs)  # by name: compile-time sizes sit among the others
     body.append(f"if grid[0] > 0:")
     body.append(f"    {generated.kernel_name}[grid]({call}, num_warps=meta.get('num_warps', 4), "
                 "num_stages=meta.get('num_stages', 3))")

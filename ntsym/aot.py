@@ -339,12 +339,13 @@ def _time(fn, reps=20):
 
 
 def make_cuda(arrangement, application, tensors, *, kernel_name, output_dir, num_warps=None, num_stages=None,
-              meta=None, specialize=None, target=None):
+              meta=None, specialize=None, target=None, advance=False):
     """``make(..., caller="cuda")``: one configuration's library."""
     def premake():
         return arrangement, application, tensors
 
-    compilation = {"num_warps": num_warps, "num_stages": num_stages, "specialize": specialize, "meta": meta}
+    compilation = {"num_warps": num_warps, "num_stages": num_stages, "specialize": specialize, "meta": meta,
+                   "advance": advance}
     return build(_Bound(premake), [((), {}, compilation)], kernel_name=kernel_name,
                  output_dir=output_dir, target=target)
 
