@@ -19,7 +19,6 @@ import concurrent.futures
 import hashlib
 import itertools
 import json
-import math
 import multiprocessing
 import os
 import pathlib
@@ -174,7 +173,6 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
     values to compile for each compile-time size or value the call gives."""
     specialize = dict(specialize or {})
     records = generated.records
-    kernel_args = generated.kernel_args
     meta = {k: int(v) if not isinstance(v, bool) else v for k, v in meta.items()}
     meta_subs = {ir.symbols[k] if k in ir.symbols else sympy.Symbol(k): v for k, v in meta.items()}
     for m in ir.meta_params:
@@ -190,7 +188,6 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
         argtext = "".join(f", (long long)({a})" for a in args)
         return f"return ntsym_fail({status}, {c_string(fmt)}{argtext});"
 
-    tensors = [p for p in ir.params if p.kind == "tensor"]
     shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
     # Compile-time values the call gives: sizes declared constexpr, and
     # constexpr parameters without a value.
@@ -282,6 +279,13 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
                                 "NTSYM_ERROR_ARGUMENT", f"`{p.name}` is written by the kernel but dimension %lld "
                                 "has stride 0 (an expanded view): several programs would write one element; "
                                 "pass a contiguous tensor", "d"))
+    # Call-time compile-time sizes given a value for this build: the call must have it.
+    for m in ir.meta_params:
+        if not m.meta and m.symbol.name in sym_names:
+            shown_as = display.get(m.symbol.name, m.symbol.name)
+            prologue.append(f"if ({m.symbol.name} != {meta[m.symbol.name]}) " + fail(
+                "NTSYM_ERROR_NO_VARIANT", f"{shown_as} (=%lld) has no compiled variant; the library was built for "
+                f"{meta[m.symbol.name]}", m.symbol.name))
     # Launch checks, with the block sizes of this build.
     checks = tuple(generated.checks)
     for check in checks:
@@ -329,7 +333,10 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
     for flag, tensor in sorted(contig.items()):
         axes.append(Axis(flag, (0, 1), f"(ntsym_contiguous(&{tensor}) && !NTSYM_INT64_value)"))
     by_display = {v: k for k, v in choices.items()}
+    dims = {f"{p.name}.shape[{d}]" for p in shaped for d in range(p.ndim)}
     for key, values in specialize.items():
+        if key in dims and key not in by_display:
+            continue  # a size the call gives at run time: nothing to specialize
         if key not in by_display:
             raise AotError(f"kernel `{ir.name}`: specialize names {key!r}, which is not a compile-time value the "
                            f"call gives (those are: {', '.join(choices.values()) or 'none'})")
@@ -959,7 +966,7 @@ def next_pow2(n):
 
 
 __all__ = ["AotError", "DTYPES", "STATUS", "plan", "compile_variants", "header", "library_c", "single_dispatch",
-           "config_dispatch", "compile_library", "cache_key", "plan_fingerprint", "math"]
+           "config_dispatch", "compile_library", "cache_key", "plan_fingerprint"]
 
 
 # --- A standalone Python module -------------------------------------------------
@@ -1053,7 +1060,7 @@ def standalone_source(ir, generated, display, configs):
     grid = " * ".join(f"({to_source(host(g))})" for g in ir.grid) or "1"
     body.append(f"grid = ({grid},)")
     call = ", ".join(f"{n}={v}" for n, v in args + kwargs)  # by name: compile-time sizes sit among the others
-    body.append(f"if grid[0] > 0:")
+    body.append("if grid[0] > 0:")
     body.append(f"    {generated.kernel_name}[grid]({call}, num_warps=meta.get('num_warps', 4), "
                 "num_stages=meta.get('num_stages', 3))")
     params = "".join(f", {m}=None" for m in metas)

@@ -7,6 +7,8 @@ import ctypes
 import json
 import os
 import pathlib
+import shutil
+import tempfile
 import time
 
 from codegen import aot
@@ -57,7 +59,13 @@ class Library:
         self.params = params  # (name, kind, ctype) of the entry point's arguments after the stream
         self.config_names = tuple(config_names)
         self.tuned = tuned or {}
-        self._lib = ctypes.CDLL(str(self.path))
+        # Loaded from a copy: a library rebuilt at the same path (after tuning)
+        # would otherwise come back as the one already loaded.
+        handle, copy = tempfile.mkstemp(suffix=".so", prefix=f"{kernel_name}_")
+        os.close(handle)
+        shutil.copyfile(self.path, copy)
+        self._lib = ctypes.CDLL(copy)
+        os.unlink(copy)
         self._launch = getattr(self._lib, f"{kernel_name}_launch")
         self._launch.restype = ctypes.c_int
         types = [ctypes.c_void_p]
@@ -386,4 +394,4 @@ def export(kernel, path):
     return path
 
 
-__all__ = ["build", "export", "make_cuda", "Library", "current_target", "os"]
+__all__ = ["build", "export", "make_cuda", "Library", "current_target"]

@@ -157,3 +157,21 @@ def test_exported_modules_run_without_ntsym(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "refused:" in done.stdout
+
+
+def _add_premake(BLOCK_SIZE):
+    return (functools.partial(add.arrangement, BLOCK_SIZE=BLOCK_SIZE), add.application,
+            tuple(Tensor(1, dtype=ntsym.float16) for _ in range(3)))
+
+
+def test_build_over_configurations(tmp_path):
+    configs = [((), {"BLOCK_SIZE": 512}, {"num_warps": 4}), ((), {"BLOCK_SIZE": 1024}, {"num_warps": 4})]
+    lib = ntsym.build(_add_premake, configs, meta_parameters=("BLOCK_SIZE",), kernel_name="add_tuned",
+                      output_dir=tmp_path, target=SM90)
+    tuned = (tmp_path / "add_tuned.tuned.json").read_text()
+    assert '"BLOCK_SIZE": 512' in tuned and '"timed": false' in tuned  # no GPU: the first choice, untimed
+    assert lib.config_names == ()  # the tuned block size is baked in
+    x = torch.zeros(10, dtype=torch.float16)
+    code, message = lib.status(x, x[:3], torch.zeros(10, dtype=torch.float16))
+    assert code == 2 and "(=3)" in message
+    assert "BLOCK_SIZE" not in (tmp_path / "add_tuned.h").read_text()
