@@ -49,6 +49,7 @@ def cases():
     img, w = (torch.randn(4, 64, 14, 14, device="cuda", dtype=torch.float16),
               torch.randn(128, 64, 3, 3, device="cuda", dtype=torch.float16))
     conv_out = (4, 128, 12, 12)
+    conv_names = [p.name for p in conv2d.kernel.ir.params]
     sizes = lambda t, name: {f"{name}.shape[{d}]": (n,) for d, n in enumerate(t.shape)}  # noqa: E731
     yield ("add", functools.partial(add.arrangement, BLOCK_SIZE=1024), add.application,
            tuple(Tensor(1, dtype=F16) for _ in range(3)), add.kernel,
@@ -79,7 +80,8 @@ def cases():
            lambda: (img, w, torch.empty(conv_out, device="cuda", dtype=torch.float16)),
            lambda: torch.nn.functional.conv2d(img, w),
            {"meta": {"BLOCK_SIZE_0": 64, "BLOCK_SIZE_1": 64, "BLOCK_SIZE_2": 32, "output_size_1": 128},
-            "specialize": {**sizes(img, "input"), **sizes(w, "filter"), **sizes(torch.empty(conv_out), "output")}})
+            "specialize": {**sizes(img, conv_names[0]), **sizes(w, conv_names[1]),
+                           **sizes(torch.empty(conv_out), conv_names[2])}})
 
 
 def bench(fn, reps=2000):
