@@ -53,6 +53,7 @@ from ntsym.dtype import (
 from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor, eval_expr, index_table
 from ntsym.make import Kernel, jit, make
+from ntsym.aot import build
 from ntsym.explain import explain
 from ntsym import debugging, language, library, visualization
 from ntsym.debugging import eval, subs  # noqa: A004 - NineToothed's names
@@ -73,6 +74,7 @@ __all__ = [
     "Tensor",
     "bfloat16",
     "block_size",
+    "build",
     "debugging",
     "eval",
     "eval_expr",

@@ -88,6 +88,13 @@ class Kernel:
             text = text.rstrip("\n") + "\nchosen    " + "\n          ".join(chosen) + "\n"
         return text
 
+    def export(self, path):
+        """Write this kernel as a standalone module needing only torch and
+        triton (``ntsym.aot.export``); returns the path."""
+        from ntsym.aot import export
+
+        return export(self, path)
+
     def __repr__(self):
         return f"<ntsym kernel {self.name}>"
 
@@ -140,14 +147,22 @@ _kernel_op._dynamo_marked_constant = True
 
 
 def make(arrangement, application, tensors, caller="torch", kernel_name=None, output_dir=None,
-         num_warps=None, num_stages=None, max_num_configs=None, _padded=frozenset()):
+         num_warps=None, num_stages=None, max_num_configs=None, aot_options=None, _padded=frozenset()):
     """Compile ``application`` over ``arrangement(*tensors)`` into a kernel.
 
     ``output_dir``: also write the generated module there, as ``<kernel_name>.py``.
+    ``caller="cuda"``: build a C library in ``output_dir`` instead (``ntsym.aot``,
+    docs/aot.md), with ``aot_options`` (``meta``: block sizes, ``specialize``:
+    compile-time values to compile, ``target``).
 
     ``_padded`` (internal): call-time tile sizes to pad to a power of two."""
+    if caller == "cuda":
+        from ntsym.aot import make_cuda
+
+        return make_cuda(arrangement, application, tensors, kernel_name=kernel_name, output_dir=output_dir,
+                         num_warps=num_warps, num_stages=num_stages, **(aot_options or {}))
     if caller != "torch":
-        raise NotImplementedError(f"caller {caller!r}: ntsym launches kernels from torch only")
+        raise NotImplementedError(f"caller {caller!r}: ntsym launches kernels from torch, or C ('cuda')")
     if runtime.interpreting():
         os.environ["TRITON_INTERPRET"] = "1"
     ir = lower(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs, _padded)

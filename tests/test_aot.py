@@ -1,0 +1,177 @@
+"""Ahead-of-time kernels on a machine without a GPU: libraries for add, mm and
+softmax built for sm_90 (cubins compiled without a device), the header in a C
+program, the C launcher's refusals through ctypes (all before any CUDA call),
+and exported standalone modules run through the interpreter without ntsym."""
+
+import functools
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import ntsym
+from codegen import aot
+from examples import add, mm, softmax
+from ntsym import Tensor
+
+SM90 = ("cuda", 90, 32)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("aot")
+    f16 = ntsym.float16
+    add_lib = ntsym.make(functools.partial(add.arrangement, BLOCK_SIZE=1024), add.application,
+                         tuple(Tensor(1, dtype=f16) for _ in range(3)), caller="cuda", kernel_name="add_f16",
+                         output_dir=out, aot_options={"target": SM90})
+    mm_lib = ntsym.make(mm.arrangement, mm.application, tuple(Tensor(2, dtype=f16) for _ in range(3)),
+                        caller="cuda", kernel_name="mm_f16", output_dir=out,
+                        aot_options={"target": SM90, "meta": {"BM": 64, "BN": 64, "BK": 32}})
+    rows = (None, {"constexpr": True, "upper_bound": 2**15})
+    tensors = (Tensor(2, other=float("-inf"), shape_options=rows, dtype=ntsym.float32),
+               Tensor(2, shape_options=rows, dtype=ntsym.float32))
+    softmax_lib = ntsym.make(softmax.arrangement, softmax.application, tensors, caller="cuda",
+                             kernel_name="softmax_f32", output_dir=out,
+                             aot_options={"target": SM90,
+                                          "specialize": {"input.shape[1]": (100,), "output.shape[1]": (100,)}})
+    return out, add_lib, mm_lib, softmax_lib
+
+
+def test_libraries_are_written(built):
+    out, *libs = built
+    for lib in libs:
+        name = lib.kernel_name
+        for suffix in (".h", ".c", ".so", ".build.json"):
+            assert (out / f"{name}{suffix}").exists(), name + suffix
+        cubins = sorted(out.glob(f"{name}_c0.*.cubin"))
+        assert cubins and all(c.read_bytes()[:4] == b"\x7fELF" for c in cubins)
+    # mm: 32-bit general and aligned, 64-bit general, each with the peeled loop's flag both ways.
+    assert len(list(out.glob("mm_f16_c0.*.cubin"))) == 6
+
+
+def test_library_links_no_cuda_library(built):
+    out, add_lib, *_ = built
+    needed = subprocess.run(["readelf", "-d", str(add_lib.path)], capture_output=True, text=True).stdout
+    assert "libcuda" not in needed
+
+
+def test_header_compiles_in_a_c_program(built, tmp_path):
+    out, *_ = built
+    program = tmp_path / "main.c"
+    program.write_text(
+        '#include "add_f16.h"\n#include "mm_f16.h"\n#include <stdio.h>\n'
+        "int main(void) {\n"
+        "    int64_t shape[1] = {10}, strides[1] = {1};\n"
+        "    ntsym_tensor t = {NULL, shape, strides, 1, NTSYM_FLOAT16};\n"
+        "    int status = add_f16_launch(NULL, t, t, t);\n"
+        '    printf("%d %s\\n", status, add_f16_message());\n'
+        "    return status == NTSYM_ERROR_ARGUMENT ? 0 : 1;\n}\n")
+    exe = tmp_path / "main"
+    subprocess.run([aot.c_compiler(), "-std=c99", "-Wall", "-Werror", f"-I{out}", str(program),
+                    str(out / "add_f16.so"), "-o", str(exe)], check=True)
+    done = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+    assert "`input` is a null pointer" in done.stdout
+
+
+def test_bad_input_gets_a_status_and_a_message(built):
+    _, add_lib, mm_lib, softmax_lib = built
+    h = functools.partial(torch.zeros, dtype=torch.float16)
+    a, b, c = h(50, 40), h(41, 30), h(50, 30)
+    code, message = mm_lib.status(a, b, c)
+    assert code == aot.STATUS["NTSYM_ERROR_SHAPE"]
+    assert "other.shape[0] (=41) must equal input.shape[1] (=40)" in message
+    code, message = mm_lib.status(a, h(40, 30), h(50, 30, 1))
+    assert (code, message) == (1, "`output` must have 2 dimensions, got 3")
+    code, message = add_lib.status(h(10), h(10), torch.zeros(10))
+    assert (code, message) == (1, "`output` has dtype float32; this kernel was compiled for float16")
+    x = h(10)
+    struct = ntsym.aot.c_tensor(x)
+    struct.dtype = 99
+    code = add_lib._launch(None, struct, ntsym.aot.c_tensor(x), ntsym.aot.c_tensor(h(10)))
+    assert code == 1 and "unknown dtype code 99" in add_lib._message().decode()
+    struct = ntsym.aot.c_tensor(x)
+    struct.data = None
+    code = add_lib._launch(None, ntsym.aot.c_tensor(x), struct, ntsym.aot.c_tensor(h(10)))
+    assert code == 1 and add_lib._message().decode() == "`other` is a null pointer"
+    code, message = add_lib.status(x, x, x[:5])
+    assert code == 2 and "input.shape[0] (=10) must equal output.shape[0] (=5)" in message
+    code, message = softmax_lib.status(torch.zeros(3, 99), torch.zeros(3, 99))
+    assert code == aot.STATUS["NTSYM_ERROR_NO_VARIANT"] and "built for 100" in message
+    with pytest.raises(ntsym.LaunchError, match="must equal input.shape"):
+        mm_lib(a, b, c)
+
+
+def test_a_good_call_reaches_the_driver(built):
+    _, add_lib, *_ = built
+    x = torch.zeros(64, dtype=torch.float16)
+    code, message = add_lib.status(x, x, torch.zeros(64, dtype=torch.float16))
+    if torch.cuda.is_available():
+        pytest.skip("a GPU machine: benchmarks/experiments/aot.py checks results")
+    assert code == aot.STATUS["NTSYM_ERROR_CUDA"] and "libcuda" in message
+
+
+def test_a_second_build_does_nothing(built):
+    out, *_ = built
+    so = out / "add_f16.so"
+    before = so.stat().st_mtime_ns
+    ntsym.make(functools.partial(add.arrangement, BLOCK_SIZE=1024), add.application,
+               tuple(Tensor(1, dtype=ntsym.float16) for _ in range(3)), caller="cuda", kernel_name="add_f16",
+               output_dir=out, aot_options={"target": SM90})
+    assert so.stat().st_mtime_ns == before
+
+
+def test_tensors_need_dtypes(tmp_path):
+    with pytest.raises(ntsym.CodegenError, match="tensor `input` has no dtype"):
+        ntsym.make(add.arrangement, add.application, tuple(Tensor(1) for _ in range(3)), caller="cuda",
+                   kernel_name="add_any", output_dir=tmp_path, aot_options={"target": SM90})
+
+
+def test_exported_modules_run_without_ntsym(tmp_path):
+    for name, kernel in (("add", add.kernel), ("mm", mm.kernel), ("softmax", softmax.kernel)):
+        kernel.export(tmp_path / f"{name}_standalone.py")
+    script = (
+        "import sys\n"
+        "import torch\n"
+        "import add_standalone, mm_standalone, softmax_standalone\n"
+        "assert 'ntsym' not in sys.modules and 'codegen' not in sys.modules\n"
+        "x, y, o = torch.randn(1000), torch.randn(1000), torch.empty(1000)\n"
+        "add_standalone.launch(x, y, o)\n"
+        "torch.testing.assert_close(o, x + y)\n"
+        "a, b, c = torch.randn(50, 40), torch.randn(40, 30), torch.empty(50, 30)\n"
+        "mm_standalone.launch(a, b, c)\n"
+        "torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)\n"
+        "s, t = torch.randn(5, 100), torch.empty(5, 100)\n"
+        "softmax_standalone.launch(s, t)\n"
+        "torch.testing.assert_close(t, s.softmax(-1))\n"
+        "try:\n"
+        "    mm_standalone.launch(a, torch.randn(41, 30), c)\n"
+        "except ValueError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "refused:" in done.stdout
+
+
+def _add_premake(BLOCK_SIZE):
+    return (functools.partial(add.arrangement, BLOCK_SIZE=BLOCK_SIZE), add.application,
+            tuple(Tensor(1, dtype=ntsym.float16) for _ in range(3)))
+
+
+def test_build_over_configurations(tmp_path):
+    configs = [((), {"BLOCK_SIZE": 512}, {"num_warps": 4}), ((), {"BLOCK_SIZE": 1024}, {"num_warps": 4})]
+    lib = ntsym.build(_add_premake, configs, meta_parameters=("BLOCK_SIZE",), kernel_name="add_tuned",
+                      output_dir=tmp_path, target=SM90)
+    tuned = (tmp_path / "add_tuned.tuned.json").read_text()
+    assert '"BLOCK_SIZE": 512' in tuned and '"timed": false' in tuned  # no GPU: the first choice, untimed
+    assert lib.config_names == ()  # the tuned block size is baked in
+    x = torch.zeros(10, dtype=torch.float16)
+    code, message = lib.status(x, x[:3], torch.zeros(10, dtype=torch.float16))
+    assert code == 2 and "(=3)" in message
+    assert "BLOCK_SIZE" not in (tmp_path / "add_tuned.h").read_text()
