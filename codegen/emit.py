@@ -100,7 +100,7 @@ def emit(ir):
     # What an ahead-of-time launcher (codegen/aot.py) needs besides the IR:
     # every kernel parameter in order, and the records that say how the
     # launcher computes the compile-time flags and padded blocks.
-    generated.kernel_args = tuple(_kernel_args(ir, emitter))
+    generated.kernel_args = tuple(kernel_args(ir, emitter))
     generated.records = emitter.records
     return generated
 

@@ -6,7 +6,9 @@
 2. 100 small launches eagerly against one replay of a CUDA graph that captured
    them (after warm-up), with the replayed result checked against new inputs;
 3. a module of three ops (mm, add, softmax) eager against
-   ``torch.compile(fullgraph=True)``, checked equal.
+   ``torch.compile(fullgraph=True)`` of the ``triton_op`` form (Inductor
+   launches the kernels) and of the ``custom_op`` form (opaque calls), and
+   ``mode="reduce-overhead"``, each checked equal.
 
     python -m benchmarks.experiments.torch_integration
 """
@@ -78,25 +80,43 @@ class Block(torch.nn.Module):
         return self.softmax_op(self.add_op(self.mm_op(x, w).flatten(), b).view(x.shape[0], w.shape[1]))
 
 
+def _block(suffix):
+    return Block(
+        ntsym.library.op(f"bench::mm{suffix}", mm.kernel),
+        ntsym.library.op(f"bench::add_flat{suffix}", add.kernel),
+        ntsym.library.op(f"bench::softmax{suffix}", softmax.kernel, shapes={"output": "input"}),
+    )
+
+
 def compiled():
-    mm_op = ntsym.library.op("bench::mm", mm.kernel)
-    add_op = ntsym.library.op("bench::add_flat", add.kernel)
-    softmax_op = ntsym.library.op("bench::softmax", softmax.kernel, shapes={"output": "input"})
-    model = Block(mm_op, add_op, softmax_op)
+    import os
+
+    model = _block("")  # torch.library.triton_op on a GPU
+    os.environ["NTSYM_TRITON_OP"] = "0"
+    try:
+        opaque = _block("_opaque")  # torch.library.custom_op
+    finally:
+        del os.environ["NTSYM_TRITON_OP"]
     x = torch.randn(256, 512, device="cuda", dtype=torch.float16)
     w = torch.randn(512, 256, device="cuda", dtype=torch.float16)
     b = torch.randn(256 * 256, device="cuda", dtype=torch.float16)
-    eager = model(x, w, b)
-    torch._dynamo.reset()
-    fast = torch.compile(model, fullgraph=True)
-    out = fast(x, w, b)
-    torch.testing.assert_close(out, eager, rtol=1e-3, atol=1e-3)
-    t_eager = triton.testing.do_bench(lambda: model(x, w, b), warmup=25, rep=200, return_mode="median")
-    t_fast = triton.testing.do_bench(lambda: fast(x, w, b), warmup=25, rep=200, return_mode="median")
+    eager = model(x, w, b)  # tunes
+    opaque(x, w, b)
+    rows = [("eager (ntsym launcher)", model)]
+    for name, m, mode in (
+        ("torch.compile(fullgraph=True), triton_op", model, None),
+        ("torch.compile(fullgraph=True), custom_op", opaque, None),
+        ("torch.compile(mode='reduce-overhead'), triton_op", model, "reduce-overhead"),
+    ):
+        torch._dynamo.reset()
+        fast = torch.compile(m, fullgraph=True, mode=mode)
+        torch.testing.assert_close(fast(x, w, b), eager, rtol=1e-3, atol=1e-3)
+        rows.append((name, fast))
     print("\n| mm + add + softmax module (256x512 @ 512x256, fp16) | ms (do_bench median) |")
     print("|---|---:|")
-    print(f"| eager | {t_eager:.4f} |")
-    print(f"| torch.compile(fullgraph=True) | {t_fast:.4f} |")
+    for name, fn in rows:
+        t = triton.testing.do_bench(lambda: fn(x, w, b), warmup=25, rep=200, return_mode="median")
+        print(f"| {name} | {t:.4f} |")
 
 
 def main():
