@@ -41,6 +41,7 @@ one task group per command, e.g. ``--tasks add,silu,softmax,rms_norm,rope``, the
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -95,10 +96,18 @@ def log(*parts):
 # --- running --------------------------------------------------------------------------------
 
 
-def run_sweep(sweep, xs, impls, loaded, device, dtype, timing):
-    """The records of every point of ``sweep`` at ``xs``, each with its ``x``."""
-    records = []
+class OutOfTime(Exception):
+    """The ``--budget`` is spent: the points left are not run."""
+
+
+def run_sweep(sweep, xs, impls, loaded, device, dtype, timing, deadline=None, records=None):
+    """The records of every point of ``sweep`` at ``xs``, each with its ``x``, appended to
+    ``records`` as each point ends; raises OutOfTime (with the next x) once ``deadline``
+    (perf_counter) is past."""
+    records = [] if records is None else records
     for x in xs:
+        if deadline is not None and time.perf_counter() > deadline:
+            raise OutOfTime(x)
         shapes = sweep.shapes(x)
         log(f"sweep {sweep.task} {sweep.x_name} = {x}: {' x '.join(str(tuple(s)) for s in shapes)}")
         case = []
@@ -318,6 +327,8 @@ def parse_args(argv=None):
     p.add_argument("--every", type=int, default=1, help="take every n-th point of each range (the largest always)")
     p.add_argument("--precompile", action="store_true", help="compile the Triton baselines' configs in worker processes first")
     p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds: start no point or cold call after this, and report what ran")
     p.add_argument("--no-cold", action="store_true", help="skip the cold first call of each task's largest point")
     p.add_argument("--cpu-smoke", action="store_true", help="each task's smallest point through Triton's interpreter, checks only")
     p.add_argument("--dry-run", action="store_true", help="print the points and their work; run nothing")
@@ -390,16 +401,30 @@ def main(argv=None):
     loaded = bench.Implementations()
     results, cold, status = {}, {}, 0
     started = time.perf_counter()
+    deadline = started + args.budget if args.budget else None
+
+    def stop(signum, frame):  # a time limit's SIGTERM: report what ran
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
         for task in args.tasks:
             results[task] = []
             xs = points_of(args, task)
             task_start = time.perf_counter()
-            results[task] = run_sweep(SWEEPS[task], xs, args.impls, loaded, device, dtype, timing)
+            try:
+                run_sweep(SWEEPS[task], xs, args.impls, loaded, device, dtype, timing, deadline, results[task])
+            except OutOfTime as exc:
+                log(f"{task}: out of time (--budget {args.budget} s) before {exc.args[0]}; reporting what ran")
+                status = 3
+                break
             log(f"{task}: {len(xs)} points in {time.perf_counter() - task_start:.0f} s")
             if timing and not args.no_cold:
                 cold[task] = {}
                 for impl in [i for i in ("ntsym", "triton") if i in args.impls]:
+                    if deadline is not None and time.perf_counter() > deadline:
+                        cold[task][impl] = "not run (out of time)"
+                        continue
                     seconds, error = cold_first_call(task, impl, xs[-1], dtype_name)
                     cold[task][impl] = f"{seconds:.1f} s" if seconds is not None else f"failed ({error})"
                     log(f"{task} {impl}: cold first call at {xs[-1]}: {cold[task][impl]}")
@@ -413,6 +438,7 @@ def main(argv=None):
         log("the run stopped early: reporting what ran\n" + traceback.format_exc())
         status = 1
     finally:
+        signal.signal(signal.SIGTERM, previous)
         text, misses = markdown(env, dtype_name, results, timing, cold)
         print(text)
         log(f"sweeps took {time.perf_counter() - started:.0f} s")

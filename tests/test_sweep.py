@@ -65,3 +65,11 @@ def test_a_point_that_fails_is_listed_and_the_tables_say_why():
     assert "| 100 | WRONG | 0.0500 | 0.0400 |" in text
     assert "- add 100 ntsym WRONG: max abs error 1" in text
     assert "| add | 100 | 0 |" in text  # busy from 100, no point of ntsym timed and "ntsym 1.0 s" in text
+
+
+def test_a_spent_budget_stops_before_the_next_point_and_reports_what_ran(tmp_path):
+    status = sweep.main(["--cpu-smoke", "--tasks", "add", "--sizes", "300,1000", "--budget", "1e-9",
+                         "--out", str(tmp_path)])
+    assert status == 3
+    raw = json.loads((tmp_path / "sweep_add_float32.json").read_text())
+    assert raw["results"]["add"] == []  # the budget was spent before the first point
