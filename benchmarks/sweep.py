@@ -297,6 +297,7 @@ def plot(sweep, records, dtype_name, path):
         a.grid(True, alpha=0.3)
         if threshold is not None:
             a.axvline(threshold, color="grey", linestyle=":", linewidth=0.8)
+    ax.set_yscale("log")  # the ranges span orders of magnitude
     ax.set_ylabel(records[0]["unit"])
     ax.set_title(f"{sweep.task}, {dtype_name}")
     ax.legend()
@@ -308,6 +309,20 @@ def plot(sweep, records, dtype_name, path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def plot_from(path, out=None):
+    """The plots of the sweeps in ``path`` (a sweep_*.json), written to ``out`` or beside it."""
+    raw = json.loads(path.read_text())
+    out = out or path.parent
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for task, records in raw["results"].items():
+        name = f"sweep_{task}_{raw['dtype']}.png"
+        if plot(SWEEPS[task], [r for r in records if r["status"] == "ok"] or records, raw["dtype"], out / name):
+            written.append(name)
+    log(f"wrote {', '.join(written) or 'no plot'} to {out}")
+    return 0 if written else 1
 
 
 # --- main -----------------------------------------------------------------------------------
@@ -332,6 +347,8 @@ def parse_args(argv=None):
     p.add_argument("--no-cold", action="store_true", help="skip the cold first call of each task's largest point")
     p.add_argument("--cpu-smoke", action="store_true", help="each task's smallest point through Triton's interpreter, checks only")
     p.add_argument("--dry-run", action="store_true", help="print the points and their work; run nothing")
+    p.add_argument("--plot-from", default=None,
+                   help="draw the plots of a sweep_*.json written by an earlier run (next to it, or under --out)")
     p.add_argument("--first-call", default=None, help=argparse.SUPPRESS)  # task:impl:x, in cold_first_call's process
     args = p.parse_args(argv)
     args.tasks = bench._parse_list(args.tasks, tuple(SWEEPS), "task")
@@ -355,6 +372,8 @@ def main(argv=None):
     args = parse_args(argv)
     if args.first_call:
         return _first_call_main(args.first_call, args.dtype or "float16")
+    if args.plot_from:
+        return plot_from(Path(args.plot_from), Path(args.out) if args.out else None)
     if args.dry_run:
         from benchmarks import tasks as T
 

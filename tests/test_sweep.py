@@ -73,3 +73,12 @@ def test_a_spent_budget_stops_before_the_next_point_and_reports_what_ran(tmp_pat
     assert status == 3
     raw = json.loads((tmp_path / "sweep_add_float32.json").read_text())
     assert raw["results"]["add"] == []  # the budget was spent before the first point
+
+
+def test_plots_drawn_from_a_written_sweep(tmp_path):
+    pytest.importorskip("matplotlib")
+    records = _records("softmax", [(32, dict(ntsym=0.01, triton=0.012, torch=0.02)),
+                                   (64, dict(ntsym=0.03, triton=0.03, torch=0.05))], unit="GB/s")
+    (tmp_path / "sweep_softmax_float16.json").write_text(json.dumps(dict(dtype="float16", results={"softmax": records})))
+    assert sweep.main(["--plot-from", str(tmp_path / "sweep_softmax_float16.json")]) == 0
+    assert (tmp_path / "sweep_softmax_float16.png").stat().st_size > 0
