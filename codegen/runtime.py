@@ -76,6 +76,12 @@ class CallCache:
 
     calls: dict = field(default_factory=dict)  # call_key -> _Entry (validated calls)
     tuned: dict = field(default_factory=dict)  # tuning.choose's key -> Config chosen in this process
+    # Where a call's time went, for finding a warm call that was slow: launches
+    # that validated their arguments (a call shape not seen before), and
+    # launches of a seen call shape that went through Triton's JIT although
+    # its compiled binary was known (a guard of ``_launch_direct`` failed).
+    checked_launches: int = 0
+    jit_launches: int = 0
 
 
 @dataclass(frozen=True)
@@ -667,8 +673,10 @@ def fast_launch(facts, entry, args):
             ensure_allocator()
     else:
         kernel = facts.kernel
-    if entry.direct is not None and _launch_direct(entry.direct, entry.grid, call, entry.device):
-        return None
+    if entry.direct is not None:
+        if _launch_direct(entry.direct, entry.grid, call, entry.device):
+            return None
+        facts.cache.jit_launches += 1
     _run(kernel, entry.grid, call, entry.kwargs, spec, entry.device)
     return None
 
@@ -789,6 +797,7 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
     kernel, spec = facts.kernel, facts.spec
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
+    facts.cache.checked_launches += 1
     if capturing():
         refuse_capture(spec)
     int64 = needs_int64(tensors)

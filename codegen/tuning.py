@@ -92,7 +92,7 @@ def candidates(spec, fixed, tensors=None, programs=None):
     those whose streamed tiles fit in shared memory and, where some do, that
     run enough programs to occupy half the GPU's multiprocessors (``programs``
     gives a configuration's grid size); at most ``max_num_configs``."""
-    configs = _candidates(spec, fixed)
+    configs = _candidates(spec, fixed, _gemm_k_factor(spec, tensors))
     if tensors and tensors[0].device.type == "cuda":
         if spec.streamed_tiles:
             limit = device_shared_memory(tensors[0].device)
@@ -131,14 +131,25 @@ def _gemm_roles(spec, free):
     return (a0, b1, a1) if {a0, b1, a1} == names else None
 
 
-def _candidates(spec, fixed):
+def _gemm_k_factor(spec, tensors):
+    """How many times longer than GEMM_SHAPES' the reduction tiles of a
+    matrix product are: 2 where both streamed operands have 1-byte elements
+    (fp8, int8), so that a tile holds the bytes of a 2-byte one; else 1."""
+    if not tensors or len(spec.streamed_tiles) != 2:
+        return 1
+    sizes = {tensors[position].element_size() for position, _, _, _ in spec.streamed_tiles}
+    return 2 if sizes == {1} else 1
+
+
+def _candidates(spec, fixed, k_factor=1):
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
     roles = _gemm_roles(spec, free)
     if roles is not None:
         by_name = {m.symbol.name: m for m in free}
         stages = [spec.num_stages] if spec.num_stages else [3, 4]
         configs = []
-        for shape in GEMM_SHAPES:
+        for rows, columns, reduction in GEMM_SHAPES:
+            shape = (rows, columns, reduction * k_factor)
             if all(v in by_name[r].candidates for r, v in zip(roles, shape)):
                 meta = dict(fixed)
                 meta.update(dict(zip(roles, shape)))

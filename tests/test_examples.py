@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
-from examples import add, addmm, bmm, conv2d, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax
+from examples import add, addmm, bmm, conv2d, fp8_mm, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax
 
 # Every test runs twice: loops address tiles from the index, then advance pointers.
 pytestmark = pytest.mark.usefixtures("loop_addressing")
@@ -152,6 +152,26 @@ def test_addmm(beta, alpha, dtype):
     input, mat1, mat2 = randn(50, 30, dtype=dtype), randn(50, 40, dtype=dtype), randn(40, 30, dtype=dtype)
     reference = torch.addmm(input.float(), mat1.float(), mat2.float(), beta=beta, alpha=alpha)
     check(addmm.addmm(input, mat1, mat2, beta, alpha), reference, dtype, GEMM_TOL)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_mm(fp8, out_dtype):
+    """Per-tensor scales; ``b`` column-major (the fast layout on Hopper) and row-major;
+    K = 70 leaves a partial block of K."""
+    fp8 = getattr(torch, fp8)
+    a = (randn(50, 70) * 3).to(fp8)
+    b_t = (randn(30, 70) * 3).to(fp8)
+    scale_a, scale_b = torch.tensor(0.37), torch.tensor(1.9)
+    reference = (a.float() * scale_a) @ (b_t.float().t() * scale_b)
+    for b in (b_t.t(), b_t.t().contiguous()):
+        check(fp8_mm.fp8_mm(a, b, scale_a, scale_b, out_dtype=out_dtype), reference, out_dtype, GEMM_TOL)
+
+
+def test_fp8_mm_refuses_a_scale_that_is_not_per_tensor():
+    a = randn(8, 32).to(torch.float8_e4m3fn)
+    with pytest.raises(ValueError, match="scale_other must be one float32 element"):
+        fp8_mm.fp8_mm(a, a.t(), torch.tensor(1.0), torch.ones(8))
 
 
 def test_addmm_broadcast_bias_and_transposed():

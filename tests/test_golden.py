@@ -15,7 +15,7 @@ import pathlib
 import pytest
 
 import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
-from examples import add, addmm, bmm, conv2d, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax
+from examples import add, addmm, bmm, conv2d, fp8_mm, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax
 from tests.conftest import assert_golden
 
 
@@ -25,6 +25,7 @@ KERNELS = {
     "addmm": (addmm, lambda: addmm.kernel),
     "bmm": (bmm, lambda: bmm.kernel),
     "conv2d": (conv2d, lambda: conv2d.kernel),
+    "fp8_mm": (fp8_mm, lambda: fp8_mm.kernel),
     "mm": (mm, lambda: mm.kernel),
     "rms_norm": (rms_norm, lambda: rms_norm.kernel),
     "rope": (rope, lambda: rope.kernel),

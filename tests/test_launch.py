@@ -142,3 +142,35 @@ def test_repeated_calls_follow_changing_constexpr_and_int_arguments():
         kernel(x, flag, n, y, BLOCK=32)
         expected = x * n if flag else x - n
         assert torch.equal(y, expected), (flag, n)
+
+
+def test_counters_tell_checked_launches_from_warm_ones(monkeypatch):
+    """A warm call shape is checked once; later calls, with other tensors of the same
+    shapes, take the fast path; a seen call shape that Triton's JIT launches (its direct
+    launch declined) is counted apart."""
+    import torch
+
+    from ntsym import Tensor
+
+    def arrangement(x, y, BLOCK=ntsym.block_size()):
+        return x.tile((BLOCK,)), y.tile((BLOCK,))
+
+    def application(x, y):
+        y = x + 1  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    cache = kernel._cache
+    for _ in range(3):
+        x = torch.randn(40)
+        y = torch.empty_like(x)
+        kernel(x, y, BLOCK=32)
+        assert torch.equal(y, x + 1)
+    assert (cache.checked_launches, cache.jit_launches) == (1, 0)
+    kernel(torch.randn(50), torch.empty(50), BLOCK=32)  # another call shape: checked
+    assert (cache.checked_launches, cache.jit_launches) == (2, 0)
+    for entry in cache.calls.values():
+        entry.direct = object()  # as on a GPU: a compiled binary known for the call shape
+    monkeypatch.setattr(runtime, "_launch_direct", lambda *args: False)  # ... whose guard declines
+    kernel(x, y, BLOCK=32)
+    assert torch.equal(y, x + 1)
+    assert (cache.checked_launches, cache.jit_launches) == (2, 1)

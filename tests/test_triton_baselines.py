@@ -245,6 +245,29 @@ def test_sdpa_float16():
     _close(tb.sdpa(q, k, v, is_causal=True), ref, F16, torch.float16)
 
 
+# Baselines that load bfloat16 and compute in float32: right in the interpreter too, whose
+# own bfloat16 arithmetic and dot are wrong (numpy has no bfloat16).
+BF16_IN_FLOAT32 = {"rms_norm", "rope", "silu", "softmax"}
+
+
+@pytest.mark.parametrize("task", sorted(tb.FUNCTIONS))
+def test_bfloat16(task):
+    """Every baseline takes bfloat16 and returns it (the sweeps run them in bfloat16);
+    its values are checked natively, and in the interpreter where they do not depend on its
+    bfloat16 arithmetic."""
+    from benchmarks import bench
+    from benchmarks import tasks as T
+
+    args, kwargs = T.make_inputs(task, T.SMOKE_SHAPES[task], DEVICE, torch.bfloat16)
+    ref_args, ref_kwargs = T.upcast(args, kwargs)
+    ref = T.REFERENCE_FUNCTIONS[task](*ref_args, **ref_kwargs).float()
+    out = tb.FUNCTIONS[task](*args, **kwargs)
+    assert out.dtype == torch.bfloat16 and out.shape == ref.shape
+    if ON_GPU or task in BF16_IN_FLOAT32:
+        ok, note = bench.compare(out, ref, *T.tolerance(task, torch.bfloat16), torch.bfloat16)
+        assert ok, note
+
+
 def test_functions_table():
     assert sorted(tb.FUNCTIONS) == sorted(
         ["add", "addmm", "bmm", "conv2d", "mm", "rms_norm", "rope", "sdpa", "silu", "softmax"]

@@ -328,3 +328,21 @@ def test_long_tuning_shows_progress_on_stderr(monkeypatch, capsys, tmp_path):
     x = torch.arange(60, dtype=torch.float32)
     kernel(x, torch.empty_like(x))  # another shape tunes again, silently
     assert "tuning" not in capsys.readouterr().err
+
+
+def test_one_byte_operands_get_reduction_tiles_twice_as_long():
+    """fp8 GEMMs: the same GEMM block shapes with K doubled (the bytes of a 2-byte tile)."""
+    from examples import fp8_mm, mm
+
+    def shapes(kernel, *tensors):
+        return {(d["BLOCK_SIZE_M"], d["BLOCK_SIZE_N"], d["BLOCK_SIZE_K"])
+                for d in (dict(c.meta) for c in tuning.candidates(kernel._spec, {}, tensors))}
+
+    half = [torch.empty(64, 64, dtype=torch.float16) for _ in range(3)]
+    fp8 = [torch.empty(64, 64, dtype=torch.float8_e4m3fn) for _ in range(2)]
+    scale = torch.empty(1, 1)
+    plain = shapes(mm.kernel, *half)
+    assert (128, 128, 64) in plain and (128, 128, 128) not in plain
+    assert shapes(fp8_mm.kernel, *fp8, scale, scale, half[0]) == {(m, n, 2 * k) for m, n, k in plain}
+    # One 1-byte operand only: the 2-byte shapes.
+    assert shapes(fp8_mm.kernel, fp8[0], half[1], scale, scale, half[0]) == plain
