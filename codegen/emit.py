@@ -93,6 +93,8 @@ def emit(ir):
     generated.persistent = persistent is not None
     generated.persistent_name = persistent.name if persistent is not None else None
     generated.advance_flag = emitter.records.advance_flag if emitter.records.advances else None
+    # Jagged kernels: the tests under which a program returns at once.
+    generated.empty_tests = _empty_program_tests(ir, emitter) if ir.jagged else None
     return generated
 
 
@@ -142,6 +144,8 @@ def _kernel_args(ir, emitter):
             args.append((p.name, False))
         elif p.kind == "constexpr":
             args.append((p.name, True))
+        elif p.kind == "offsets":
+            args.append((p.name, False))
     for a in ir.size_args:
         args.append((a.symbol.name, a.constexpr))
     for tensor, flag in sorted(emitter.records.contiguity_flags.items()):
@@ -165,10 +169,49 @@ def _signature_and_prologue(ir, emitter):
         if a.kind == "stride":
             cast.append(f"{a.symbol.name} = tl.cast({a.symbol.name}, tl.int64)")
     code = f"pid = tl.program_id(0)\nif {emitter.records.int64_flag}:\n" + "\n".join("    " + c for c in cast)
-    prologue = ast.parse(code + "\n" + _split_program_id(ir)).body
+    prologue = ast.parse(code + "\n" + _split_program_id(ir) + _jagged_prologue(ir, emitter)).body
     for name, node in emitter.records.prologue_defs.values():
         prologue.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node, lineno=0))
     return params, prologue
+
+
+def _jagged_prologue(ir, emitter):
+    """Each jagged tensor's sequence: its start and length, read from the
+    offsets, and the tensor's pointer moved to the start.  Where every tensor
+    the kernel writes is jagged and this program's tile of each lies past its
+    sequence's end, the program returns at once (the grid runs over the
+    longest row: the programs past a shorter row have nothing to do)."""
+    if not ir.jagged:
+        return ""
+    printer = Printer()
+    code = ""
+    for j in ir.jagged:
+        batch = _paren(to_source(printer(j.batch)))
+        stride = to_source(printer(j.stride))
+        code += (
+            f"\n{j.start.name} = tl.load({j.offsets} + {batch}).to(tl.int64)"
+            f"\n{j.seq_len.name} = (tl.load({j.offsets} + {batch} + 1) - {j.start.name}).to(tl.int32)"
+            f"\n{j.name}_ptr = {j.name}_ptr + {j.start.name} * {_paren(stride)}"
+        )
+    tests = _empty_program_tests(ir, emitter)
+    if tests:
+        code += f"\nif {' and '.join(tests)}:\n    return"
+    return code
+
+
+def _empty_program_tests(ir, emitter):
+    """Per tensor the kernel writes, a test that this program's tile of it is
+    empty; None where some written tensor has none (then no early return)."""
+    by_name = {j.name: j for j in ir.jagged}
+    written = emitter.records.stored
+    if not written or emitter.records.sourced or not all(by_name.get(w) and by_name[w].empty for w in written):
+        return None
+    printer = Printer()
+    tests = []
+    for w in sorted(written):
+        parts = [to_source(printer(r)) for r in by_name[w].empty]
+        tests.append("(" + " or ".join(f"({p})" for p in parts) + ")")
+    return tests
 
 
 def _split_program_id(ir):
@@ -241,8 +284,8 @@ def _tma_available():
 def _persistent_kernel(ir, plain, kernel_name):
     """The persistent, tensor-descriptor variant of the kernel, or None where
     no tile of a loop can be read through a descriptor."""
-    if not _tma_available():
-        return None
+    if not _tma_available() or ir.jagged:
+        return None  # jagged tensors move their pointers per program: no descriptors
     emitter = KernelEmitter(ir, tma=True, read=plain.records.loaded)
     # The plain kernel's names for padded blocks, peeled loops and contiguity
     # flags, so that both kernels share their parameters.
@@ -550,4 +593,5 @@ def spec(ir, generated):
         kernel_source=generated.source,
         locations=generated.locations,
         interpreting=interpreting(),
+        jagged=frozenset(j.name for j in ir.jagged),
     )

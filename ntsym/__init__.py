@@ -54,6 +54,7 @@ from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor, eval_expr, index_table
 from ntsym.make import Kernel, jit, make
 from ntsym.explain import explain
+from ntsym.jagged_launch import Jagged, jagged
 from ntsym import debugging, language, library, visualization
 from ntsym.debugging import eval, subs  # noqa: A004 - NineToothed's names
 
@@ -69,6 +70,7 @@ __all__ = [
     "LaunchError",
     "MetaOperationError",
     "NtsymError",
+    "Jagged",
     "Symbol",
     "Tensor",
     "bfloat16",
@@ -85,6 +87,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "jagged",
     "jit",
     "language",
     "library",
