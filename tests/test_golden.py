@@ -15,7 +15,7 @@ import pathlib
 import pytest
 
 import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
-from examples import add, addmm, bmm, conv2d, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax
+from examples import add, addmm, bmm, conv2d, jagged, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax, varlen_sdpa
 from tests.conftest import assert_golden
 
 
@@ -25,6 +25,8 @@ KERNELS = {
     "addmm": (addmm, lambda: addmm.kernel),
     "bmm": (bmm, lambda: bmm.kernel),
     "conv2d": (conv2d, lambda: conv2d.kernel),
+    "jagged_add": (jagged, lambda: jagged.add_kernel),
+    "jagged_softmax": (jagged, lambda: jagged.softmax_kernel),
     "mm": (mm, lambda: mm.kernel),
     "rms_norm": (rms_norm, lambda: rms_norm.kernel),
     "rope": (rope, lambda: rope.kernel),
@@ -37,6 +39,7 @@ KERNELS = {
     "sdpa_pow2_head": (sdpa, lambda: sdpa.kernel_pow2_head),
     "silu": (silu, lambda: silu.kernel),
     "softmax": (softmax, lambda: softmax.kernel),
+    "varlen_sdpa": (varlen_sdpa, lambda: varlen_sdpa.kernel),
 }
 
 
