@@ -13,6 +13,7 @@ import torch
 import ntsym
 from ntsym import Symbol, Tensor
 from ntsym.errors import ArrangementError, LaunchError, MetaOperationError
+from tests.conftest import FP32_DOT_TOL
 
 
 # -- NineToothed's programs ---------------------------------------------------------------
@@ -200,7 +201,7 @@ def test_example_varlen_sdpa(lengths, causal):
 
     q, k, v, offsets = ex.packed(lengths, 2, 16, torch.float32, None)
     actual = ex.varlen_sdpa(q, k, v, offsets, is_causal=causal)
-    torch.testing.assert_close(actual, ex.reference(q, k, v, offsets, is_causal=causal), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(actual, ex.reference(q, k, v, offsets, is_causal=causal), atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 def test_varlen_sdpa_with_nested_tensors():
@@ -210,7 +211,7 @@ def test_varlen_sdpa_with_nested_tensors():
     o = torch.empty_like(q)
     nested = [torch.nested.nested_tensor_from_jagged(t, offsets) for t in (q, k, v, o)]
     ex.kernel(nested[0], nested[1], nested[2], 0.25, True, nested[3])
-    torch.testing.assert_close(o, ex.reference(q, k, v, offsets, is_causal=True, scale=0.25), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(o, ex.reference(q, k, v, offsets, is_causal=True, scale=0.25), atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 def test_longer_keys_than_queries():
@@ -220,7 +221,7 @@ def test_longer_keys_than_queries():
     q, _, _, oq = ex.packed([4, 9], 2, 16, torch.float32, None)
     _, k, v, ok = ex.packed([30, 2], 2, 16, torch.float32, None)
     actual = ex.varlen_sdpa(q, k, v, oq, ok)
-    torch.testing.assert_close(actual, ex.reference(q, k, v, oq, ok), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(actual, ex.reference(q, k, v, oq, ok), atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 # -- what explain() and the generated code say ------------------------------------------------
