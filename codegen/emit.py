@@ -102,6 +102,8 @@ def emit(ir):
     # launcher computes the compile-time flags and padded blocks.
     generated.kernel_args = tuple(kernel_args(ir, emitter))
     generated.records = emitter.records
+    # Jagged kernels: the tests under which a program returns at once.
+    generated.empty_tests = _empty_program_tests(ir, emitter) if ir.jagged else None
     return generated
 
 
@@ -134,10 +136,51 @@ def _signature_and_prologue(ir, emitter):
         flag=emitter.records.int64_flag,
         casts=[stmt("{s} = tl.cast({s}, tl.int64)", s=s) for s in strides],
     )
-    prologue += _split_program_id(ir)
+    prologue += _split_program_id(ir) + _jagged_prologue(ir, emitter)
     for name, node in emitter.records.prologue_defs.values():
         prologue.append(generated_assign(name, node))
     return params, prologue
+
+
+def _jagged_prologue(ir, emitter):
+    """Each jagged tensor's sequence: its start and length, read from the
+    offsets, and the tensor's pointer moved to the start.  Where every tensor
+    the kernel writes is jagged and this program's tile of each lies past its
+    sequence's end, the program returns at once (the grid runs over the
+    longest row: the programs past a shorter row have nothing to do)."""
+    if not ir.jagged:
+        return []
+    printer = Printer()
+    code = []
+    for j in ir.jagged:
+        code += stmts(
+            """
+            {start} = tl.load({offsets} + {batch}).to(tl.int64)
+            {length} = (tl.load({offsets} + {batch} + 1) - {start}).to(tl.int32)
+            {pointer} = {pointer} + {start} * {stride}
+            """,
+            start=j.start.name, length=j.seq_len.name, offsets=j.offsets, batch=printer(j.batch),
+            pointer=f"{j.name}_ptr", stride=printer(j.stride),
+        )
+    tests = _empty_program_tests(ir, emitter)
+    if tests:
+        code += stmts("if {empty}:\n    return", empty=" and ".join(tests))
+    return code
+
+
+def _empty_program_tests(ir, emitter):
+    """Per tensor the kernel writes, a test that this program's tile of it is
+    empty; None where some written tensor has none (then no early return)."""
+    by_name = {j.name: j for j in ir.jagged}
+    written = emitter.records.stored
+    if not written or emitter.records.sourced or not all(by_name.get(w) and by_name[w].empty for w in written):
+        return None
+    printer = Printer()
+    tests = []
+    for w in sorted(written):
+        parts = [to_source(printer(r)) for r in by_name[w].empty]
+        tests.append("(" + " or ".join(f"({p})" for p in parts) + ")")
+    return tests
 
 
 def _split_program_id(ir):
@@ -210,8 +253,8 @@ def _tma_available():
 def _persistent_kernel(ir, plain, kernel_name):
     """The persistent, tensor-descriptor variant of the kernel, or None where
     no tile of a loop can be read through a descriptor."""
-    if not _tma_available():
-        return None
+    if not _tma_available() or ir.jagged:
+        return None  # jagged tensors move their pointers per program: no descriptors
     emitter = KernelEmitter(ir, tma=True, read=plain.records.loaded)
     # The plain kernel's names for padded blocks, peeled loops and contiguity
     # flags, so that both kernels share their parameters.
@@ -362,4 +405,5 @@ def spec(ir, generated):
         kernel_source=generated.source,
         locations=generated.locations,
         interpreting=interpreting(),
+        jagged=frozenset(j.name for j in ir.jagged),
     )

@@ -47,6 +47,30 @@ class TensorParam:
 
 
 @dataclass(frozen=True)
+class JaggedParam:
+    """A jagged tensor parameter (``Tensor(n, jagged_dim=d)``).
+
+    The launcher passes a dense view of its values, ``(B, longest, ...)`` with
+    stride 0 along the batch, and its offsets (``offsets``, ``B + 1`` of them).
+    Each program reads ``start = offsets[batch]`` and ``seq_len =
+    offsets[batch + 1] - start`` and moves the tensor's pointer to ``start``;
+    inside the kernel the size of dimension ``dim`` is ``seq_len`` (every
+    mask and loop bound of the tensor's own levels), while the grid and the
+    launcher use ``longest`` (the view's size)."""
+
+    name: str  # the tensor parameter
+    dim: int  # the ragged dimension
+    offsets: str  # the kernel parameter holding the offsets' pointer
+    start: sympy.Symbol  # this program's first row, in the prologue
+    seq_len: sympy.Symbol  # this program's row length, in the prologue
+    longest: sympy.Symbol  # the size symbol of the ragged dimension (the longest row at launch)
+    stride: Any  # the stride of the ragged dimension
+    batch: Any  # the batch index, an expression in program ids
+    empty: tuple = ()  # relations that, when one holds, leave this program's tile of the tensor empty
+    written: bool = False
+
+
+@dataclass(frozen=True)
 class Check:
     """A launch-time check: ``relation`` must hold, or ``message`` is raised."""
 
@@ -90,3 +114,7 @@ class KernelIR:
     # Positions of call arguments the kernel ignores when given: tensors the
     # arrangement does not return and whose sizes it does not need.
     ignored_args: tuple = ()
+    jagged: tuple = ()  # JaggedParam, in parameter order
+    # Sets of jagged parameters whose ragged sizes the proofs made one: their
+    # offsets must be equal (checked at launch).
+    same_rows: tuple = ()

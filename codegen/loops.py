@@ -109,6 +109,10 @@ class LoopsMixin:
         # of the block: a flag the launcher computes keeps it out of the
         # compiled kernel otherwise (a dead loop still costs registers and
         # pipelining set-up; about 6 % of an attention kernel on an H100).
+        if bound.free_symbols & {j.seq_len for j in self.ir.jagged}:
+            # A jagged tensor's row length is known in the program only: the
+            # loop over the last block runs (0 or 1 times) unguarded.
+            return main_inits + [ast.copy_location(first, stmt)] + inits + [ast.copy_location(loop, stmt)]
         flag = self._whole_flag(*bound.args)
         guarded = template.stmt("if not {flag}:\n    {body}", flag=flag, body=inits + [ast.copy_location(loop, stmt)])
         return main_inits + [ast.copy_location(first, stmt), ast.copy_location(guarded, stmt)]

@@ -56,6 +56,7 @@ class Spec:
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
     arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.analysis.arithmetic_parameters)
+    jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
     # Derived from ``params``: the call's parameters (name, kind, ndim, written),
     # the compiled values left out, and the names of the tensors the kernel writes.
     call_params: tuple = field(init=False)
@@ -254,6 +255,12 @@ def check_arguments(spec, args):
     device = None
     tensors = []
     for (name, kind, ndim, written), a in zip(params, args):
+        if kind in ("tensor", "shape") and getattr(a, "is_nested", False):
+            fail(_nested_refusal(name, a, ndim))
+        if kind == "offsets":
+            if not isinstance(a, tensor_type) or a.ndim != 1 or a.dtype not in _offset_dtypes():
+                fail(f"`{name}` must be a 1-D int32 or int64 tensor of sequence offsets")
+            continue
         if kind == "tensor":
             if not isinstance(a, tensor_type):
                 fail(f"`{name}` must be a torch.Tensor, got {type(a).__name__}")
@@ -271,7 +278,7 @@ def check_arguments(spec, args):
                     fail(f"`{name}` is on the CPU but kernels run on the GPU; move it with .cuda()")
             elif a.device != device:
                 fail(f"all tensors must be on one device: `{tensors[0][0]}` is on {device}, `{name}` on {a.device}")
-            if written and 0 in a.stride():
+            if written and 0 in a.stride() and name not in spec.jagged:
                 for d, (n, st) in enumerate(zip(a.shape, a.stride())):
                     if st == 0 and n > 1:
                         fail(
@@ -293,6 +300,24 @@ def check_arguments(spec, args):
                 fail(f"`{name}` must be a number, got {type(a).__name__}")
     if spec.written and len(tensors) > 1 and not traced([t for _, t in tensors]):
         _check_aliasing(spec, tensors)  # fake tensors have no memory to share
+
+
+def _offset_dtypes():
+    import torch
+
+    return (torch.int32, torch.int64)
+
+
+def _nested_refusal(name, a, ndim):
+    import torch
+
+    if a.layout != torch.jagged:
+        return (f"`{name}` is a nested tensor in the {a.layout} layout; ntsym reads nested tensors of the "
+                "jagged layout only (torch.nested.nested_tensor(..., layout=torch.jagged)), declared "
+                "Tensor(ndim, jagged_dim=d)")
+    return (f"`{name}` is a jagged nested tensor (shape {tuple(a.shape)}) but the kernel declares it dense, "
+            f"Tensor({ndim}); declare it Tensor({a.ndim}, jagged_dim={a._ragged_idx}) to launch with "
+            "sequences of different lengths, or pass a dense tensor (e.g. nested.to_padded_tensor(0.0))")
 
 
 def _extent(t):
@@ -534,7 +559,11 @@ def call_key(args, metas, options):
     None for a call traced with fake tensors (it is not remembered)."""
     key = []
     for a in args:
-        shape = getattr(a, "shape", None)
+        try:
+            shape = getattr(a, "shape", None)
+        except RuntimeError:  # a nested tensor of the strided layout: check_arguments refuses it
+            key.append(type(a))
+            continue
         if shape is not None and hasattr(a, "stride"):
             if type(a) is not _tensor_type() and _is_fake(a):
                 return None

@@ -16,6 +16,8 @@ def kernel_args(ir, emitter):
             args.append((p.name, False))
         elif p.kind == "constexpr":
             args.append((p.name, True))
+        elif p.kind == "offsets":  # a jagged tensor's sequence offsets
+            args.append((p.name, False))
     for a in ir.size_args:
         args.append((a.symbol.name, a.constexpr))
     for tensor, flag in sorted(emitter.records.contiguity_flags.items()):

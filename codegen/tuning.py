@@ -516,6 +516,18 @@ def compile_ahead(parts, spec, configs, tensors):
     return threads
 
 
+def _snapshot(t):
+    """(tensor, copy) to restore what tuning overwrites: a view whose elements
+    overlap (a jagged tensor's values, with stride 0 along the batch) is
+    saved through its whole storage, which it cannot be copied back into."""
+    if any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride())):
+        import torch
+
+        flat = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage())
+        return flat, flat.clone()
+    return t, t.clone()
+
+
 def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False,
                advance=None, launch=None):
     """The fastest configuration.  ``advance`` True/False fixes how loops
@@ -526,7 +538,7 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
 
     # Timing runs the kernel many times: keep what it writes, to restore it.
     names = [p.name for p in spec.params if p.kind == "tensor"]
-    snapshot = [(t, t.clone()) for name, t in zip(names, tensors) if name in spec.written]
+    snapshot = [_snapshot(t) for name, t in zip(names, tensors) if name in spec.written]
     device = tensors[0].get_device() if tensors else -1
     configs = candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
     if launch:

@@ -55,6 +55,7 @@ from ntsym.tensor import Tensor, eval_expr, index_table
 from ntsym.make import Kernel, jit, make
 from ntsym.aot import build
 from ntsym.explain import explain
+from ntsym.jagged_launch import Jagged, jagged
 from ntsym import debugging, language, library, visualization
 from ntsym.debugging import eval, subs  # noqa: A004 - NineToothed's names
 
@@ -70,6 +71,7 @@ __all__ = [
     "LaunchError",
     "MetaOperationError",
     "NtsymError",
+    "Jagged",
     "Symbol",
     "Tensor",
     "bfloat16",
@@ -87,6 +89,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "jagged",
     "jit",
     "language",
     "library",

@@ -68,6 +68,8 @@ def explain_ir(ir, generated):
         if p.kind == "shape":
             add(f"{p.name:<9} source  {_shape(p.sizes)}   not arranged: the kernel reads its sizes only")
             continue
+        if p.kind == "offsets":
+            continue  # described with its jagged tensor, below
         if p.kind != "tensor":
             kind = "compile-time constant" if p.kind == "constexpr" else "runtime scalar"
             add(f"{p.name:<9} {kind}" + (f" = {p.value!r}" if p.value is not None else ""))
@@ -97,6 +99,7 @@ def explain_ir(ir, generated):
             add("          mask    none (every element is provably in bounds)")
         for c in p.dropped:
             add(f"          dropped {_rename(c, names)}   (proved always true)")
+    _explain_jagged(ir, generated, add)
     proved = [f for f in ir.facts if f[0] == "proved"]
     if proved:
         for _, rel, text in proved:
@@ -107,6 +110,36 @@ def explain_ir(ir, generated):
     if not proved and not checks:
         add("proved    a single arranged tensor: nothing to match")
     return "\n".join(lines) + "\n"
+
+
+def _explain_jagged(ir, generated, add):
+    """What holds for every row length of a jagged tensor, what each program
+    reads, and what the launch checks."""
+    params = {p.name: p for p in ir.params}
+    for j in ir.jagged:
+        p = params[j.name]
+        names = _var_names(p)
+        add(f"jagged    {j.name}: dimension {j.dim} is ragged, one sequence per program (batch index {j.batch})")
+        add(f"          per program  {j.start} = {j.offsets}[{j.batch}], "
+            f"{j.seq_len} = {j.offsets}[{j.batch} + 1] - {j.start}; `{j.name}_ptr` moves to row {j.start}")
+        add(f"          grid         over the longest row: {j.longest} = max({j.seq_len}) over the batch, "
+            "read from the offsets at launch")
+        rows = [c for c in p.conditions if j.seq_len in c.free_symbols]
+        for c in rows:
+            add(f"          every row    mask {_rename(c, names)} kept: {j.seq_len} is known in the program only")
+        for c in p.dropped:
+            add(f"          every row    {_rename(c, names)} proved for every row length (dropped)")
+        tests = None
+        if generated is not None:
+            tests = getattr(generated, "empty_tests", None)
+        if j.empty and tests:
+            empty = " or ".join(str(_rename(r, names)) for r in j.empty)
+            add(f"          empty        a program returns at once when {empty} (its tile is past the row's end)")
+        add(f"          at launch    {j.offsets}: 1-D int32/int64 on the values' device, non-decreasing, "
+            f"offsets[0] >= 0, the last within the values' rows")
+    for group in ir.same_rows:
+        add(f"at launch equal offsets of {', '.join(f'`{n}`' for n in group)}   the arrangement gives "
+            "their ragged dimensions one size")
 
 
 def _relation(rel):

@@ -18,7 +18,7 @@ import sympy
 
 from codegen import bounds
 from codegen.analysis import dotted_path
-from codegen.ir import Check, KernelIR, MetaParam, SizeArg, TensorParam
+from codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorParam
 from codegen.emit_error import source_lines
 from codegen.kernel import EmitError, block_extent_expr
 from ntsym.errors import ApplicationError, ArrangementError
@@ -50,6 +50,8 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     proof = _Proof(names, arranged, sources)
     proof.run()
     params = proof.params()
+    jagged = proof.jagged_params(app_def)
+    params += tuple(TensorParam(name=j.offsets, kind="offsets", ndim=1) for j in jagged)
     meta_params = _meta_params(proof)
     kernel_name = kernel_name or getattr(application, "__name__", "kernel")
     if not kernel_name.isidentifier():
@@ -73,6 +75,8 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         max_num_configs=max_num_configs,
         symbols=proof.symbols(),
         ignored_args=proof.ignored_args(),
+        jagged=jagged,
+        same_rows=proof.same_rows(jagged),
     )
 
 
@@ -444,6 +448,7 @@ def _copy_symbol(symbol, name, positive=False):
     )
     new.is_size = getattr(symbol, "is_size", False)
     new.padded = getattr(symbol, "padded", False)
+    new.jagged = getattr(symbol, "jagged", False)
     return new
 
 
@@ -535,6 +540,7 @@ class _Proof:
         self.checks = []
         self.facts = []
         self.subs = {}  # size symbol -> representative (unified sizes)
+        self._seq_lens, self._jagged_batch = {}, {}  # jagged tensors: row length symbols, batch indices
 
     def _size_owner(self):
         owner = {}
@@ -724,6 +730,24 @@ class _Proof:
             mapping = dict(program)
             index = tuple(self._apply(e).xreplace(mapping) for e in t.index)
             conditions = [self._apply(c).xreplace(mapping) for c in t.conditions]
+            sizes = tuple(self._apply(s) for s in src.shape)
+            if tensor.jagged_dim is not None:
+                # Inside a program, the ragged size is this sequence's length:
+                # the tensor's own masks, loop bounds and `x.source.shape`
+                # use it; the grid (level 0) runs over the longest row.
+                row = {self._longest(name, src): self._seq_len(name)}
+                batch = index[0]
+                levels = levels[:1] + [tuple(sympy.sympify(n).xreplace(row) for n in shape) for shape in levels[1:]]
+                index = tuple(e.xreplace(row) for e in index)
+                conditions = [c.xreplace(row) for c in conditions]
+                sizes = tuple(sympy.sympify(n).xreplace(row) for n in sizes)
+                self._jagged_batch[name] = batch
+                if self._seq_len(name) in set().union(*(sympy.sympify(n).free_symbols for n in levels[-1])):
+                    raise ArrangementError(
+                        f"`{name}`: a tile spans the whole ragged dimension {tensor.jagged_dim} of this jagged "
+                        "tensor, but that length differs from one sequence to the next and a tile's shape is "
+                        "fixed at compile time; tile the ragged dimension with a block size (and loop over "
+                        "the blocks, `x.tile((1, BLOCK, ...)).tile((1, -1, ...))`)")
             ranges = dict(grid_ranges)
             for depth in range(1, len(levels)):
                 innermost = depth == len(levels) - 1
@@ -747,13 +771,83 @@ class _Proof:
                     level_vars=tuple(level_vars),
                     index=index,
                     strides=src.strides,
-                    sizes=tuple(self._apply(s) for s in src.shape),
+                    sizes=sizes,
                     source_sizes=tuple(src.shape),
                     conditions=tuple(kept),
                     dropped=tuple(dropped),
                 )
             )
+        self._params = tuple(params)
         return tuple(params)
+
+    # -- jagged tensors --------------------------------------------------------
+
+    def _longest(self, name, src):
+        """The symbol of a jagged tensor's ragged size after unification: the
+        longest row at launch."""
+        d = src.tensor.jagged_dim
+        longest = self._apply(src.shape[d])
+        if not isinstance(longest, sympy.Symbol):
+            raise ArrangementError(
+                f"`{name}`: the arrangement makes the ragged dimension {d} of this jagged tensor "
+                f"{self.describe(longest)}, but its length differs from one sequence to the next")
+        return longest
+
+    def _seq_len(self, name):
+        if name not in self._seq_lens:
+            self._seq_lens[name] = sympy.Symbol(f"{name}_seq_len", integer=True, nonnegative=True)
+        return self._seq_lens[name]
+
+    def jagged_params(self, app_def):
+        """A JaggedParam per jagged tensor (after ``params``)."""
+        result = []
+        used = {n.id for n in ast.walk(app_def) if isinstance(n, ast.Name)} | {a.arg for a in app_def.args.args}
+        params = {p.name: p for p in getattr(self, "_params", ())}
+        for name, t, src in zip(self.names, self.arranged, self.sources):
+            d = src.tensor.jagged_dim
+            if d is None:
+                continue
+            if t is None:
+                raise ArrangementError(
+                    f"`{name}` is jagged but the arrangement does not return it: a jagged tensor must be "
+                    "arranged (its sizes are per sequence)")
+            batch = self._jagged_batch[name]
+            if not batch.free_symbols <= set(self.program_vars):
+                raise ArrangementError(
+                    f"`{name}`: a program's tile of this jagged tensor spans several sequences (its batch "
+                    f"index is {batch}); each program must take one sequence: tile the batch dimension 0 by 1")
+            own = {f"{name}_seq_len", f"{name}_seq_start", f"{name}_jagged_offsets"}
+            clash = sorted(own & used)
+            if clash:
+                raise ArrangementError(
+                    f"the application uses the name `{clash[0]}`, which the kernel gives to `{name}`'s "
+                    "sequence bounds; rename it")
+            p = params[name]
+            seq_len = self._seq_len(name)
+            empty = []
+            if len(p.levels) == 2:
+                tile_vars = set(p.level_vars[1])
+                for c in p.conditions:
+                    if isinstance(c, sympy.StrictLessThan) and c.rhs == seq_len:
+                        lhs = sympy.expand(c.lhs)
+                        if lhs.is_polynomial(*tile_vars) and all(
+                            sympy.Poly(lhs, *tile_vars).degree(v) <= 1 and lhs.coeff(v).is_nonnegative
+                            for v in tile_vars if lhs.has(v)
+                        ) and seq_len not in lhs.free_symbols:
+                            empty.append(sympy.Ge(lhs.xreplace({v: 0 for v in tile_vars}), seq_len))
+            result.append(JaggedParam(
+                name=name, dim=d, offsets=f"{name}_jagged_offsets",
+                start=sympy.Symbol(f"{name}_seq_start", integer=True, nonnegative=True),
+                seq_len=seq_len, longest=self._longest(name, src), stride=src.strides[d],
+                batch=batch, empty=tuple(empty),
+            ))
+        return tuple(result)
+
+    def same_rows(self, jagged):
+        groups = {}
+        for j in jagged:
+            groups.setdefault(j.longest, []).append(j.name)
+        return tuple(tuple(g) for g in groups.values() if len(g) > 1)
 
     def size_args(self):
         args, seen = [], set(self.subs)

@@ -44,6 +44,10 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         if _is_compiling() and _through_operator():
             return _traced_call(self, args, kwargs)
+        if self.ir.jagged:
+            from ntsym.jagged_launch import prepare
+
+            args, kwargs = prepare(self.ir, self._spec, args, kwargs)
         args = _needed(self.ir, args)
         if "num_warps" in kwargs or "num_stages" in kwargs:
             kwargs = _launch_options(kwargs, self._spec)

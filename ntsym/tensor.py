@@ -104,8 +104,6 @@ class Tensor:
         jagged_dim=None,
         strides=None,
     ):
-        if jagged_dim is not None:
-            raise NotImplementedError("jagged tensors (jagged_dim) are not supported by ntsym yet")
         if isinstance(dtype, Tensor):
             raise MetaOperationError(
                 "a source tensor's dtype must be an element type; hierarchical tensors "
@@ -119,6 +117,10 @@ class Tensor:
             raise MetaOperationError(f"Tensor: ndim must be a non-negative int, got {ndim!r}")
         if constexpr and (ndim or (shape and len(shape))):
             raise MetaOperationError("only 0-dimensional tensors can be constexpr")
+        ndim_given = len(shape) if shape is not None else ndim
+        if jagged_dim is not None:
+            _check_jagged(jagged_dim, ndim_given, shape, strides)
+        self.jagged_dim = jagged_dim
         self._instance = next(_instance_ids)
         self._parent = None
         self.name = name if name is not None else f"ntsym_tensor_{self._instance}"
@@ -142,6 +144,7 @@ class Tensor:
                     opts["constexpr"] = True
                 symbol = Symbol(f"{self.name}_size_{d}", nonnegative=False, **opts)
                 symbol.is_size = True
+                symbol.jagged = d == jagged_dim
                 sizes.append(symbol)
             else:
                 size = as_expr(entry)
@@ -152,8 +155,11 @@ class Tensor:
                 sizes.append(size)
         self.source_shape = tuple(sizes)
         if strides is None:
+            # A jagged tensor's batch dimension has no stride: each sequence
+            # starts where the offsets say (NineToothed's stride 0).
             self.source_strides = tuple(
-                Symbol(f"{self.name}_stride_{d}", nonnegative=True) for d in range(ndim)
+                sympy.S.Zero if d == 0 and jagged_dim is not None
+                else Symbol(f"{self.name}_stride_{d}", nonnegative=True) for d in range(ndim)
             )
         else:
             self.source_strides = tuple(as_expr(s) for s in strides)
@@ -591,6 +597,28 @@ def eval_expr(expr, subs=None):
             {s: sympy.Integer(by_name[s.name]) for s in expr.free_symbols if s.name in by_name}
         )
     return int(expr) if expr.is_Integer else expr
+
+
+def _check_jagged(jagged_dim, ndim, shape, strides):
+    """``Tensor(ndim, jagged_dim=d)``: a batch of sequences (dimension 0) whose
+    dimension ``d`` has a length of its own per batch element, launched with
+    a ``torch.nested`` tensor of the jagged layout or ``ntsym.jagged(values,
+    offsets)`` (see docs/jagged.md)."""
+    if not isinstance(jagged_dim, int) or isinstance(jagged_dim, bool):
+        raise MetaOperationError(f"jagged_dim must be an int, got {jagged_dim!r}")
+    if ndim is None or ndim < 2:
+        raise MetaOperationError(
+            f"a jagged tensor needs at least 2 dimensions (the batch, then the ragged one), got ndim={ndim}")
+    if not 1 <= jagged_dim < ndim:
+        raise MetaOperationError(
+            f"jagged_dim={jagged_dim} must name a dimension after the batch dimension 0 "
+            f"(1..{ndim - 1}), as torch.nested's jagged layout does")
+    if shape is not None and any(shape[d] is not None for d in (0, jagged_dim)):
+        raise MetaOperationError(
+            f"a jagged tensor's batch size (dimension 0) and ragged length (dimension {jagged_dim}) "
+            "come from its offsets at launch: leave them None in shape")
+    if strides is not None:
+        raise MetaOperationError("a jagged tensor's strides come from its values at launch: do not give strides")
 
 
 def _shape_options(options, ndim):

@@ -15,7 +15,8 @@ import pathlib
 import pytest
 
 import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
-from examples import add, addmm, bmm, conv2d, fp8_mm, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax
+from examples import (add, addmm, bmm, conv2d, fp8_mm, jagged, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax,
+                      varlen_sdpa)
 from tests.conftest import assert_golden
 
 
@@ -26,6 +27,8 @@ KERNELS = {
     "bmm": (bmm, lambda: bmm.kernel),
     "conv2d": (conv2d, lambda: conv2d.kernel),
     "fp8_mm": (fp8_mm, lambda: fp8_mm.kernel),
+    "jagged_add": (jagged, lambda: jagged.add_kernel),
+    "jagged_softmax": (jagged, lambda: jagged.softmax_kernel),
     "mm": (mm, lambda: mm.kernel),
     "rms_norm": (rms_norm, lambda: rms_norm.kernel),
     "rope": (rope, lambda: rope.kernel),
@@ -38,6 +41,7 @@ KERNELS = {
     "sdpa_pow2_head": (sdpa, lambda: sdpa.kernel_pow2_head),
     "silu": (silu, lambda: silu.kernel),
     "softmax": (softmax, lambda: softmax.kernel),
+    "varlen_sdpa": (varlen_sdpa, lambda: varlen_sdpa.kernel),
 }
 
 

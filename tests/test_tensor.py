@@ -241,9 +241,13 @@ def test_windows_on_symbolic_sizes_require_one_full_window():
     assert t.hierarchy.requirements == (sympy.Ge(x.shape[0], 3),)
 
 
-def test_jagged_rejected():
-    with pytest.raises(NotImplementedError):
-        Tensor(2, jagged_dim=1)
+def test_jagged_declaration():
+    """A jagged tensor's batch dimension has no stride (each sequence starts
+    where its offsets say) and its ragged size is marked (tests/test_jagged.py
+    covers the rest)."""
+    t = Tensor(3, jagged_dim=1)
+    assert t.jagged_dim == 1 and t.strides[0] == 0
+    assert t.shape[1].jagged and not t.shape[2].jagged
 
 
 def test_scalars():

@@ -1,0 +1,233 @@
+"""Jagged tensors at launch: a batch of sequences of different lengths.
+
+A kernel parameter declared ``Tensor(ndim, jagged_dim=d)`` takes either a
+``torch.nested`` tensor of the jagged layout (``_ragged_idx == d``), as in
+NineToothed, or, for packed buffers, ``ntsym.jagged(values, offsets)``: the
+sequences' rows one after another in ``values`` (dimension ``d - 1`` of
+``values`` runs over all rows of all sequences) and ``offsets`` (``B + 1``
+integers, cu_seqlens style) where sequence ``b`` is rows ``offsets[b]`` to
+``offsets[b + 1]``.
+
+Before the launch, each jagged argument becomes a dense view of its values,
+``(B, longest, ...)`` with stride 0 along the batch, and its offsets are
+passed beside it; the kernel moves each program's pointer to its sequence and
+masks with its length (see docs/jagged.md).  The offsets are validated here
+(integers, on the values' device, non-decreasing, within the values): one
+synchronisation per offsets tensor, remembered until it is modified.
+"""
+
+import weakref
+
+import torch
+
+from codegen.errors import LaunchError
+from codegen.runtime import _extent
+
+
+class Jagged:
+    """A batch of sequences kept as packed ``values`` and their ``offsets``
+    (see :func:`jagged`)."""
+
+    __slots__ = ("values", "offsets", "jagged_dim", "max_length")
+
+    def __init__(self, values, offsets, jagged_dim=1, max_length=None):
+        self.values = values
+        self.offsets = offsets
+        self.jagged_dim = jagged_dim
+        self.max_length = max_length
+
+    @property
+    def shape(self):
+        """``(B, ..., None, ...)``: the ragged dimension's length is per sequence."""
+        rest = list(self.values.shape)
+        rest[self.jagged_dim - 1] = None
+        return (self.offsets.numel() - 1, *rest)
+
+    @property
+    def dtype(self):
+        return self.values.dtype
+
+    @property
+    def device(self):
+        return self.values.device
+
+    def lengths(self):
+        return self.offsets.diff()
+
+    def unbind(self):
+        """The sequences, as views of ``values``."""
+        bounds = self.offsets.tolist()
+        d = self.jagged_dim - 1
+        return tuple(self.values.narrow(d, a, b - a) for a, b in zip(bounds, bounds[1:]))
+
+    def __repr__(self):
+        return f"ntsym.Jagged(shape={self.shape}, dtype={self.values.dtype}, device={self.values.device})"
+
+
+def jagged(values, offsets, *, jagged_dim=1, max_length=None):
+    """Packed sequences for a ``Tensor(values.ndim + 1, jagged_dim=jagged_dim)``
+    parameter: ``values`` holds the rows of every sequence one after another
+    along its dimension ``jagged_dim - 1``; ``offsets`` (1-D, int32 or int64,
+    ``B + 1`` entries, non-decreasing) says where each sequence starts and
+    ends.  ``max_length`` is not needed (it is computed from the offsets
+    while they are validated)."""
+    if not isinstance(values, torch.Tensor) or not isinstance(offsets, torch.Tensor):
+        raise LaunchError("ntsym.jagged(values, offsets): both must be torch tensors")
+    if getattr(values, "is_nested", False):
+        raise LaunchError("ntsym.jagged(values, offsets): values must be a dense tensor (pass a nested tensor "
+                          "of the jagged layout to the kernel directly)")
+    if not isinstance(jagged_dim, int) or not 1 <= jagged_dim <= values.ndim:
+        raise LaunchError(f"ntsym.jagged: jagged_dim={jagged_dim!r} must be in 1..{values.ndim} "
+                          f"(values has {values.ndim} dimensions)")
+    return Jagged(values, offsets, jagged_dim, max_length)
+
+
+# id(offsets tensor) -> (a weak reference to it, (its version, data pointer,
+# shape), its facts): validated once until modified in place.  (Tensors
+# compare element-wise, so they cannot key a WeakKeyDictionary.)
+_VALIDATED = {}
+
+
+def _offset_facts(name, offsets, rows):
+    """(first, last, longest) of valid offsets; a LaunchError otherwise."""
+    key = (offsets._version, offsets.data_ptr(), tuple(offsets.shape))
+    known = _VALIDATED.get(id(offsets))
+    if known is not None and known[0]() is offsets and known[1] == key:
+        first, last, longest = known[2]
+    else:
+        if offsets.numel() < 1:
+            raise LaunchError(f"`{name}`: the offsets are empty; a batch of B sequences has B + 1 offsets")
+        if offsets.numel() == 1:
+            first = last = int(offsets[0])
+            longest = 0
+        else:
+            diff = offsets.diff()
+            stats = torch.stack([offsets[0], offsets[-1], diff.min(), diff.max()]).tolist()
+            first, last, smallest, longest = stats
+            if smallest < 0:
+                bad = int((diff < 0).nonzero()[0])
+                raise LaunchError(
+                    f"`{name}`: the offsets must not decrease, but offsets[{bad + 1}] = "
+                    f"{int(offsets[bad + 1])} < offsets[{bad}] = {int(offsets[bad])}: sequence {bad} "
+                    "would have a negative length")
+        if first < 0:
+            raise LaunchError(f"`{name}`: offsets[0] = {first} is negative")
+        if len(_VALIDATED) > 4096:
+            _VALIDATED.clear()
+        _VALIDATED[id(offsets)] = (weakref.ref(offsets), key, (first, last, longest))
+    if last > rows:
+        raise LaunchError(
+            f"`{name}`: the last offset is {last} but the values hold {rows} rows: the sequences "
+            "would read past the end of the values")
+    return first, last, longest
+
+
+def _unpack(name, a, dim, ndim):
+    """(values, offsets) of a jagged argument; a LaunchError for anything else."""
+    if isinstance(a, Jagged):
+        if a.jagged_dim != dim:
+            raise LaunchError(f"`{name}` is declared with jagged_dim={dim} but ntsym.jagged(..., "
+                              f"jagged_dim={a.jagged_dim}) was given")
+        values, offsets = a.values, a.offsets
+    elif isinstance(a, torch.Tensor) and a.is_nested:
+        if a.layout != torch.jagged:
+            raise LaunchError(
+                f"`{name}` is a nested tensor in the {a.layout} layout; jagged parameters take nested "
+                "tensors of the jagged layout (torch.nested.nested_tensor(..., layout=torch.jagged)) or "
+                "ntsym.jagged(values, offsets)")
+        if a._ragged_idx != dim:
+            raise LaunchError(
+                f"`{name}` is declared with jagged_dim={dim} but the nested tensor's ragged dimension is "
+                f"{a._ragged_idx} (shape {tuple(a.shape)})")
+        if a.lengths() is not None:
+            raise LaunchError(
+                f"`{name}` is a nested tensor with holes (offsets and lengths, from narrow); pass "
+                "a contiguous one (.contiguous())")
+        values, offsets = a.values(), a.offsets()
+    elif isinstance(a, torch.Tensor):
+        raise LaunchError(
+            f"`{name}` is declared jagged, Tensor({ndim}, jagged_dim={dim}), but got a dense tensor of "
+            f"shape {tuple(a.shape)}; pass a nested tensor of the jagged layout, or packed rows as "
+            "ntsym.jagged(values, offsets)")
+    else:
+        raise LaunchError(f"`{name}` is declared jagged but got {type(a).__name__}")
+    if values.ndim != ndim - 1:
+        raise LaunchError(f"`{name}` must have {ndim} dimensions (values of {ndim - 1}), got values of shape "
+                          f"{tuple(values.shape)}")
+    if getattr(offsets, "is_nested", False) or offsets.ndim != 1 or offsets.dtype not in (torch.int32, torch.int64):
+        raise LaunchError(f"`{name}`: the offsets must be a 1-D int32 or int64 tensor, got "
+                          f"{offsets.dtype} of shape {tuple(offsets.shape)}")
+    if offsets.device != values.device:
+        raise LaunchError(f"`{name}`: the offsets are on {offsets.device} but the values on {values.device}")
+    return values, offsets
+
+
+def prepare(ir, spec, args, kwargs):
+    """The launcher's arguments for a call of a kernel with jagged
+    parameters: each jagged argument replaced by its dense view, the offsets
+    appended in the order of ``ir.jagged``."""
+    names = [p.name for p in ir.params if p.kind != "offsets"]
+    baked = {p.name for p in ir.params if p.kind == "constexpr" and p.value is not None}
+    own = [n for n in names if n not in baked]
+    given = {k: kwargs[k] for k in kwargs if k in names}
+    if given:
+        kwargs = {k: v for k, v in kwargs.items() if k not in given}
+        for order in (names, own):
+            bound = {**dict(zip(order, args)), **given}
+            if len(args) <= len(order) and all(n in bound for n in own):
+                args = tuple(bound[n] for n in own)
+                break
+    elif len(args) == len(names) and baked:
+        args = tuple(a for n, a in zip(names, args) if n not in baked)
+    if len(args) != len(own):
+        raise LaunchError(f"kernel `{ir.name}` takes {len(own)} arguments ({', '.join(own)}), got {len(args)}")
+    args = list(args)
+    jagged = {j.name: j for j in ir.jagged}
+    params = {p.name: p for p in ir.params}
+    offsets, packed = {}, {}
+    for i, name in enumerate(own):
+        j = jagged.get(name)
+        if j is None:
+            continue
+        values, offs = _unpack(name, args[i], j.dim, params[name].ndim)
+        _, _, longest = _offset_facts(name, offs, values.shape[j.dim - 1])
+        shape = list(values.shape)
+        shape[j.dim - 1] = longest
+        view = values.as_strided((offs.numel() - 1, *shape), (0, *values.stride()), values.storage_offset())
+        args[i] = view
+        offsets[name] = offs
+        packed[name] = values
+    for group in ir.same_rows:
+        first = offsets[group[0]]
+        for other in group[1:]:
+            o = offsets[other]
+            if o is first or (o.data_ptr() == first.data_ptr() and o.shape == first.shape and o.dtype == first.dtype):
+                continue
+            if o.shape != first.shape or not torch.equal(o.to(first.dtype), first):
+                raise LaunchError(
+                    f"`{group[0]}` and `{other}` must hold sequences of the same lengths (equal offsets): "
+                    "the arrangement gives their ragged dimensions one size")
+    _check_overlap(spec, own, args, packed)
+    return tuple(args) + tuple(offsets[j.name] for j in ir.jagged), kwargs
+
+
+def _check_overlap(spec, own, args, packed):
+    """A written jagged tensor must not share memory with another argument
+    (the launcher's own check sees only the views)."""
+    for name, values in packed.items():
+        if name not in spec.written:
+            continue
+        a0, a1 = _extent(values)
+        for other, arg in zip(own, args):
+            if other == name:
+                continue
+            b = packed.get(other, arg)
+            if not isinstance(b, torch.Tensor):
+                continue
+            b0, b1 = _extent(b)
+            if a0 < b1 and b0 < a1:
+                same = other in packed and b.data_ptr() == values.data_ptr() and b.stride() == values.stride()
+                if not (same and spec.aliasing.get((name, other), spec.aliasing.get((other, name), False)) is True):
+                    raise LaunchError(
+                        f"`{name}` and `{other}` share memory and the kernel writes `{name}`: programs would "
+                        "read elements that other programs write; pass a separate output")
