@@ -122,7 +122,9 @@ def rope(x, cos, sin, out=None):
     """Rotates ``x`` ``(B, S, H, D)`` with tables ``(B, S, D)``; into ``out`` if given."""
     half = x.shape[-1] // 2
     output = torch.empty(x.shape, dtype=x.dtype, device=x.device) if out is None else out
-    rope_kernel(x.unflatten(-1, (2, half)), cos[..., :half], sin[..., :half], output.unflatten(-1, (2, half)))
+    # Tables of one sequence serve the whole batch.
+    cos, sin = (t[..., :half].expand(x.shape[0], -1, -1) for t in (cos, sin))
+    rope_kernel(x.unflatten(-1, (2, half)), cos, sin, output.unflatten(-1, (2, half)))
     return output
 
 
