@@ -102,14 +102,18 @@ def kernel_breakdown(generator, steps=5):
     """Device time per step of each kernel of the captured decode step (torch profiler)."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            generator.graph.replay()
-        torch.cuda.synchronize()
+    def run(step):
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(steps):
+                step()
+            torch.cuda.synchronize()
+        return [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+    events = run(generator.graph.replay)
+    if not events:  # kernels of graph replays not traced: the same step, launched eagerly
+        events = run(generator._step)
     rows = {}
-    for event in prof.events():
-        if event.device_type != torch.autograd.DeviceType.CUDA:
-            continue
+    for event in events:
         row = rows.setdefault(event.name, [0, 0.0])
         row[0] += 1
         row[1] += event.device_time
@@ -223,7 +227,12 @@ def bench(args):
             kept = generator
     emit()
     if kept is not None:
-        table, total = kernel_breakdown(kept)
+        try:
+            table, total = kernel_breakdown(kept)
+        except Exception as error:
+            emit(f"kernel breakdown failed: {type(error).__name__}: {error}")
+            table, total = [], 0.0
+    if kept is not None and total:
         emit(f"ntsym decode step by kernel (device time per step, total {total / 1e3:.3f} ms):")
         emit()
         emit("| kernel | launches per step | µs per step | share |")

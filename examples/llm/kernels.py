@@ -391,8 +391,11 @@ def linear(x, weight, out=None):
     """``x @ weight.T`` for ``x`` ``(..., K)`` and ``weight`` ``(N, K)``."""
     rows = x.reshape(-1, x.shape[-1])
     output = torch.empty((*x.shape[:-1], weight.shape[0]), dtype=x.dtype, device=x.device) if out is None else out
-    kernel = gemv_kernel if rows.shape[0] <= GEMV_MAX_ROWS else _mm.kernel
-    kernel(rows, weight.t(), output.view(-1, weight.shape[0]))
+    if rows.shape[0] <= GEMV_MAX_ROWS:
+        # One block of rows; the tuner picks the columns and reduction blocks.
+        gemv_kernel(rows, weight.t(), output.view(-1, weight.shape[0]), BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    else:
+        _mm.kernel(rows, weight.t(), output.view(-1, weight.shape[0]))
     return output
 
 

@@ -22,7 +22,6 @@ step writes its argmax into the next step's input and advances the positions on
 the device, so replays need nothing from the host).
 """
 
-import math
 import types
 
 import torch
