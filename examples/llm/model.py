@@ -68,14 +68,17 @@ def build_model(config, dtype, device, seed=0):
     """``LlamaForCausalLM`` with random weights, created directly on ``device`` in ``dtype``."""
     from transformers import LlamaForCausalLM
 
-    torch.manual_seed(seed)
+    device = torch.device(device)
     default = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
-    try:
-        with torch.device(device):
-            model = LlamaForCausalLM(config)
-    finally:
-        torch.set_default_dtype(default)
+    # The seed is the model's own: the caller's random state is left as it was.
+    with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        try:
+            with torch.device(device):
+                model = LlamaForCausalLM(config)
+        finally:
+            torch.set_default_dtype(default)
     return model.eval().requires_grad_(False)
 
 
