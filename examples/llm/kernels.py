@@ -1,0 +1,420 @@
+"""The kernels of a Llama decoder, as ntsym programs (arrangement + application).
+
+Each kernel has a wrapper taking torch tensors in the layouts ``transformers``'
+Llama code uses:
+
+- ``rms_norm(x, weight, eps)``: ``weight * x / sqrt(mean(x**2) + eps)`` over the
+  last dimension, one row per program (the row is one tile, as in
+  ``examples/rms_norm.py``; the weight's row is expanded over the rows).
+- ``rope(x, cos, sin)``: the half-rotation rotary embedding of ``x`` ``(B, S, H, D)``
+  with ``transformers``' ``(B, S, D)`` tables (their two halves are equal; the
+  kernel reads the first), one table row per position and sequence, as in
+  ``examples/rope.py`` with a batch dimension in the tables.
+- ``prefill_attention(q, k, v)``: causal attention with grouped key/value heads;
+  ``q`` ``(B, H, S, D)``, ``k`` and ``v`` ``(B, Hkv, S, D)``.  The arrangement
+  sees ``q`` as ``(B, Hkv, G, S, D)`` and ``k``, ``v`` as ``(B, Hkv, 1, S, D)``,
+  expanded over the ``G`` query heads of their group: no copy of the shared heads.
+  The application is ``examples/sdpa.py``'s causal one (stops at the diagonal).
+- ``decode_attention(q, k_cache, v_cache, length)``: one query token per
+  sequence against a static cache ``(B, Hkv, L, D)`` of which the first
+  ``length`` positions are valid (``length``: a one-element integer tensor on
+  the device, so a CUDA graph replays with the length of the step).
+  Split-KV ("flash-decoding"): the cache's key blocks are grouped into splits, one
+  program per (sequence, key/value head, split) attends the ``G`` query heads of
+  the group (one ``dot`` per key block) to its split's valid blocks and writes an
+  unnormalised partial result and its log-sum-exp; a second kernel combines
+  the splits.  Programs whose split starts past ``length`` do no loop at all.
+- ``linear(x, weight)``: ``x @ weight.T`` (``nn.Linear`` without bias).  With at
+  most 16 rows (decode: batch 2, one token each) a GEMV-like tiling: one block of
+  16 rows (the rows past ``M`` are masked), narrow output columns (16 to 64) so
+  that the weight, which dominates the traffic, is spread over many programs,
+  and long blocks along the reduction.  More rows use ``examples/mm.py``.
+- ``silu_and_mul(gate, up)``: ``silu(gate) * up``, element-wise, fused.
+
+All compute in float32 and store in the output's dtype.
+"""
+
+import math
+
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+from examples import mm as _mm
+
+LOG2E = 1.4426950408889634
+
+# -- RMSNorm --------------------------------------------------------------------------
+
+
+def rms_norm_arrangement(input, weight, eps, output):
+    input_arranged = input.tile((1, -1))
+    weight_arranged = weight.tile((1, -1)).expand((input_arranged.shape[0], -1))
+    return input_arranged, weight_arranged, eps, output.tile((1, -1))
+
+
+def rms_norm_application(input, weight, eps, output):
+    x = ntl.cast(input, ntl.float32)
+    normed = x * ntl.rsqrt(ntl.sum(x * x) / input.source.shape[1] + eps)
+    # transformers rounds the normalised row to the input's dtype before the weight.
+    output = weight * ntl.cast(normed, input.dtype)  # noqa: F841
+
+
+_row = (None, {"constexpr": True, "upper_bound": 2**15})  # a row is one tile
+rms_norm_kernel = ntsym.make(
+    rms_norm_arrangement,
+    rms_norm_application,
+    (Tensor(2, shape_options=_row), Tensor(shape=(1, None), shape_options=_row), Tensor(0),
+     Tensor(2, shape_options=_row)),
+)
+
+
+def rms_norm(x, weight, eps):
+    output = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    n = x.shape[-1]
+    rms_norm_kernel(x.reshape(-1, n), weight.view(1, n), float(eps), output.view(-1, n))
+    return output
+
+
+# -- RoPE -----------------------------------------------------------------------------
+
+
+def rope_arrangement(input, cos, sin, output, BLOCK_SIZE=ntsym.block_size(lower_bound=1, upper_bound=32)):
+    def arrange_halves(x):  # (B, S, H, 2, D/2): a block of heads, both halves
+        arranged = x.tile((1, 1, BLOCK_SIZE, 1, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 3))
+        arranged = arranged.tile((1, 1, 1, -1, 1)).squeeze((3, 4))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2, 4))
+        return arranged
+
+    def arrange_table(table):  # (B, S, D/2): one row, for every head block
+        arranged = table.tile((1, 1, -1)).squeeze(2).unsqueeze(2)
+        arranged.dtype = arranged.dtype.squeeze(0)
+        return arranged.expand((-1, -1, input_arranged.shape[2]))
+
+    input_arranged = arrange_halves(input)
+    return input_arranged, arrange_table(cos), arrange_table(sin), arrange_halves(output)
+
+
+def rope_application(input, cos, sin, output):
+    x1 = ntl.cast(input[0], ntl.float32)
+    x2 = ntl.cast(input[1], ntl.float32)
+    c = ntl.cast(cos, ntl.float32)
+    s = ntl.cast(sin, ntl.float32)
+    output[0] = x1 * c - x2 * s
+    output[1] = x1 * s + x2 * c
+
+
+_half = {"constexpr": True, "upper_bound": 2**12}
+rope_kernel = ntsym.make(
+    rope_arrangement,
+    rope_application,
+    (Tensor(shape=(None, None, None, 2, None), shape_options=(None, None, None, None, _half)),
+     Tensor(3, shape_options=(None, None, _half)),
+     Tensor(3, shape_options=(None, None, _half)),
+     Tensor(shape=(None, None, None, 2, None), shape_options=(None, None, None, None, _half))),
+)
+
+
+def rope(x, cos, sin, out=None):
+    """Rotates ``x`` ``(B, S, H, D)`` with tables ``(B, S, D)``; into ``out`` if given."""
+    half = x.shape[-1] // 2
+    output = torch.empty(x.shape, dtype=x.dtype, device=x.device) if out is None else out
+    # Tables of one sequence serve the whole batch.
+    cos, sin = (t[..., :half].expand(x.shape[0], -1, -1) for t in (cos, sin))
+    rope_kernel(x.unflatten(-1, (2, half)), cos, sin, output.unflatten(-1, (2, half)))
+    return output
+
+
+# -- Causal attention with grouped key/value heads (prefill) ---------------------------
+
+
+def prefill_arrangement(
+    q,
+    k,
+    v,
+    scale,
+    o,
+    BLOCK_SIZE_M=ntsym.block_size(lower_bound=16, upper_bound=64),
+    BLOCK_SIZE_N=ntsym.block_size(lower_bound=16, upper_bound=64),
+):
+    def arrange_q_or_o(x):  # (B, Hkv, G, S, D)
+        arranged = x.tile((1, 1, 1, BLOCK_SIZE_M, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2))
+        return arranged
+
+    def arrange_k_or_v(x):  # (B, Hkv, 1, S, D): the group's one head, for each of its G query heads
+        arranged = x.tile((1, 1, 1, BLOCK_SIZE_N, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2))
+        arranged = arranged.tile((1, 1, 1, -1, -1))
+        arranged = arranged.expand((-1, -1, q_arranged.shape[2], q_arranged.shape[3], -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2, 4))
+        return arranged
+
+    q_arranged = arrange_q_or_o(q)
+    return q_arranged, arrange_k_or_v(k), arrange_k_or_v(v), scale, arrange_q_or_o(o)
+
+
+def prefill_application(q, k, v, scale, o):
+    q_loaded = q
+    scale_log2 = scale * 1.4426950408889634
+    acc = ntl.zeros(o.shape, dtype=ntl.float32)
+    m = ntl.full((q.shape[0],), float("-inf"), dtype=ntl.float32)
+    l = ntl.zeros((q.shape[0],), dtype=ntl.float32)
+    # Key blocks wholly before the block's first query need no causal mask;
+    # those after its last query are not visited.
+    first = ntl.min(q.offsets(3), 0) // k[0].shape[0]
+    last = ntl.minimum(ntl.max(q.offsets(3), 0) // k[0].shape[0] + 1, k.shape[0])
+    for i in range(first):
+        s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
+        m_new = ntl.maximum(m, ntl.max(s, 1))
+        p = ntl.exp2(s - m_new[:, None])
+        alpha = ntl.exp2(m - m_new)
+        acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
+        l = l * alpha + ntl.sum(p, 1)
+        m = m_new
+    for j in range(first, last):
+        key = k[j].offsets(3)[None, :]
+        s = ntl.dot(q_loaded, ntl.trans(k[j])) * scale_log2
+        s = ntl.where((key < k.source.shape[3]) & (q.offsets(3)[:, None] >= key), s, float("-inf"))
+        m_new = ntl.maximum(m, ntl.max(s, 1))
+        p = ntl.exp2(s - m_new[:, None])
+        alpha = ntl.exp2(m - m_new)
+        acc = acc * alpha[:, None] + ntl.dot(p.to(v[j].dtype), v[j])
+        l = l * alpha + ntl.sum(p, 1)
+        m = m_new
+    o = acc / l[:, None]  # noqa: F841
+
+
+_head = {"constexpr": True, "upper_bound": 256, "power_of_two": True}  # D is one tile
+_q5 = Tensor(5, shape_options=(None, None, None, None, _head))
+_kv5 = Tensor(shape=(None, None, 1, None, None), shape_options=(None, None, None, None, _head))
+prefill_kernel = ntsym.make(
+    prefill_arrangement,
+    prefill_application,
+    (_q5, _kv5, Tensor(shape=(None, None, 1, None, None), shape_options=(None, None, None, None, _head)),
+     Tensor(0), Tensor(5, shape_options=(None, None, None, None, _head))),
+)
+
+
+def _grouped(x, kv_heads):
+    """``(B, H, S, D)`` as ``(B, Hkv, G, S, D)``: query head ``h`` is head ``h % G`` of group ``h // G``."""
+    b, h, s, d = x.shape
+    return x.unflatten(1, (kv_heads, h // kv_heads))
+
+
+def prefill_attention(q, k, v, scale=None):
+    """Causal attention, ``q`` ``(B, H, S, D)``, ``k``/``v`` ``(B, Hkv, S, D)``; returns ``(B, H, S, D)``."""
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    kv_heads = k.shape[1]
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    prefill_kernel(_grouped(q, kv_heads), k.unsqueeze(2), v.unsqueeze(2), float(scale), _grouped(o, kv_heads))
+    return o
+
+
+# -- Attention of one token against a KV cache, split over the cache (decode) ----------
+
+
+def decode_arrangement(
+    q,
+    k,
+    v,
+    length,
+    scale,
+    o,
+    lse,
+    BLOCK_SIZE_G=ntsym.block_size(lower_bound=16, upper_bound=16),
+    BLOCK_SIZE_N=ntsym.block_size(lower_bound=16, upper_bound=128),
+):
+    # q (B, Hkv, 1, G, D); k, v (B, Hkv, NSPLIT, L/NSPLIT, D): the cache, split;
+    # o (B, Hkv, NSPLIT, G, D) and lse (B, Hkv, NSPLIT, G): per split; length (1,).
+    # Programs: (B, Hkv, NSPLIT, G blocks).
+    def arrange_k_or_v(x):
+        arranged = x.tile((1, 1, 1, BLOCK_SIZE_N, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2))
+        arranged = arranged.tile((1, 1, 1, -1, -1)).squeeze(4)
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2, 4))
+        return arranged.expand((-1, -1, -1, q_arranged.shape[3]))
+
+    q_arranged = q.tile((1, 1, 1, BLOCK_SIZE_G, -1)).squeeze(4)
+    q_arranged.dtype = q_arranged.dtype.squeeze((0, 1, 2))
+    k_arranged = arrange_k_or_v(k)
+    q_arranged = q_arranged.expand((-1, -1, k_arranged.shape[2], -1))
+
+    o_arranged = o.tile((1, 1, 1, BLOCK_SIZE_G, -1)).squeeze(4)
+    o_arranged.dtype = o_arranged.dtype.squeeze((0, 1, 2))
+    lse_arranged = lse.tile((1, 1, 1, BLOCK_SIZE_G))
+    lse_arranged.dtype = lse_arranged.dtype.squeeze((0, 1, 2))
+
+    length_arranged = length.tile((1,)).unsqueeze(1).unsqueeze(2).unsqueeze(3)
+    length_arranged = length_arranged.expand(tuple(k_arranged.shape))
+
+    return q_arranged, k_arranged, arrange_k_or_v(v), length_arranged, scale, o_arranged, lse_arranged
+
+
+def decode_application(q, k, v, length, scale, o, lse):
+    q_loaded = q
+    scale_log2 = scale * 1.4426950408889634
+    acc = ntl.zeros(o.shape, dtype=ntl.float32)
+    m = ntl.full((q.shape[0],), float("-inf"), dtype=ntl.float32)
+    l = ntl.zeros((q.shape[0],), dtype=ntl.float32)
+    # The valid positions of this program's split, counted from its start.
+    split = lse.offsets(2)  # one value: the tile lies in one split
+    valid = ntl.sum(length, 0) - split * k.source.shape[3]
+    # Only the split's blocks that start before its last valid position are visited.
+    count = ntl.minimum(ntl.maximum(valid + k[0].shape[0] - 1, 0) // k[0].shape[0], k.shape[0])
+    for i in range(count):
+        key = k[i].offsets(3)[None, :]
+        s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
+        s = ntl.where((key < valid) & (key < k.source.shape[3]), s, float("-inf"))
+        m_new = ntl.maximum(m, ntl.max(s, 1))
+        p = ntl.exp2(s - m_new[:, None])
+        alpha = ntl.exp2(m - m_new)
+        acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
+        l = l * alpha + ntl.sum(p, 1)
+        m = m_new
+    # A split with no valid key: l = 0, lse = -inf, its (zero) result weighs nothing.
+    o = acc / ntl.where(l > 0, l, 1.0)[:, None]  # noqa: F841
+    lse = m + ntl.log2(l)  # noqa: F841
+
+
+_d = {"constexpr": True, "upper_bound": 256, "power_of_two": True}
+decode_kernel = ntsym.make(
+    decode_arrangement,
+    decode_application,
+    (Tensor(shape=(None, None, 1, None, None), shape_options=(None, None, None, None, _d)),
+     Tensor(5, shape_options=(None, None, None, None, _d)),
+     Tensor(5, shape_options=(None, None, None, None, _d)),
+     Tensor(shape=(1,)),
+     Tensor(0),
+     Tensor(5, shape_options=(None, None, None, None, _d)),
+     Tensor(4)),
+)
+
+
+def combine_arrangement(o_part, lse, output):
+    # o_part (B, Hkv, NSPLIT, G, D), lse (B, Hkv, NSPLIT, G), output (B, Hkv, G, D): one
+    # program per query head, all splits in one tile.
+    o_arranged = o_part.tile((1, 1, -1, 1, -1)).squeeze((2, 4))
+    o_arranged.dtype = o_arranged.dtype.squeeze((0, 1, 3))
+    lse_arranged = lse.tile((1, 1, -1, 1)).squeeze(2)
+    lse_arranged.dtype = lse_arranged.dtype.squeeze((0, 1, 3))
+    output_arranged = output.tile((1, 1, 1, -1)).squeeze(3)
+    output_arranged.dtype = output_arranged.dtype.squeeze((0, 1, 2))
+    return o_arranged, lse_arranged, output_arranged
+
+
+def combine_application(o_part, lse, output):
+    split = lse.offsets(2)
+    weights_log2 = ntl.where(split < lse.source.shape[2], lse, float("-inf"))
+    top = ntl.max(weights_log2, 0)
+    w = ntl.exp2(weights_log2 - top)
+    output = ntl.sum(o_part * w[:, None], 0) / ntl.sum(w, 0)  # noqa: F841
+
+
+_splits = {"constexpr": True, "upper_bound": 256}
+combine_kernel = ntsym.make(
+    combine_arrangement,
+    combine_application,
+    (Tensor(5, shape_options=(None, None, _splits, None, _d)), Tensor(4, shape_options=(None, None, _splits, None)),
+     Tensor(4, shape_options=(None, None, None, _d))),
+)
+
+
+def decode_splits(cache_len):
+    """(BLOCK_SIZE_N, number of splits) for a cache of ``cache_len`` positions.
+
+    Blocks of 64 keys (16 where ``cache_len`` is not a multiple of 64), grouped into
+    at most 32 splits of equal length: the splits must divide the cache.
+    """
+    block_n = 64 if cache_len % 64 == 0 else 16
+    if cache_len % block_n:
+        raise ValueError(f"decode_attention: the cache length ({cache_len}) must be a multiple of 16")
+    blocks = cache_len // block_n
+    per_split = 1
+    while blocks // per_split > 32 and blocks % (2 * per_split) == 0:
+        per_split *= 2
+    return block_n, blocks // per_split
+
+
+def padded_cache_len(n):
+    """A cache length of at least ``n`` positions that ``decode_splits`` splits evenly."""
+    step = 512 if n > 512 else 64
+    return -(-n // step) * step
+
+
+def decode_attention(q, k_cache, v_cache, length, scale=None, out=None):
+    """``q`` ``(B, H, 1, D)`` against the first ``length`` positions of ``(B, Hkv, L, D)`` caches.
+
+    Returns ``(B, H, 1, D)`` (into ``out`` if given).  ``length`` is a one-element
+    integer tensor; the splits are fixed by ``L``, so the call's shape, and a CUDA
+    graph of it, does not depend on ``length``.
+    """
+    b, h, one, d = q.shape
+    kv_heads, cache_len = k_cache.shape[1], k_cache.shape[2]
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    block_n, n_split = decode_splits(cache_len)
+    groups = h // kv_heads
+    o_part = torch.empty((b, kv_heads, n_split, groups, d), dtype=torch.float32, device=q.device)
+    lse = torch.empty((b, kv_heads, n_split, groups), dtype=torch.float32, device=q.device)
+    decode_kernel(q.reshape(b, kv_heads, 1, groups, d), k_cache.unflatten(2, (n_split, -1)),
+                  v_cache.unflatten(2, (n_split, -1)), length.reshape(1), float(scale), o_part, lse,
+                  BLOCK_SIZE_G=16, BLOCK_SIZE_N=block_n)
+    output = torch.empty(q.shape, dtype=q.dtype, device=q.device) if out is None else out
+    combine_kernel(o_part, lse, output.view(b, kv_heads, groups, d))
+    return output
+
+
+# -- Linear layers ----------------------------------------------------------------------
+
+
+def gemv_arrangement(
+    input,
+    other,
+    output,
+    BLOCK_SIZE_M=ntsym.block_size(lower_bound=16, upper_bound=16),
+    BLOCK_SIZE_N=ntsym.block_size(lower_bound=16, upper_bound=64),
+    BLOCK_SIZE_K=ntsym.block_size(lower_bound=64, upper_bound=512),
+):
+    return _mm.arrangement(input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+
+
+gemv_kernel = ntsym.make(gemv_arrangement, _mm.application, (Tensor(2), Tensor(2), Tensor(2)),
+                         max_num_configs=12)
+
+GEMV_MAX_ROWS = 16
+
+
+def linear(x, weight, out=None):
+    """``x @ weight.T`` for ``x`` ``(..., K)`` and ``weight`` ``(N, K)``."""
+    rows = x.reshape(-1, x.shape[-1])
+    output = torch.empty((*x.shape[:-1], weight.shape[0]), dtype=x.dtype, device=x.device) if out is None else out
+    if rows.shape[0] <= GEMV_MAX_ROWS:
+        # One block of rows; the tuner picks the columns and reduction blocks.
+        gemv_kernel(rows, weight.t(), output.view(-1, weight.shape[0]), BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    else:
+        _mm.kernel(rows, weight.t(), output.view(-1, weight.shape[0]))
+    return output
+
+
+# -- SiLU-and-multiply --------------------------------------------------------------------
+
+
+def silu_mul_arrangement(gate, up, output, BLOCK_SIZE=ntsym.block_size(lower_bound=256, upper_bound=2048)):
+    return gate.tile((BLOCK_SIZE,)), up.tile((BLOCK_SIZE,)), output.tile((BLOCK_SIZE,))
+
+
+def silu_mul_application(gate, up, output):
+    g = ntl.cast(gate, ntl.float32)
+    output = g * ntl.sigmoid(g) * ntl.cast(up, ntl.float32)  # noqa: F841
+
+
+silu_mul_kernel = ntsym.make(silu_mul_arrangement, silu_mul_application, (Tensor(1), Tensor(1), Tensor(1)))
+
+
+def silu_and_mul(gate, up):
+    output = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
+    silu_mul_kernel(gate.reshape(-1), up.reshape(-1), output.view(-1))
+    return output

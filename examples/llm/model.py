@@ -1,0 +1,311 @@
+"""``transformers``' Llama with its kernels replaced, and one greedy decode loop for every variant.
+
+``patch(model, backend)`` replaces, on the instances, the forward of every
+``LlamaRMSNorm``, ``LlamaAttention`` (projections, RoPE, the cache update,
+attention), ``LlamaMLP`` (fused SiLU-and-multiply) and bias-free ``nn.Linear``
+(the projections and ``lm_head``) by calls of ``backend``: ``NTSYM`` (the ntsym
+kernels of ``examples/llm/kernels.py``) or ``TRITON`` (the hand-written Triton
+kernels of ``benchmarks/triton_baselines.py`` where they apply).  ``unpatch``
+restores the model.  The embedding, the residual additions, the RoPE tables and
+the argmax stay ``transformers``' torch code in every variant.
+
+What the patched attention assumes (the loop below keeps to it): a
+``StaticCache``; a prompt (more than one token) fills the empty cache and
+attends causally to itself; a single token attends to the cache's valid
+positions, counted on the device by the cache itself; all sequences of the
+batch are at the same positions, with no padding (the 4-D ``attention_mask``
+the loop passes only tells ``transformers`` not to build a mask).
+
+``Generator`` is the greedy loop: prefill, then one decode step per token with
+a static KV cache, optionally captured once as a CUDA graph and replayed (the
+step writes its argmax into the next step's input and advances the positions on
+the device, so replays need nothing from the host).
+"""
+
+import types
+
+import torch
+from torch import nn
+
+
+def llama_8b_config(num_hidden_layers=32):
+    """DeepSeek-R1-Distill-Llama-8B's architecture (Llama 3.1 8B)."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=128256,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        hidden_act="silu",
+        max_position_embeddings=131072,
+        rms_norm_eps=1e-5,
+        rope_parameters={
+            "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+        },
+        tie_word_embeddings=False,
+        attention_bias=False,
+        mlp_bias=False,
+    )
+
+
+def tiny_config():
+    """2 layers, hidden 64, 4 heads, 2 key/value heads: the CPU check's model."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, tie_word_embeddings=False,
+    )
+
+
+def build_model(config, dtype, device, seed=0):
+    """``LlamaForCausalLM`` with random weights, created directly on ``device`` in ``dtype``."""
+    from transformers import LlamaForCausalLM
+
+    device = torch.device(device)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    # The seed is the model's own: the caller's random state is left as it was.
+    with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        try:
+            with torch.device(device):
+                model = LlamaForCausalLM(config)
+        finally:
+            torch.set_default_dtype(default)
+    return model.eval().requires_grad_(False)
+
+
+# -- Backends -------------------------------------------------------------------------------
+
+
+class NtsymBackend:
+    name = "ntsym"
+
+    def __init__(self):
+        from examples.llm import kernels
+
+        self.k = kernels
+
+    def rms_norm(self, x, weight, eps):
+        return self.k.rms_norm(x, weight, eps)
+
+    def rope(self, x, cos, sin):
+        return self.k.rope(x, cos, sin)
+
+    def prefill_attention(self, q, k, v, scale):
+        return self.k.prefill_attention(q, k, v, scale)
+
+    def decode_attention(self, q, k_cache, v_cache, length, scale):
+        return self.k.decode_attention(q, k_cache, v_cache, length, scale)
+
+    def linear(self, x, weight):
+        return self.k.linear(x, weight)
+
+    def silu_and_mul(self, gate, up):
+        return self.k.silu_and_mul(gate, up)
+
+
+class TritonBackend:
+    """The hand-written Triton kernels where one applies, torch where none does.
+
+    RMSNorm (the weight multiplied by torch), RoPE (tables of one sequence: the
+    loop keeps all sequences at the same positions), causal prefill attention
+    (key/value heads repeated for the query heads), linear layers (the tuned
+    GEMM), SiLU (the multiplication by torch).  Decode attention has no
+    hand-written kernel: torch's ``scaled_dot_product_attention`` with a mask of
+    the cache's valid positions.
+    """
+
+    name = "triton"
+
+    def __init__(self):
+        from benchmarks import triton_baselines
+
+        self.t = triton_baselines
+
+    def rms_norm(self, x, weight, eps):
+        return weight * self.t.rms_norm(x, eps)
+
+    def rope(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        return self.t.rope(x, sin[0, :, :half], cos[0, :, :half])
+
+    def prefill_attention(self, q, k, v, scale):
+        groups = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
+        return self.t.sdpa(q, k, v, is_causal=True, scale=scale)
+
+    def decode_attention(self, q, k_cache, v_cache, length, scale):
+        valid = torch.arange(k_cache.shape[2], device=q.device) < length.reshape(1)
+        return nn.functional.scaled_dot_product_attention(
+            q, k_cache, v_cache, attn_mask=valid.view(1, 1, 1, -1), scale=scale, enable_gqa=True)
+
+    def linear(self, x, weight):
+        return self.t.mm(x.reshape(-1, x.shape[-1]), weight.t()).view(*x.shape[:-1], weight.shape[0])
+
+    def silu_and_mul(self, gate, up):
+        return self.t.silu(gate) * up
+
+
+BACKENDS = {"ntsym": NtsymBackend, "triton": TritonBackend}
+
+
+# -- Patching ---------------------------------------------------------------------------------
+
+
+def _rms_norm_forward(backend):
+    def forward(self, hidden_states):
+        return backend.rms_norm(hidden_states, self.weight, self.variance_epsilon)
+
+    return forward
+
+
+def _linear_forward(backend):
+    def forward(self, x):
+        return backend.linear(x, self.weight)
+
+    return forward
+
+
+def _mlp_forward(backend):
+    def forward(self, x):
+        return self.down_proj(backend.silu_and_mul(self.gate_proj(x), self.up_proj(x)))
+
+    return forward
+
+
+def _attention_forward(backend):
+    def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, **kwargs):
+        if cache is None or not hasattr(cache.layers[self.layer_idx], "cumulative_length"):
+            raise ValueError("the patched Llama attention needs a StaticCache (see examples/llm/model.py)")
+        batch, length, _ = hidden_states.shape
+        q = self.q_proj(hidden_states).view(batch, length, -1, self.head_dim)
+        k = self.k_proj(hidden_states).view(batch, length, -1, self.head_dim)
+        v = self.v_proj(hidden_states).view(batch, length, -1, self.head_dim)
+        cos, sin = position_embeddings
+        q = backend.rope(q, cos, sin).transpose(1, 2)
+        k = backend.rope(k, cos, sin).transpose(1, 2)
+        v = v.transpose(1, 2)
+        keys, values = cache.update(k, v, self.layer_idx)
+        if length > 1:  # a prompt, into the empty cache
+            output = backend.prefill_attention(q, k, v, self.scaling)
+        else:
+            valid = cache.layers[self.layer_idx].cumulative_length
+            output = backend.decode_attention(q, keys, values, valid, self.scaling)
+        output = output.transpose(1, 2).reshape(batch, length, -1)
+        return self.o_proj(output), None
+
+    return forward
+
+
+def patch(model, backend):
+    """Replace the Llama kernels of ``model`` by ``backend``'s (in place); returns ``model``."""
+    from transformers.models.llama import modeling_llama as llama
+
+    forwards = {
+        llama.LlamaRMSNorm: _rms_norm_forward(backend),
+        llama.LlamaAttention: _attention_forward(backend),
+        llama.LlamaMLP: _mlp_forward(backend),
+    }
+    linear = _linear_forward(backend)
+    for module in model.modules():
+        forward = forwards.get(type(module))
+        if forward is None and type(module) is nn.Linear and module.bias is None:
+            forward = linear
+        if forward is not None:
+            module.forward = types.MethodType(forward, module)
+    model.patched_with = backend.name
+    return model
+
+
+def unpatch(model):
+    for module in model.modules():
+        module.__dict__.pop("forward", None)
+    model.patched_with = None
+    return model
+
+
+# -- The greedy loop ---------------------------------------------------------------------------
+
+
+def padded_cache_len(n):
+    from examples.llm.kernels import padded_cache_len as padded
+
+    return padded(n)
+
+
+class Generator:
+    """Greedy generation of ``new_tokens`` tokens for prompts of ``prompt_len`` tokens.
+
+    One static KV cache, reused by every call (reset first).  With ``graph``
+    (CUDA only), the first call runs two decode steps eagerly, captures the third
+    in a CUDA graph and replays it for the rest; later calls replay from the
+    first decode step.  ``step_fn`` replaces the model call of a decode step
+    (``torch.compile`` of it, for instance).  Returns the tokens ``(B, new_tokens)``
+    and, with ``keep_logits``, the logits of every token ``(B, new_tokens, V)``.
+    """
+
+    def __init__(self, model, batch, prompt_len, new_tokens, graph=False, step_fn=None):
+        from transformers import StaticCache
+
+        self.model, self.new_tokens, self.graph_wanted = model, new_tokens, graph
+        device = model.lm_head.weight.device
+        self.cache = StaticCache(config=model.config, max_cache_len=padded_cache_len(prompt_len + new_tokens))
+        self.ids = torch.zeros((batch, 1), dtype=torch.long, device=device)
+        self.positions = torch.zeros((batch, 1), dtype=torch.long, device=device)
+        # A 4-D mask is taken as given: transformers builds none.  Only the patched
+        # attention, which ignores it, gets it.
+        self.mask = torch.zeros((batch, 1, 1, 1), dtype=model.lm_head.weight.dtype, device=device)
+        self.graph = None
+        self.step_fn = step_fn or self._forward
+
+    def _kwargs(self):
+        return {"attention_mask": self.mask} if getattr(self.model, "patched_with", None) else {}
+
+    def _forward(self, ids, positions):
+        return self.model(input_ids=ids, position_ids=positions, cache=self.cache, use_cache=True,
+                          logits_to_keep=1, **self._kwargs()).logits[:, -1]
+
+    def _step(self):
+        logits = self.step_fn(self.ids, self.positions)
+        self.ids.copy_(logits.argmax(-1, keepdim=True))
+        self.positions.add_(1)
+        return logits
+
+    @torch.no_grad()
+    def __call__(self, prompt, keep_logits=False):
+        batch, prompt_len = prompt.shape
+        self.cache.reset()
+        positions = torch.arange(prompt_len, device=prompt.device).expand(batch, -1)
+        logits = self.model(input_ids=prompt, position_ids=positions, cache=self.cache, use_cache=True,
+                            logits_to_keep=1, **self._kwargs()).logits[:, -1]
+        tokens = torch.empty((batch, self.new_tokens), dtype=torch.long, device=prompt.device)
+        kept = [logits] if keep_logits else None
+        self.ids.copy_(logits.argmax(-1, keepdim=True))
+        self.positions.fill_(prompt_len)
+        tokens[:, 0] = self.ids[:, 0]
+        for i in range(1, self.new_tokens):
+            if self.graph is not None:
+                self.graph.replay()
+                logits = self.graph_logits
+            elif self.graph_wanted and i == 3:
+                self.graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(self.graph):
+                    self.graph_logits = self._step()
+                self.graph.replay()
+                logits = self.graph_logits
+            else:
+                logits = self._step()
+            tokens[:, i] = self.ids[:, 0]
+            if keep_logits:
+                kept.append(logits.clone())
+        if keep_logits:
+            return tokens, torch.stack(kept, 1)
+        return tokens

@@ -1,0 +1,76 @@
+"""A Llama model on ntsym kernels (``examples/llm``) generates what ``transformers`` does.
+
+The tiny configuration of ``examples.llm.model.tiny_config`` (2 layers, hidden 64,
+4 heads, 2 key/value heads, vocabulary 256) in float32 on the CPU, random weights
+(transformers' initialisation, seed 0), batch 2, 8-token prompts: the patched
+model must generate exactly the unmodified model's 16 greedy tokens, and every
+step's logits must agree within 1e-5 (absolute and relative).  The logits are
+below 1 in magnitude, the two best of a step at least 1e-3 apart, and the
+differences seen about 2e-7 (float32 summation order).  Needs ``transformers`` (``pip install -e ".[llm]"``); skipped
+without it.
+"""
+
+import pytest
+import torch
+
+import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
+
+pytest.importorskip("transformers")
+
+from examples.llm import model as llm  # noqa: E402
+
+STEPS = 16
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    config = llm.tiny_config()
+    model = llm.build_model(config, torch.float32, "cpu")
+    prompt = torch.randint(0, config.vocab_size, (2, 8), generator=torch.Generator().manual_seed(1))
+    tokens, logits = llm.Generator(model, 2, 8, STEPS)(prompt, keep_logits=True)
+    return model, prompt, tokens, logits
+
+
+def test_reference_path_is_varied(tiny):
+    _, _, tokens, _ = tiny
+    # A check that means something: the greedy path does not repeat one token.
+    assert all(len(set(row.tolist())) > 4 for row in tokens)
+
+
+@pytest.mark.parametrize("backend", ["ntsym", "triton"])
+def test_patched_model_generates_the_same_tokens(tiny, backend):
+    model, prompt, tokens, logits = tiny
+    llm.patch(model, llm.BACKENDS[backend]())
+    try:
+        got_tokens, got_logits = llm.Generator(model, 2, 8, STEPS)(prompt, keep_logits=True)
+    finally:
+        llm.unpatch(model)
+    assert torch.equal(got_tokens, tokens)
+    torch.testing.assert_close(got_logits, logits, atol=1e-5, rtol=1e-5)
+
+
+def test_patch_replaces_every_kernel(tiny):
+    from transformers.models.llama import modeling_llama as llama
+
+    model = tiny[0]
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    try:
+        kinds = (llama.LlamaRMSNorm, llama.LlamaAttention, llama.LlamaMLP, torch.nn.Linear)
+        patched = [m for m in model.modules() if isinstance(m, kinds)]
+        assert len(patched) == 2 * (2 + 1 + 1 + 7) + 1 + 1  # per layer: norms, attention, MLP, linears
+        assert all("forward" in m.__dict__ for m in patched)
+    finally:
+        llm.unpatch(model)
+    assert not any("forward" in m.__dict__ for m in model.modules())
+    # Unpatched, the model is transformers' own again.
+    assert torch.equal(llm.Generator(model, 2, 8, STEPS)(tiny[1]), tiny[2])
+
+
+def test_patched_attention_refuses_another_cache(tiny):
+    model, prompt = tiny[0], tiny[1]
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    try:
+        with pytest.raises(ValueError, match="StaticCache"):
+            model(input_ids=prompt, use_cache=True)
+    finally:
+        llm.unpatch(model)
