@@ -349,7 +349,14 @@ def _refused(spec, persistent, config):
 def _tensor_key(tensors):
     """Shapes, strides, dtypes, 16-byte alignment and device: what a tuned
     choice may depend on."""
-    return tuple((t.shape, t.stride(), t.dtype, _misalignment(t), t.device) for t in tensors)
+    return tuple((_ints(t.shape), _ints(t.stride()), t.dtype, _misalignment(t), t.device) for t in tensors)
+
+
+def _ints(sizes):
+    """Sizes or strides as Python ints: a trace with dynamic shapes gives
+    symbolic ones, which cannot be hashed; ``int`` specializes the trace to
+    this call's values (a choice made for one shape is valid for that shape)."""
+    return tuple(map(int, sizes))
 
 
 def _misalignment(t):
@@ -367,11 +374,11 @@ def _disk_key(fixed_items, int64, tensors):
     parts = [f"fixed={list(fixed_items)}", f"int64={int64}"]
     for t in tensors:
         device = torch.cuda.get_device_name(t.device) if t.device.type == "cuda" else t.device.type
-        contiguous = [st == 1 for st in t.stride()]
+        contiguous = [st == 1 for st in _ints(t.stride())]
         base = _misalignment(t) == 0
         aligned = base and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1])
         parts.append(
-            f"{tuple(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{base}:"
+            f"{_ints(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{base}:"
             f"{aligned}:{device}"
         )
     return "|".join(parts)

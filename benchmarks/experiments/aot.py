@@ -126,7 +126,9 @@ def main():
             module.launch(*args2)
             torch.cuda.synchronize()
             error_py = (args2[-1].float() - expected.float()).abs().max().item()
-            ok = error_so < 2e-2 and error_py < 2e-2
+            # fp16 outputs: within 1 % or 0.02 of the float32 reference (a
+            # 4608-term conv2d sum of size ~64 is rounded to 1/32 steps).
+            ok = all(torch.allclose(a[-1].float(), expected.float(), rtol=1e-2, atol=2e-2) for a in (args, args2))
             rows.append((name, error_so, error_py, "ok" if ok else "WRONG"))
         except Exception as e:  # report and go on
             rows.append((name, math.nan, math.nan, f"error: {type(e).__name__}: {str(e)[:300]}"))
