@@ -72,6 +72,7 @@ class AccessMixin:
 
     def _pointer_load(self, ref, node):
         pointer, mask = self.address(ref, node)
+        self.note_tile(ref, mask)
         if mask is None:
             return expr("tl.load({pointer})", pointer=pointer)
         other = constant_node(masked_other(ref.param.other))

@@ -49,6 +49,7 @@ from codegen.context import (
 from codegen.emit_error import EmitError, source_lines
 from codegen.inline import InliningMixin
 from codegen.loops import LoopsMixin
+from codegen.padding import LaneState, PaddingMixin
 from codegen.printer import Printer
 from codegen.refs import SourceRef, TileRef
 from codegen.shapes import ShapesMixin, block_extent_expr
@@ -61,7 +62,8 @@ __all__ = ["EmitError", "KernelEmitter", "block_extent_expr"]
 FP32_MATH = {"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil"}
 
 
-class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, InliningMixin, GlobalNamesMixin):
+class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, InliningMixin, GlobalNamesMixin,
+                    PaddingMixin):
     """Rewrites the application into a kernel body: the visitor.
 
     ``statement`` and ``expr`` dispatch on the node type; the jobs they need
@@ -93,6 +95,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         self.blocks = BlockState()
         self.loops = LoopState()
         self.hoist = HoistState()
+        self.lanes = LaneState()
 
     # -- basics: errors, printing, tensor references ---------------------------
 
@@ -202,6 +205,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             annotation = self.expr(stmt.annotation)
             if isinstance(target, ast.Name):
                 self.names.locals.add(target.id)
+                self.lanes.locals.pop(target.id, None)
             return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=self.expr(stmt.value), simple=1), stmt)
         if isinstance(stmt, ast.AugAssign):
             ref = self.resolve(stmt.target) if self._is_tensor_target(stmt.target) else None
@@ -209,6 +213,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 value = ast.BinOp(left=self.load(ref, stmt), op=stmt.op, right=self.expr(stmt.value))
                 self.invalidate(ref.param.name)
                 return self.store(ref, value, stmt)
+            if isinstance(stmt.target, ast.Name):
+                self.lanes.locals.pop(stmt.target.id, None)
             return ast.copy_location(ast.AugAssign(target=stmt.target, op=stmt.op, value=self.expr(stmt.value)), stmt)
         if isinstance(stmt, ast.Expr):
             if isinstance(stmt.value, ast.Call):
@@ -257,6 +263,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return self.store(ref, value, stmt)
         if isinstance(target, ast.Name):
             value = self.expr(value_node)
+            self.note_local(target.id, value_node)
             self.names.locals.add(target.id)
             self.invalidate(target.id)
             self.values.sizes.pop(target.id, None)
@@ -282,6 +289,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 if e.id in self.tensors and e.id not in self.names.locals:
                     raise self.error(f"unpacking into the parameter `{e.id}` is not supported; assign it alone", stmt)
                 self.names.locals.add(e.id)
+                self.lanes.locals.pop(e.id, None)
                 self.values.index.pop(e.id, None)
                 self.values.sizes.pop(e.id, None)
                 self.shapes.padded_locals.pop(e.id, None)
@@ -396,6 +404,9 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         inlined = self.try_inline(node, statement=False)
         if inlined is not None:
             return inlined
+        reduced = self.reduction(node)  # a reduction over lanes a padded tile holds
+        if reduced is not None:
+            return reduced
         if isinstance(func, ast.Name) and func.id in ("max", "min") and len(node.args) == 2 and not node.keywords:
             name = "maximum" if func.id == "max" else "minimum"
             return ast.Call(

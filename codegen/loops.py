@@ -176,6 +176,7 @@ class LoopsMixin:
         (a later iteration sees the new value, even where the assignment comes
         after this point in the text) or in a branch that may not run."""
         for name in names:
+            self.lanes.locals.pop(name, None)
             self.values.index.pop(name, None)
             self.values.sizes.pop(name, None)
             self.shapes.padded_locals.pop(name, None)

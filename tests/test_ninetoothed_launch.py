@@ -98,6 +98,7 @@ def test_declared_index_output_takes_int64():
     k = ntsym.make(lambda x, o: (x.tile((1, -1)), o.tile((1,)).unsqueeze(1)), application,
                    (Tensor(2), Tensor(1, dtype=ntl.int32)))
     x = torch.randn(5, 7)
+    x[2] = -x[2].abs() - 1  # a row of negatives: the padded eighth lane must not win
     output_idx = torch.full((5,), -1, dtype=torch.int64)
     k(x, output_idx)
     assert torch.equal(output_idx, torch.argmax(x, 1))

@@ -1,0 +1,123 @@
+"""Reductions over padded tiles read the tensor's elements only: lanes past the
+tensor's end hold the load's ``other`` (0 by default), which must not win a
+max, point an argmax past the row, or add exp(0) to a sum."""
+
+import pytest
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def rows(x, out):
+    return x.tile((1, -1)), out.tile((1,))
+
+
+def make(application, other=None, out_dtype=None):
+    return ntsym.make(rows, application, (Tensor(2, other=other), Tensor(1)))
+
+
+def app_max(x, out):
+    out = ntl.max(x, axis=1)  # noqa: F841
+
+
+def app_min(x, out):
+    out = ntl.min(x, axis=1)  # noqa: F841
+
+
+def app_argmax(x, out):
+    out = ntl.argmax(x, axis=1)  # noqa: F841
+
+
+def app_argmin(x, out):
+    out = ntl.argmin(x, axis=1)  # noqa: F841
+
+
+def app_sum_exp(x, out):
+    out = ntl.sum(ntl.exp(x), axis=1)  # noqa: F841
+
+
+def app_local_chain(x, out):
+    y = x * 2.0 + 1.0
+    z = y.to(ntl.float32)
+    out = ntl.max(z, axis=1)  # noqa: F841
+
+
+CASES = [
+    (app_max, lambda x: x.max(1).values, -1, torch.float32),
+    (app_min, lambda x: x.min(1).values, 1, torch.float32),
+    (app_argmax, lambda x: x.argmax(1), -1, torch.int64),
+    (app_argmin, lambda x: x.argmin(1), 1, torch.int64),
+    (app_sum_exp, lambda x: x.exp().sum(1), 1, torch.float32),
+    (app_local_chain, lambda x: (x * 2 + 1).max(1).values, -1, torch.float32),
+]
+
+
+@pytest.mark.parametrize("application, reference, sign, dtype", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("columns", [7, 8, 13])
+def test_padded_lanes_never_enter_a_reduction(application, reference, sign, dtype, columns):
+    kernel = make(application)
+    # All negative (or all positive): a padded lane holding 0 would win.
+    x = sign * (torch.rand(5, columns) + 1.0)
+    out = torch.empty(5, dtype=dtype)
+    kernel(x, out)
+    torch.testing.assert_close(out, reference(x).to(dtype))
+
+
+def test_lanes_that_hold_the_identity_add_nothing():
+    def softmax(x, out):
+        row = ntl.exp(x - ntl.max(x))
+        out = ntl.sum(row / ntl.sum(row), axis=1)  # noqa: F841
+
+    kernel = make(softmax, other=float("-inf"))
+    assert "tl.where" not in kernel.source  # -inf into max, exp(-inf) = 0 into sum
+    x = torch.randn(3, 5)
+    out = torch.empty(3)
+    kernel(x, out)
+    torch.testing.assert_close(out, torch.ones(3))
+
+
+def test_a_reduction_of_a_default_padded_tile_reads_through_the_mask():
+    kernel = make(app_max)
+    assert "tl.max(tl.where(" in kernel.source
+
+
+def test_a_sum_of_zero_padded_lanes_adds_nothing():
+    def total(x, out):
+        out = ntl.sum(x * x, axis=1)  # noqa: F841
+
+    kernel = make(total)
+    assert "tl.where" not in kernel.source
+    x = torch.randn(4, 6)
+    out = torch.empty(4)
+    kernel(x, out)
+    torch.testing.assert_close(out, (x * x).sum(1))
+
+
+def test_two_dimensional_tiles_padded_along_both_axes():
+    def arrangement(x, out, B=ntsym.block_size()):
+        return x.tile((-1, B)), out.tile((B,))
+
+    def column_max(x, out):
+        out = ntl.max(x, axis=0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, column_max, (Tensor(2), Tensor(1)))
+    x = -(torch.rand(5, 70) + 1.0)  # 5 rows padded to 8, 70 columns in blocks of 32
+    out = torch.empty(70)
+    kernel(x, out, B=32)
+    torch.testing.assert_close(out, x.max(0).values)
+
+
+def test_a_value_assigned_in_a_branch_is_not_followed():
+    def branchy(x, out):
+        y = x
+        if x.shape[1] > 2:
+            y = x * 2.0
+        out = ntl.sum(y, axis=1)  # noqa: F841
+
+    kernel = make(branchy)
+    x = torch.randn(3, 5)
+    out = torch.empty(3)
+    kernel(x, out)
+    torch.testing.assert_close(out, (2 * x).sum(1))
