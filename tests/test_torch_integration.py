@@ -454,3 +454,24 @@ def test_gpu_traced_launch_of_a_persistently_tuned_kernel_is_plain():
     expected = op(a, b)
     compile_counters()
     torch.testing.assert_close(torch.compile(op, fullgraph=True)(a, b), expected)
+
+
+@cuda
+def test_gpu_side_stream_launch_is_ordered_by_events():
+    kernel = ntsym.make(add.arrangement, add.application, tuple(Tensor(1) for _ in range(3)))
+    n = 1 << 22
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    kernel(x, y, out)  # validated and tuned on the default stream
+    side = torch.cuda.Stream()
+    ready, done = torch.cuda.Event(), torch.cuda.Event()
+    for _ in range(3):
+        x.copy_(torch.randn_like(x))  # on the default stream, then
+        ready.record()
+        with torch.cuda.stream(side):
+            side.wait_event(ready)  # the side stream waits for it
+            out.zero_()
+            kernel(x, y, out)  # launched on the side stream, after the wait
+            done.record(side)
+        torch.cuda.current_stream().wait_event(done)
+        torch.testing.assert_close(out, x + y)

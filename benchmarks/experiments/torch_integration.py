@@ -25,15 +25,30 @@ from examples import add, mm, softmax
 
 
 def launch_costs():
+    import os
+
     kernel = ntsym.make(*add_parts())
-    op = ntsym.library.op("bench::add", kernel)
+    op = ntsym.library.op("bench::add", kernel)  # torch.library.triton_op on a GPU
+    os.environ["NTSYM_TRITON_OP"] = "0"
+    try:
+        opaque = ntsym.library.op("bench::add_opaque", kernel)  # torch.library.custom_op
+    finally:
+        del os.environ["NTSYM_TRITON_OP"]
+
+    @torch.library.custom_op("bench::nothing", mutates_args=())
+    def nothing(x: torch.Tensor) -> torch.Tensor:
+        return x  # PyTorch's dispatch of a Python-defined operator, and nothing else
+
+    nothing.register_fake(lambda x: x)
     x, y = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
     z = torch.empty_like(x)
     kernel(x, y, z)  # tunes
     fns = {
         "plain @triton.jit": lambda: plain_add_kernel[(1,)](x, y, z, 1024, BLOCK=1024),
         "ntsym kernel (tuned)": lambda: kernel(x, y, z),
-        "ntsym op (allocates)": lambda: op(x, y),
+        "ntsym op (allocates), triton_op": lambda: op(x, y),
+        "ntsym op (allocates), custom_op": lambda: opaque(x, y),
+        "a custom_op that returns its input": lambda: nothing(x),
         "torch.add(out=)": lambda: torch.add(x, y, out=z),
     }
     samples = host_us_per_call(fns, calls=500, rounds=11)
