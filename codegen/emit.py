@@ -97,7 +97,7 @@ def emit(ir):
     generated.persistent = persistent is not None
     generated.persistent_name = persistent.name if persistent is not None else None
     generated.advance_flag = emitter.records.advance_flag if emitter.records.advances else None
-    # What an ahead-of-time launcher (codegen/aot.py) needs besides the IR:
+    # What an ahead-of-time launcher (codegen/aot/) needs besides the IR:
     # every kernel parameter in order, and the records that say how the
     # launcher computes the compile-time flags and padded blocks.
     generated.kernel_args = tuple(kernel_args(ir, emitter))

@@ -51,13 +51,13 @@ from ntsym.dtype import (
     uint64,
 )
 from ntsym.symbol import Symbol, block_size
-from ntsym.tensor import Tensor, eval_expr, index_table
+from ntsym.tensor import Tensor
 from ntsym.make import Kernel, jit, make
 from ntsym.aot import build
 from ntsym.explain import explain
 from ntsym.jagged_launch import Jagged, jagged
 from ntsym import debugging, language, library, visualization
-from ntsym.debugging import eval, subs  # noqa: A004 - NineToothed's names
+from ntsym.debugging import eval, eval_expr, index_table, subs  # noqa: A004 - NineToothed's names
 
 
 from codegen.cache import package_version as _package_version

@@ -1,8 +1,9 @@
 """Looking at arrangements with numbers: ``eval`` (where every element of
 every level comes from), ``subs`` (an arrangement with sizes filled in) and
 ``simulate_arrangement`` (the same for concrete torch tensors), as NineToothed
-offers them.  All three evaluate the SymPy index maps directly: no kernel is
-compiled, so they work without a GPU."""
+offers them, and what they stand on: ``index_table`` (the source index of every
+element, and whether it exists) and ``eval_expr``.  All of them evaluate the
+SymPy index maps directly: no kernel is compiled, so they work without a GPU."""
 
 import math
 
@@ -35,7 +36,8 @@ def eval(tensor, subs=None):  # noqa: A001 - NineToothed's name
 def subs(tensor, subs):
     """``tensor`` with the values ``subs`` gives (as for :func:`eval`)
     substituted in every level's shape and in its index map."""
-    from ntsym.tensor import Hierarchy, Level, Tensor
+    from ntsym.hierarchy import Hierarchy, Level
+    from ntsym.tensor import Tensor
 
     values = _values(subs, tensor)
     hier = tensor.hierarchy
@@ -164,8 +166,83 @@ def _strides(source, values):
 
 
 def _table(tensor, values):
-    from ntsym.tensor import index_table
-
     if tensor.level:
         raise MetaOperationError("eval: pass the outermost level of an arrangement")
     return index_table(tensor, {s.name: v for s, v in values.items()})
+
+
+def eval_expr(expr, subs=None):
+    """Substitute ``subs`` (keys: symbols or their names) into ``expr``; an
+    integer when nothing symbolic is left."""
+    expr = sympy.sympify(expr)
+    if subs:
+        by_name = {str(k) if not isinstance(k, str) else k: v for k, v in subs.items()}
+        expr = expr.xreplace(
+            {s: sympy.Integer(by_name[s.name]) for s in expr.free_symbols if s.name in by_name}
+        )
+    return int(expr) if expr.is_Integer else expr
+
+
+def index_table(tensor, subs=None):
+    """Evaluate an arranged tensor's index map for every element.
+
+    Returns an object with ``shapes`` (each level's shape), ``source`` (the
+    source index of every element: shape ``(*all level dims, source ndim)``) and
+    ``valid`` (whether the element is in bounds).  Sizes must be concrete, or
+    given in ``subs``.  Meant for tests and debugging of arrangements.
+    """
+    hier = tensor._hier
+    levels = hier.levels[tensor._level :]
+    if tensor._level:
+        raise MetaOperationError("index_table needs the outermost level of an arrangement")
+
+    def concrete(e):
+        v = eval_expr(e, subs)
+        if not isinstance(v, int):
+            raise MetaOperationError(f"index_table: {e} is not concrete; pass subs")
+        return v
+
+    shapes = [tuple(concrete(s) for s in level.shape) for level in levels]
+    vars = [v for level in levels for v in level.vars]
+    dims = [d for shape in shapes for d in shape]
+    grids = np.indices(dims, dtype=np.int64) if dims else np.zeros((0,), dtype=np.int64)
+    env = {v: grids[k] for k, v in enumerate(vars)}
+    size_subs = {}
+    if subs:
+        for s in set().union(*(e.free_symbols for e in hier.index + hier.conditions)):
+            if s.name in {str(k) for k in subs}:
+                size_subs[s] = next(v for k, v in subs.items() if str(k) == s.name)
+
+    def evaluate(e):
+        e = e.xreplace({k: sympy.Integer(v) for k, v in size_subs.items()})
+        free = sorted(e.free_symbols & set(vars), key=vars.index)
+        missing = e.free_symbols - set(vars)
+        if missing:
+            raise MetaOperationError(f"index_table: {e} depends on unknown {missing}; pass subs")
+        fn = sympy.lambdify(free, e, modules=[_NUMPY_INT_FUNCS, "numpy"])
+        value = fn(*(env[v] for v in free))
+        return np.broadcast_to(np.asarray(value), dims)
+
+    source = np.stack([evaluate(e).astype(np.int64) for e in hier.index], axis=-1) if hier.index else np.zeros(dims + [0], np.int64)
+    valid = np.ones(dims, dtype=bool)
+    for c in hier.conditions:
+        valid &= evaluate(c).astype(bool)
+    for d, n in enumerate(tensor.source.source_shape):
+        n = concrete(n)
+        valid &= (source[..., d] >= 0) & (source[..., d] < n)
+
+    class Table:
+        pass
+
+    table = Table()
+    table.shapes, table.source, table.valid = shapes, source, valid
+    return table
+
+
+_NUMPY_INT_FUNCS = {
+    "FloorDiv": lambda a, b: np.floor_divide(a, b),
+    "CeilDiv": lambda a, b: -np.floor_divide(-np.asarray(a), b),
+    "Mod": lambda a, b: np.mod(a, b),
+    "Max": lambda *a: np.maximum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else a[0],
+    "Min": lambda *a: np.minimum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else a[0],
+}

@@ -1,9 +1,10 @@
+# Over 600 lines: the Tensor API is its meta-operations, each a substitution on the hierarchy, sharing the view's helpers.
 """Symbolic tensors and meta-operations.
 
 A *source* tensor (``Tensor(2)``) stands for a kernel argument: its sizes and
 strides are symbols.  Meta-operations build *arranged* tensors: a stack of
 levels, outermost first.  Everything about an arrangement lives in one immutable
-:class:`Hierarchy`:
+:class:`Hierarchy` (``ntsym/hierarchy.py``):
 
 - ``levels``: each level's shape and one index variable per dimension;
 - ``index``: for every dimension of the source, a SymPy expression in the index
@@ -16,66 +17,18 @@ A :class:`Tensor` object is a *view* of one level of a hierarchy.  ``t.dtype`` i
 the view of the next level, and an operation on a view only rewrites the index
 variables of its own level (it substitutes them by expressions in new
 variables), so ``t.dtype = t.dtype.squeeze(0)`` simply adopts the new hierarchy.
+Evaluating an arrangement with numbers (``index_table``, ``eval_expr``) is in
+:mod:`ntsym.debugging`.
 """
 
 import itertools
 
-import numpy as np
 import sympy
 
 from codegen.intfuncs import CeilDiv, FloorDiv, Mod
 from ntsym.errors import MetaOperationError
+from ntsym.hierarchy import Hierarchy, Level, _new_var
 from ntsym.symbol import Symbol, as_expr
-
-
-class Level:
-    """One level of a hierarchy: a shape and one index variable per dimension."""
-
-    __slots__ = ("shape", "vars")
-
-    def __init__(self, shape, vars):
-        self.shape = tuple(shape)
-        self.vars = tuple(vars)
-
-    def __repr__(self):
-        return f"Level{self.shape}"
-
-
-class Hierarchy:
-    """The immutable description of an arranged tensor (see module docstring)."""
-
-    __slots__ = ("source", "levels", "index", "conditions", "requirements")
-
-    def __init__(self, source, levels, index, conditions, requirements=()):
-        self.source = source
-        self.levels = tuple(levels)
-        self.index = tuple(index)
-        self.conditions = tuple(dict.fromkeys(c for c in conditions if c is not sympy.true))
-        # Facts about sizes that the meta-operations assumed but SymPy could not
-        # decide (e.g. a squeezed symbolic size is 1); checked at launch.
-        self.requirements = tuple(dict.fromkeys(requirements))
-
-    def substitute(self, mapping, level_pos, new_levels, extra_conditions=(), requirements=()):
-        """Replace level ``level_pos`` by ``new_levels`` and its variables by
-        the expressions in ``mapping``."""
-        for cond in extra_conditions:
-            if cond is sympy.false:
-                raise MetaOperationError("an element would never be in bounds")
-        mapping = {k: v for k, v in mapping.items()}
-        return Hierarchy(
-            self.source,
-            self.levels[:level_pos] + tuple(new_levels) + self.levels[level_pos + 1 :],
-            [e.xreplace(mapping) for e in self.index],
-            [c.xreplace(mapping) for c in self.conditions] + list(extra_conditions),
-            self.requirements + tuple(requirements),
-        )
-
-
-_var_ids = itertools.count()
-
-
-def _new_var(hint="i"):
-    return sympy.Dummy(f"{hint}{next(_var_ids)}", integer=True, nonnegative=True)
 
 
 _instance_ids = itertools.count()
@@ -587,18 +540,6 @@ class Tensor:
         return {s for e in exprs for s in sympy.sympify(e).free_symbols if isinstance(s, Symbol)}
 
 
-def eval_expr(expr, subs=None):
-    """Substitute ``subs`` (keys: symbols or their names) into ``expr``; an
-    integer when nothing symbolic is left."""
-    expr = sympy.sympify(expr)
-    if subs:
-        by_name = {str(k) if not isinstance(k, str) else k: v for k, v in subs.items()}
-        expr = expr.xreplace(
-            {s: sympy.Integer(by_name[s.name]) for s in expr.free_symbols if s.name in by_name}
-        )
-    return int(expr) if expr.is_Integer else expr
-
-
 def _check_jagged(jagged_dim, ndim, shape, strides):
     """``Tensor(ndim, jagged_dim=d)``: a batch of sequences (dimension 0) whose
     dimension ``d`` has a length of its own per batch element, launched with
@@ -683,68 +624,3 @@ def _provably_below(expr, bound, ranges):
             return False
         high = high.subs(var, size - 1)
     return (bound - high).is_positive is True
-
-
-def index_table(tensor, subs=None):
-    """Evaluate an arranged tensor's index map for every element.
-
-    Returns an object with ``shapes`` (each level's shape), ``source`` (the
-    source index of every element: shape ``(*all level dims, source ndim)``) and
-    ``valid`` (whether the element is in bounds).  Sizes must be concrete, or
-    given in ``subs``.  Meant for tests and debugging of arrangements.
-    """
-    hier = tensor._hier
-    levels = hier.levels[tensor._level :]
-    if tensor._level:
-        raise MetaOperationError("index_table needs the outermost level of an arrangement")
-
-    def concrete(e):
-        v = eval_expr(e, subs)
-        if not isinstance(v, int):
-            raise MetaOperationError(f"index_table: {e} is not concrete; pass subs")
-        return v
-
-    shapes = [tuple(concrete(s) for s in level.shape) for level in levels]
-    vars = [v for level in levels for v in level.vars]
-    dims = [d for shape in shapes for d in shape]
-    grids = np.indices(dims, dtype=np.int64) if dims else np.zeros((0,), dtype=np.int64)
-    env = {v: grids[k] for k, v in enumerate(vars)}
-    size_subs = {}
-    if subs:
-        for s in set().union(*(e.free_symbols for e in hier.index + hier.conditions)):
-            if s.name in {str(k) for k in subs}:
-                size_subs[s] = next(v for k, v in subs.items() if str(k) == s.name)
-
-    def evaluate(e):
-        e = e.xreplace({k: sympy.Integer(v) for k, v in size_subs.items()})
-        free = sorted(e.free_symbols & set(vars), key=vars.index)
-        missing = e.free_symbols - set(vars)
-        if missing:
-            raise MetaOperationError(f"index_table: {e} depends on unknown {missing}; pass subs")
-        fn = sympy.lambdify(free, e, modules=[_NUMPY_INT_FUNCS, "numpy"])
-        value = fn(*(env[v] for v in free))
-        return np.broadcast_to(np.asarray(value), dims)
-
-    source = np.stack([evaluate(e).astype(np.int64) for e in hier.index], axis=-1) if hier.index else np.zeros(dims + [0], np.int64)
-    valid = np.ones(dims, dtype=bool)
-    for c in hier.conditions:
-        valid &= evaluate(c).astype(bool)
-    for d, n in enumerate(tensor.source.source_shape):
-        n = concrete(n)
-        valid &= (source[..., d] >= 0) & (source[..., d] < n)
-
-    class Table:
-        pass
-
-    table = Table()
-    table.shapes, table.source, table.valid = shapes, source, valid
-    return table
-
-
-_NUMPY_INT_FUNCS = {
-    "FloorDiv": lambda a, b: np.floor_divide(a, b),
-    "CeilDiv": lambda a, b: -np.floor_divide(-np.asarray(a), b),
-    "Mod": lambda a, b: np.mod(a, b),
-    "Max": lambda *a: np.maximum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else a[0],
-    "Min": lambda *a: np.minimum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else a[0],
-}

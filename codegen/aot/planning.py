@@ -1,0 +1,382 @@
+"""What to compile: the plan of one made kernel's C launcher (its parameters,
+the C statements that read sizes and run the checks, the facts that choose a
+variant) and every variant's Triton signature, constants and hints."""
+
+import itertools
+from dataclasses import dataclass, field
+
+import sympy
+
+from codegen.aot.common import DTYPES, TRITON_TYPES, AotError, c_expr, c_string, dtype_name
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of the C launcher: a tensor struct (``tensor``, or ``shape``
+    for a tensor whose sizes only are read), a number (``scalar``), or a
+    compile-time value chosen among compiled ones (``choice``)."""
+
+    name: str
+    kind: str
+    ndim: int = 0
+    dtype: str = None
+    written: bool = False
+    ctype: str = None  # scalars and choices: the C type the launcher takes
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A fact the launcher computes per call and the kernel takes as a
+    compile-time value: every value in ``values`` has its cubins."""
+
+    name: str  # the kernel parameter (or "aligned")
+    values: tuple
+    c: str  # C expression computing it from the call
+    kind: str = "flag"  # "flag", "int64", "aligned", "choice"
+
+
+@dataclass
+class Variant:
+    assignment: dict  # axis name -> value
+    signature: dict  # kernel parameter -> Triton type or "constexpr"
+    constexprs: dict
+    attrs: dict
+    launch_args: list  # (C local, C type) passed to cuLaunchKernel, in order
+    cubin: bytes = b""
+    function: str = ""
+    shared: int = 0
+    num_warps: int = 4
+    scratch_args: int = 2
+
+
+@dataclass
+class Plan:
+    """Everything the C launcher of one made kernel is generated from."""
+
+    name: str  # C identifier of this launcher
+    kernel_name: str  # the @triton.jit function
+    module: str  # the standalone module's source (the kernel)
+    params: list  # Param, in the call's order
+    prologue: list  # C statements reading sizes and running checks
+    axes: list  # Axis
+    variants: list  # Variant
+    grid: str  # C expression
+    meta: dict  # block sizes and other compile-time values fixed for this build
+    num_warps: int
+    num_stages: int
+    checks_text: list = field(default_factory=list)
+
+
+def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, num_stages=3, advance=False,
+         name=None, module_source=""):
+    """The variants of a made kernel and the launcher's C statements.
+
+    ``meta``: a value for every block size (tuned ahead of time or given);
+    ``specialize``: display name (``input.shape[1]``, ``is_causal``) -> the
+    values to compile for each compile-time size or value the call gives."""
+    specialize = dict(specialize or {})
+    records = generated.records
+    meta = {k: int(v) if not isinstance(v, bool) else v for k, v in meta.items()}
+    meta_subs = {ir.symbols[k] if k in ir.symbols else sympy.Symbol(k): v for k, v in meta.items()}
+    for m in ir.meta_params:
+        meta_subs.setdefault(m.symbol, meta.get(m.symbol.name))
+    missing = [m.symbol.name for m in ir.meta_params if meta.get(m.symbol.name) is None]
+    if missing:
+        raise AotError(f"kernel `{ir.name}`: the compile-time value(s) {', '.join(missing)} have no value; an "
+                       "ahead-of-time kernel fixes its block sizes (pass them to the arrangement)")
+    params, prologue, checks_text = [], [], []
+    shown = dict(display)
+
+    def fail(status, fmt, *args):
+        argtext = "".join(f", (long long)({a})" for a in args)
+        return f"return ntsym_fail({status}, {c_string(fmt)}{argtext});"
+
+    shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
+    # Compile-time values the call gives: sizes declared constexpr, and
+    # constexpr parameters without a value.
+    choices = {}  # symbol or parameter name -> display
+    for a in ir.size_args:
+        if a.constexpr:
+            choices[a.symbol.name] = display.get(a.symbol.name, a.symbol.name)
+    for p in ir.params:
+        if p.kind == "constexpr" and p.value is None and p.name not in meta:
+            choices[p.name] = p.name
+    for p in ir.params:
+        if p.kind == "constexpr" and p.value is not None:
+            continue
+        if p.kind in ("tensor", "shape"):
+            dtype = dtype_name(p.dtype) if p.dtype is not None else None
+            if p.kind == "tensor" and dtype not in DTYPES:
+                raise AotError(f"kernel `{ir.name}`: tensor `{p.name}` has no dtype; an ahead-of-time kernel is "
+                               f"compiled for its tensors' element types: declare it, Tensor({p.ndim}, dtype=...)")
+            params.append(Param(p.name, p.kind, p.ndim, dtype, p.name in spec.written))
+        elif p.kind == "scalar":
+            dtype = dtype_name(p.dtype) if p.dtype is not None else "float32"
+            ctype = "double" if dtype.startswith("float") else "int64_t"
+            params.append(Param(p.name, "scalar", 0, dtype, ctype=ctype))
+        else:  # a compile-time value the call gives
+            params.append(Param(p.name, "choice", 0, None, ctype="int64_t"))
+
+    # Argument checks: null pointers, ndim, dtype (nothing is read before them).
+    for p in params:
+        if p.kind not in ("tensor", "shape"):
+            continue
+        t = f"{p.name}"
+        prologue.append(f"if ({p.ndim} > 0 && ({t}.shape == NULL || {t}.strides == NULL)) "
+                        + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` has a null shape or strides pointer"))
+        prologue.append(f"if ({t}.ndim != {p.ndim}) "
+                        + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` must have {p.ndim} dimensions, got %lld",
+                               f"{t}.ndim"))
+        if p.kind == "tensor":
+            prologue.append(f"if ({t}.dtype < 0 || {t}.dtype >= {len(DTYPES)}) "
+                            + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` has an unknown dtype code %lld "
+                                   f"(ntsym_dtype: 0 to {len(DTYPES) - 1})", f"{t}.dtype"))
+            code = DTYPES.index(p.dtype)
+            message = c_string(f"`{p.name}` has dtype %s; this kernel was compiled for {p.dtype}")
+            prologue.append(f"if ({t}.dtype != {code}) return ntsym_fail_s(NTSYM_ERROR_ARGUMENT, {message}, "
+                            f"ntsym_dtype_name({t}.dtype));")
+    # Sizes and strides, as the Python launcher unpacks them.
+    sym_names = set()
+    for p in shaped:
+        for d, s in enumerate(p.source_sizes):
+            if isinstance(s, sympy.Symbol):
+                prologue.append(f"int64_t {s.name} = {p.name}.shape[{d}];")
+                sym_names.add(s.name)
+        if p.kind == "tensor":
+            for d, s in enumerate(p.strides):
+                if isinstance(s, sympy.Symbol) and s.name not in sym_names:
+                    prologue.append(f"int64_t {s.name} = {p.name}.strides[{d}];")
+                    sym_names.add(s.name)
+    for p in params:
+        if p.kind in ("tensor", "shape"):
+            prologue.append(f"for (int d = 0; d < {p.ndim}; ++d) if ({p.name}.shape[d] < 0) "
+                            + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}`.shape[%lld] is negative", "d"))
+        if p.kind == "tensor":
+            prologue.append(f"if ({p.name}.data == NULL && ntsym_numel(&{p.name}) > 0) "
+                            + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` is a null pointer"))
+    for p in shaped:  # sizes declared with bounds or as powers of two
+        for d, s in enumerate(p.source_sizes):
+            lo, hi = getattr(s, "lower_bound", None), getattr(s, "upper_bound", None)
+            where = f"{p.name}.shape[{d}] (=%lld)"
+            if not isinstance(s, sympy.Symbol):
+                continue
+            if lo is not None:
+                prologue.append(f"if ({s.name} < {int(lo)}) " + fail(
+                    "NTSYM_ERROR_SHAPE", f"{where} must be at least {lo}: its shape_options say so", s.name))
+            if hi is not None:
+                prologue.append(f"if ({s.name} > {int(hi)}) " + fail(
+                    "NTSYM_ERROR_SHAPE", f"{where} must be at most {hi}: its shape_options say so", s.name))
+            if getattr(s, "power_of_two", False):
+                prologue.append(f"if ({s.name} <= 0 || ({s.name} & ({s.name} - 1))) " + fail(
+                    "NTSYM_ERROR_SHAPE", f"{where} must be a power of two: its shape_options say so", s.name))
+    for p in shaped:
+        for d, s in enumerate(p.source_sizes):
+            if not isinstance(s, sympy.Symbol):
+                prologue.append(f"if ({p.name}.shape[{d}] != {c_expr(s)}) " + fail(
+                    "NTSYM_ERROR_SHAPE", f"{p.name}.shape[{d}] (=%lld) must equal %lld: the arrangement fixes it",
+                    f"{p.name}.shape[{d}]", c_expr(s)))
+    for p in params:  # outputs: no expanded (stride 0) dimension
+        if p.kind == "tensor" and p.written:
+            prologue.append(f"for (int d = 0; d < {p.ndim}; ++d) if ({p.name}.strides[d] == 0 && "
+                            f"{p.name}.shape[d] > 1) " + fail(
+                                "NTSYM_ERROR_ARGUMENT", f"`{p.name}` is written by the kernel but dimension %lld "
+                                "has stride 0 (an expanded view): several programs would write one element; "
+                                "pass a contiguous tensor", "d"))
+    # Call-time compile-time sizes given a value for this build: the call must have it.
+    for m in ir.meta_params:
+        if not m.meta and m.symbol.name in sym_names:
+            shown_as = display.get(m.symbol.name, m.symbol.name)
+            prologue.append(f"if ({m.symbol.name} != {meta[m.symbol.name]}) " + fail(
+                "NTSYM_ERROR_NO_VARIANT", f"{shown_as} (=%lld) has no compiled variant; the library was built for "
+                f"{meta[m.symbol.name]}", m.symbol.name))
+    # Launch checks, with the block sizes of this build.
+    checks = tuple(generated.checks)
+    for check in checks:
+        rel = check.relation.xreplace({k: v for k, v in meta_subs.items() if v is not None})
+        if rel is sympy.true:
+            continue
+        if rel is sympy.false:
+            raise AotError(f"kernel `{ir.name}`: the launch check {check.relation} fails for every call with "
+                           f"{', '.join(f'{k}={v}' for k, v in meta.items())}")
+        text, args = _check_message(rel, check, shown)
+        prologue.append(f"if (!{c_expr(rel)}) " + fail("NTSYM_ERROR_SHAPE", text, *args))
+        checks_text.append(text)
+    # Write aliasing: outputs that overlap another argument, unless the
+    # arrangement proved in-place use safe and the views are identical.
+    tensor_params = [p for p in params if p.kind == "tensor"]
+    for a, b in itertools.combinations(tensor_params, 2):
+        if not (a.written or b.written):
+            continue
+        safe = spec.aliasing.get((a.name, b.name), spec.aliasing.get((b.name, a.name), False)) is True
+        why = "the views are not identical" if safe else "in-place use is not proved safe"
+        w = a.name if a.written else b.name
+        prologue.append(f"if (ntsym_overlap(&{a.name}, &{b.name}) && !({'1' if safe else '0'} && "
+                        f"ntsym_identical(&{a.name}, &{b.name}))) " + fail(
+                            "NTSYM_ERROR_ARGUMENT", f"`{a.name}` and `{b.name}` share memory and the kernel "
+                            f"writes `{w}`: programs would read elements that other programs write ({why}); "
+                            "pass a separate output"))
+
+    # The facts that choose a variant.
+    int64_terms = " || ".join(f"ntsym_needs_int64(&{p.name})" for p in tensor_params) or "0"
+    axes = [Axis("NTSYM_INT64", (0, 1), f"({int64_terms})", "int64")]
+    size_args = [a for a in ir.size_args if not a.constexpr]
+    aligned = [f"((uintptr_t){p.name}.data % 16 == 0)" for p in tensor_params]
+    for a in size_args:
+        ndim = next(p.ndim for p in ir.params if p.name == a.param)
+        if a.kind == "stride" and a.dim == ndim - 1:
+            aligned.append(f"({a.symbol.name} == 1)")
+        else:
+            aligned.append(f"({a.symbol.name} % 16 == 0)")
+    axes.append(Axis("aligned", (0, 1), "(" + " && ".join(aligned or ["1"]) + ")", "aligned"))
+    whole = dict(records.whole)
+    for flag, (size, block) in whole.items():
+        size, block = (sympy.sympify(x).xreplace(meta_subs) for x in (size, block))
+        axes.append(Axis(flag, (0, 1), f"({c_expr(size)} % {c_expr(block)} == 0)"))
+    contig = {flag: tensor for tensor, flag in records.contiguity_flags.items()}
+    for flag, tensor in sorted(contig.items()):
+        axes.append(Axis(flag, (0, 1), f"(ntsym_contiguous(&{tensor}) && !NTSYM_INT64_value)"))
+    by_display = {v: k for k, v in choices.items()}
+    dims = {f"{p.name}.shape[{d}]" for p in shaped for d in range(p.ndim)}
+    for key, values in specialize.items():
+        if key in dims and key not in by_display:
+            continue  # a size the call gives at run time: nothing to specialize
+        if key not in by_display:
+            raise AotError(f"kernel `{ir.name}`: specialize names {key!r}, which is not a compile-time value the "
+                           f"call gives (those are: {', '.join(choices.values()) or 'none'})")
+    for sym, shown_as in choices.items():
+        if shown_as not in specialize:
+            raise AotError(f"kernel `{ir.name}`: {shown_as} is a compile-time value the call gives; an "
+                           f"ahead-of-time kernel needs the values to compile: specialize={{{shown_as!r}: (...)}}")
+        values = tuple(int(v) for v in specialize[shown_as])
+        axes.append(Axis(sym, values, f"(int64_t){sym}", "choice"))
+
+    variants = []
+    names = [ax.name for ax in axes]
+    for combo in itertools.product(*(ax.values for ax in axes)):
+        assignment = dict(zip(names, combo))
+        if assignment["aligned"] and assignment["NTSYM_INT64"]:
+            continue  # 64-bit offsets: the general variant only
+        if assignment["NTSYM_INT64"] and any(assignment[f] for f in contig):
+            continue  # contiguous addresses multiply sizes: 32-bit only
+        known = dict(meta_subs)
+        for sym in choices:
+            known[ir.symbols.get(sym, sympy.Symbol(sym))] = assignment[sym]
+        skip = False
+        for flag, (size, block) in whole.items():
+            value = _by_name(sympy.sympify(size) % sympy.sympify(block), known)
+            if value.is_number and bool(value == 0) != bool(assignment[flag]):
+                skip = True
+        if skip:
+            continue
+        variants.append(_variant(ir, generated, assignment, meta, known, choices, advance))
+    grid = " * ".join(c_expr(sympy.sympify(g).xreplace(meta_subs)) for g in ir.grid) or "1"
+    return Plan(name or ir.name, generated.kernel_name, module_source, params, prologue, axes, variants, grid,
+                meta, num_warps, num_stages, checks_text)
+
+
+def _by_name(expr, known):
+    """``expr`` with the symbols of ``known`` (matched by name) replaced."""
+    names = {getattr(k, "name", str(k)): v for k, v in known.items() if v is not None}
+    expr = sympy.sympify(expr)
+    return sympy.sympify(expr.xreplace({s: sympy.sympify(names[s.name]) for s in expr.free_symbols
+                                        if s.name in names}))
+
+
+def _check_message(rel, check, display):
+    """The format and values of a failed launch check, as ``runtime.fail_check``
+    words it: ``other.shape[0] (=41) must equal input.shape[1] (=40): why``."""
+    values = []
+
+    def side(expr):
+        text = str(expr)
+        for s in sorted(expr.free_symbols, key=lambda s: -len(s.name)):
+            text = text.replace(s.name, display.get(s.name, s.name))
+        text = text.replace("%", "%%")
+        if not expr.free_symbols:
+            return text
+        values.append(c_expr(expr))
+        if expr.is_Symbol:
+            return f"{text} (=%lld)"
+        given = []
+        for s in sorted(expr.free_symbols, key=lambda s: s.name):
+            given.append(f"{display.get(s.name, s.name)}=%lld")
+            values.append(s.name)
+        return f"{text} (=%lld, {', '.join(given)})"
+
+    words = {"Equality": "must equal", "GreaterThan": "must be >=", "StrictGreaterThan": "must be >",
+             "LessThan": "must be <=", "StrictLessThan": "must be <", "Unequality": "must differ from"}
+    kind = type(rel).__name__
+    if kind in words:
+        text = f"{side(rel.lhs)} {words[kind]} {side(rel.rhs)}"
+    else:
+        text = f"{str(rel).replace('%', '%%')} must hold"
+    reason = (check.reason or check.message).replace("%", "%%")
+    why = getattr(check, "why", "").replace("%", "%%")
+    return f"{text}: {reason}" + (f"; {why}" if why else ""), values
+
+
+def _variant(ir, generated, assignment, meta, known, choices, advance):
+    """The Triton signature, constants and hints of one variant, and the
+    arguments its launch passes."""
+    records = generated.records
+    int64 = bool(assignment["NTSYM_INT64"])
+    aligned = bool(assignment["aligned"])
+    int_type = "i64" if int64 else "i32"
+    by_name = {p.name: p for p in ir.params}
+    size_args = {a.symbol.name: a for a in ir.size_args}
+    pow2 = {s.name: n for n, s in records.pow2.items()}
+    signature, constexprs, attrs, launch = {}, {}, {}, []
+    for i, (arg, is_constexpr) in enumerate(generated.kernel_args):
+        if arg.endswith("_ptr") and arg[:-4] in by_name and by_name[arg[:-4]].kind == "tensor":
+            p = by_name[arg[:-4]]
+            signature[arg] = "*" + TRITON_TYPES[dtype_name(p.dtype)]
+            if aligned:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+            launch.append((f"{p.name}_data", "CUdeviceptr"))
+        elif arg in by_name and by_name[arg].kind == "scalar":
+            p = by_name[arg]
+            dtype = dtype_name(p.dtype) if p.dtype is not None else "float32"
+            if dtype not in ("float32", "float64", "int32", "int64"):
+                raise AotError(f"kernel `{ir.name}`: scalar `{arg}` of dtype {dtype}: an ahead-of-time kernel takes "
+                               "float32, float64, int32 or int64 scalars")
+            signature[arg] = TRITON_TYPES[dtype]
+            launch.append((f"{arg}_{TRITON_TYPES[dtype]}", {"fp32": "float", "fp64": "double", "i32": "int32_t",
+                                                             "i64": "int64_t"}[TRITON_TYPES[dtype]]))
+        elif arg in by_name and by_name[arg].kind == "constexpr":
+            p = by_name[arg]
+            value = p.value if p.value is not None else assignment.get(arg, meta.get(arg))
+            if p.value is None and arg in assignment and isinstance(value, int):
+                value = bool(value) if (p.dtype is None or "bool" in str(p.dtype)) and value in (0, 1) else value
+            signature[arg], constexprs[arg] = "constexpr", value
+        elif arg in size_args:
+            a = size_args[arg]
+            if a.constexpr:
+                signature[arg], constexprs[arg] = "constexpr", int(assignment[arg])
+                continue
+            ndim = by_name[a.param].ndim
+            if aligned and a.kind == "stride" and a.dim == ndim - 1:
+                signature[arg], constexprs[arg] = "constexpr", 1
+                continue
+            signature[arg] = int_type
+            if aligned:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+            launch.append((f"{arg}_{int_type}", "int32_t" if int_type == "i32" else "int64_t"))
+        elif arg in pow2:
+            value = _by_name(pow2[arg], known)
+            if not value.is_number:
+                raise AotError(f"kernel `{ir.name}`: the padded block {arg} = next_power_of_2({pow2[arg]}) depends "
+                               "on sizes the call gives; declare them compile-time (shape_options={'constexpr': "
+                               "True}) and specialize their values")
+            n = int(value)
+            signature[arg], constexprs[arg] = "constexpr", 1 if n <= 1 else 1 << (n - 1).bit_length()
+        elif arg == records.int64_flag:
+            signature[arg], constexprs[arg] = "constexpr", int64
+        elif arg == records.advance_flag:
+            signature[arg], constexprs[arg] = "constexpr", bool(advance)
+        elif arg in assignment:  # peeled loops' and contiguity flags
+            signature[arg], constexprs[arg] = "constexpr", bool(assignment[arg])
+        elif arg in meta:
+            signature[arg], constexprs[arg] = "constexpr", meta[arg]
+        else:
+            raise AotError(f"kernel `{ir.name}`: no value for the kernel parameter {arg}")
+    return Variant(dict(assignment), signature, constexprs, attrs, launch)

@@ -1,0 +1,61 @@
+"""The immutable description of an arranged tensor: its levels (each a shape
+and one index variable per dimension), the index map into the source, the
+conditions for an element to exist, and the requirements checked at launch
+(see :mod:`ntsym.tensor`).  A meta-operation substitutes the index variables
+of one level (``Hierarchy.substitute``) and makes a new hierarchy."""
+
+import itertools
+
+import sympy
+
+from ntsym.errors import MetaOperationError
+
+
+class Level:
+    """One level of a hierarchy: a shape and one index variable per dimension."""
+
+    __slots__ = ("shape", "vars")
+
+    def __init__(self, shape, vars):
+        self.shape = tuple(shape)
+        self.vars = tuple(vars)
+
+    def __repr__(self):
+        return f"Level{self.shape}"
+
+
+class Hierarchy:
+    """The immutable description of an arranged tensor (see the module docstring)."""
+
+    __slots__ = ("source", "levels", "index", "conditions", "requirements")
+
+    def __init__(self, source, levels, index, conditions, requirements=()):
+        self.source = source
+        self.levels = tuple(levels)
+        self.index = tuple(index)
+        self.conditions = tuple(dict.fromkeys(c for c in conditions if c is not sympy.true))
+        # Facts about sizes that the meta-operations assumed but SymPy could not
+        # decide (e.g. a squeezed symbolic size is 1); checked at launch.
+        self.requirements = tuple(dict.fromkeys(requirements))
+
+    def substitute(self, mapping, level_pos, new_levels, extra_conditions=(), requirements=()):
+        """Replace level ``level_pos`` by ``new_levels`` and its variables by
+        the expressions in ``mapping``."""
+        for cond in extra_conditions:
+            if cond is sympy.false:
+                raise MetaOperationError("an element would never be in bounds")
+        mapping = {k: v for k, v in mapping.items()}
+        return Hierarchy(
+            self.source,
+            self.levels[:level_pos] + tuple(new_levels) + self.levels[level_pos + 1 :],
+            [e.xreplace(mapping) for e in self.index],
+            [c.xreplace(mapping) for c in self.conditions] + list(extra_conditions),
+            self.requirements + tuple(requirements),
+        )
+
+
+_var_ids = itertools.count()
+
+
+def _new_var(hint="i"):
+    return sympy.Dummy(f"{hint}{next(_var_ids)}", integer=True, nonnegative=True)
