@@ -1,3 +1,4 @@
+# Over 600 lines: one command that checks and times every implementation of every task, and reports them.
 """Benchmark ntsym against hand-written Triton, NineToothed and torch on ten tasks.
 
     python -m benchmarks.bench [--tasks add,mm,...] [--impls ntsym,triton,...] [--sweep]
