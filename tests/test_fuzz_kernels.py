@@ -1,4 +1,4 @@
-# Over 600 lines: the kernel fuzzer, its random arrangements and applications and the numpy model they are checked against, read together.
+# Over 600 lines: the kernel fuzzer (random arrangements and applications, each checked against tests/numpy_model.py), read together.
 """Generated kernels run and checked against the NumPy model, element by element.
 
 Random chains of meta-operations (the strategies of
