@@ -819,7 +819,7 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
     which the launch is remembered for ``fast_launch``; ``user_args``: the
     call's arguments; ``late_checks(meta)``: the launch checks that read the
     chosen block sizes."""
-    kernel, spec = facts.kernel, facts.spec
+    spec = facts.spec
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
     facts.cache.checked_launches += 1
