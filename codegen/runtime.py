@@ -2,6 +2,7 @@
 """What generated launchers call at run time: argument validation, constexpr
 values, index width, configuration choice and the launch itself."""
 
+import contextlib
 import functools
 import itertools
 import logging
@@ -717,13 +718,8 @@ def _run(kernel, grid, args, kwargs, spec, device):
     if spec.interpreting:
         _interpret(kernel, grid, args, kwargs, spec)
         return None
-    if device >= 0:
-        import torch
-
-        if device != torch.cuda.current_device():
-            with torch.cuda.device(device):
-                return kernel[grid](*args, **kwargs)
-    return kernel[grid](*args, **kwargs)
+    with on_device(device, spec):
+        return kernel[grid](*args, **kwargs)
 
 
 def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None):
@@ -823,14 +819,37 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
     which the launch is remembered for ``fast_launch``; ``user_args``: the
     call's arguments; ``late_checks(meta)``: the launch checks that read the
     chosen block sizes."""
-    kernel, spec = facts.kernel, facts.spec
+    spec = facts.spec
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
     facts.cache.checked_launches += 1
+    device = tensors[0].get_device() if tensors else -1
+    # Tuning times launches with events and synchronisation of the current
+    # device, and Triton launches on it: make it the tensors' one meanwhile.
+    with on_device(device, spec):
+        return _first_launch(facts, args, metas, tensors, grid, derived, options, key, user_args or args,
+                             late_checks, persistent, device)
+
+
+def on_device(device, spec):
+    """A context in which CUDA device ``device`` is the current one: nothing
+    to do where it already is, for CPU tensors (-1), or in the interpreter."""
+    if spec.interpreting or device < 0:
+        return contextlib.nullcontext()
+    import torch
+
+    if device == torch.cuda.current_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(device)
+
+
+def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user_args, late_checks, persistent,
+                  device):
+    """``launch`` of a call shape not validated before, on the tensors' device."""
+    kernel, spec = facts.kernel, facts.spec
     if capturing():
         refuse_capture(spec)
     int64 = needs_int64(tensors)
-    user_args = user_args or args
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
                            tuned=facts.cache.tuned)
     if config is None:  # an empty problem: no programs to run
@@ -838,7 +857,6 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
         return None
     if late_checks is not None:
         late_checks(dict(config.meta))
-    device = tensors[0].get_device() if tensors else -1
     if config.grid(grid)[0] == 0:
         _remember(facts, key, None, args, None, tensors, user_args)
         return None
