@@ -175,6 +175,8 @@ TOLERANCE = {torch.float16: 2e-2, torch.bfloat16: 8e-2, torch.float32: 1e-4}
 
 def within(result, expected, dtype):
     tol = TOLERANCE[dtype]
+    if dtype == torch.float32 and result.is_cuda:
+        tol = 2e-2  # float32 products on a GPU go through TF32 tensor cores (10-bit mantissa)
     return torch.allclose(result.float(), expected, atol=tol, rtol=tol)
 
 
