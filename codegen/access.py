@@ -21,6 +21,7 @@ from codegen import bounds, template
 from codegen.astutil import constant_node, generated_assign, masked_other, method_call
 from codegen.printer import Printer, PrintError
 from codegen.shapes import block_extent_expr, is_pow2
+from codegen.padding import DESCRIPTOR
 from codegen.template import expr, stmt
 
 
@@ -59,7 +60,10 @@ class AccessMixin:
         applies, else a masked pointer load (which always does)."""
         self.records.loaded.add(ref.param.name)
         value = self._descriptor_load(ref)
-        return value if value is not None else self._pointer_load(ref, node)
+        if value is not None:
+            self.note_tile(ref, DESCRIPTOR, node)  # out-of-bounds lanes read as zeros
+            return value
+        return self._pointer_load(ref, node)
 
     def store(self, ref, value, node):
         """Write ``value`` to a tile: through a tensor descriptor where that
@@ -72,7 +76,7 @@ class AccessMixin:
 
     def _pointer_load(self, ref, node):
         pointer, mask = self.address(ref, node)
-        self.note_tile(ref, mask)
+        self.note_tile(ref, mask, node)
         if mask is None:
             return expr("tl.load({pointer})", pointer=pointer)
         other = constant_node(masked_other(ref.param.other))

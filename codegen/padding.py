@@ -46,6 +46,7 @@ class LaneState:
     assignments (locals); read by ``PaddingMixin.reduction``."""
 
     tiles: dict = field(default_factory=dict)  # tensor -> (mask node, lane value) of its loaded whole tile
+    nodes: dict = field(default_factory=dict)  # id of the application's node -> (node, mask, lane value) of its load
     locals: dict = field(default_factory=dict)  # name -> (lane value or None, mask node or None)
 
 
@@ -57,16 +58,18 @@ def _same_everywhere():
 class PaddingMixin:
     """For ``KernelEmitter``; uses ``resolve`` and ``alias``."""
 
-    def note_tile(self, ref, mask):
-        """A whole tile of ``ref`` was loaded with ``mask`` (None: unmasked)."""
-        if ref.depth != 1 or ref.fixed:
-            return
+    def note_tile(self, ref, mask, node):
+        """The tile ``ref`` was loaded, for the application's ``node``, with
+        ``mask`` (None: unmasked; ``DESCRIPTOR``: through a tensor descriptor,
+        whose lanes past the tensor read as zeros)."""
         other = ref.param.other
         try:
-            value = sympy.Integer(0) if other is None else sympy.sympify(other)
+            value = sympy.Integer(0) if other is None or mask is DESCRIPTOR else sympy.sympify(other)
         except (sympy.SympifyError, TypeError):
             value = None
-        self.lanes.tiles[ref.param.name] = (mask, value)
+        self.lanes.nodes[id(node)] = (node, mask, value)  # the node kept: its id is not reused
+        if ref.depth == 1 and not ref.fixed:  # the whole tile, loaded once and named
+            self.lanes.tiles[ref.param.name] = (mask, value)
 
     def note_local(self, name, value_node):
         self.lanes.locals[name] = self.lanes_of(value_node)
@@ -75,6 +78,9 @@ class PaddingMixin:
         """(what masked-out lanes of ``node`` hold: SymPy, None where unknown;
         the mask of its valid lanes: a node, None where it has no masked lanes
         that are known)."""
+        entry = self.lanes.nodes.get(id(node))
+        if entry is not None and entry[0] is node:  # a tile this node loaded (``x``, ``x[k]``)
+            return entry[2], entry[1]
         if isinstance(node, ast.Name):
             if node.id in self.lanes.locals:
                 return self.lanes.locals[node.id]
@@ -130,6 +136,13 @@ class PaddingMixin:
         operand = self.expr(node.args[0])  # loads the tiles it reads, noting their masks
         value, mask = self.lanes_of(node.args[0])
         identity = IDENTITY[name]
+        if mask is DESCRIPTOR:
+            if value is not None and _equals(value, identity):
+                return ast.Call(func=self.expr(node.func), args=[operand] + [self.expr(a) for a in node.args[1:]],
+                                keywords=[self.keyword(k) for k in node.keywords])
+            # No mask to read through here: this emission (the persistent
+            # variant) is given up, and the plain kernel runs.
+            raise self.error(f"`{name}` would read the zeros a tensor descriptor loads past the tensor", node)
         if mask is not None and not (value is not None and _equals(value, identity)):
             fill = constant_node(float(identity)) if identity.is_infinite else ast.Constant(0)
             operand = expr("tl.where({mask}, {value}, {fill})", mask=copy.deepcopy(mask), value=operand, fill=fill)
@@ -154,6 +167,7 @@ def _equals(value, identity):
 
 
 _CONFLICT = object()  # two different masks: their shapes may differ, so neither is kept
+DESCRIPTOR = object()  # lanes loaded through a tensor descriptor: no mask to read them through
 
 
 def _both(a, b):
@@ -161,6 +175,10 @@ def _both(a, b):
         return _CONFLICT
     if a is None:
         return b
-    if b is None or ast.dump(a) == ast.dump(b):
+    if b is None or a is b:
+        return a
+    if a is DESCRIPTOR or b is DESCRIPTOR:
+        return DESCRIPTOR
+    if ast.dump(a) == ast.dump(b):
         return a
     return _CONFLICT

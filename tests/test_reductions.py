@@ -121,3 +121,50 @@ def test_a_value_assigned_in_a_branch_is_not_followed():
     out = torch.empty(3)
     kernel(x, out)
     torch.testing.assert_close(out, (2 * x).sum(1))
+
+
+def _streaming(application):
+    from examples import mm
+
+    BM, BN, BK = (ntsym.block_size(lower_bound=16) for _ in range(3))
+
+    def arrangement(input, other, output, BM=BM, BN=BN, BK=BK):
+        return mm.arrangement(input, other, output, BM, BN, BK)
+
+    return ntsym.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2)))
+
+
+def test_reductions_of_subscripted_tiles_in_a_loop():
+    def application(input, other, output):
+        best = ntl.full((1,), float("-inf"), dtype=ntl.float32)
+        for k in range(input.shape[0]):
+            best = ntl.maximum(best, ntl.max(input[k]))
+        output = ntl.zeros(output.shape, dtype=ntl.float32) + best  # noqa: F841
+
+    kernel = _streaming(application)
+    # Nothing reads the zeros a descriptor loads past the tensor: no persistent variant.
+    assert "_persistent(" not in kernel.source
+    a, b = -(torch.rand(20, 40) + 1.0), torch.randn(40, 24)  # 40 columns in blocks of 16: padded
+    out = torch.empty(20, 24)
+    kernel(a, b, out, BM=16, BN=16, BK=16)
+    rows = torch.stack([a[0:16].max(), a[16:20].max()])
+    torch.testing.assert_close(out, rows.repeat_interleave(torch.tensor([16, 4]))[:, None].expand(20, 24))
+
+
+def test_a_sum_over_descriptor_zeros_keeps_the_persistent_variant():
+    def application(input, other, output):
+        total = ntl.zeros((1,), dtype=ntl.float32)
+        accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+        for k in range(input.shape[0]):
+            accumulator += ntl.dot(input[k], other[k])
+            total += ntl.sum(input[k])
+        output = accumulator + total  # noqa: F841
+
+    kernel = _streaming(application)
+    if "make_tensor_descriptor" in kernel.source:  # this Triton has tensor descriptors
+        assert "_persistent(" in kernel.source
+    a, b = torch.randn(20, 40), torch.randn(40, 24)
+    out = torch.empty(20, 24)
+    kernel(a, b, out, BM=16, BN=16, BK=16)
+    sums = torch.stack([a[0:16].sum(), a[16:20].sum()]).repeat_interleave(torch.tensor([16, 4]))
+    torch.testing.assert_close(out, a @ b + sums[:, None], atol=1e-3, rtol=1e-3)
