@@ -12,6 +12,7 @@ from typing import Any
 
 from codegen import tuning
 from codegen.errors import ApplicationError, LaunchError, fail
+from codegen.tracing import is_fake, traced
 
 logger = logging.getLogger("ntsym")
 
@@ -559,6 +560,7 @@ def call_key(args, metas, options):
     pointers: shapes, strides, dtypes, devices, scalar types, given constexprs.
     None for a call traced with fake tensors (it is not remembered)."""
     key = []
+    tensor_type = _call_types()[2]
     for a in args:
         try:
             shape = getattr(a, "shape", None)
@@ -566,7 +568,7 @@ def call_key(args, metas, options):
             key.append(type(a))
             continue
         if shape is not None and hasattr(a, "stride"):
-            if type(a) is not _tensor_type() and _is_fake(a):
+            if type(a) is not tensor_type and is_fake(a):
                 return None
             key.append((shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
         else:
@@ -735,26 +737,6 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
     params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
     facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
-
-
-@functools.lru_cache(maxsize=None)
-def _tensor_type():
-    import torch
-
-    return torch.Tensor
-
-
-def _is_fake(tensor):
-    from torch._subclasses.fake_tensor import is_fake
-
-    return is_fake(tensor)
-
-
-def traced(tensors):
-    """Whether the call is being traced with fake tensors (torch.compile,
-    torch.export, FakeTensor propagation): shapes and strides without data."""
-    plain = _tensor_type()
-    return any(type(t) is not plain and _is_fake(t) for t in tensors)
 
 
 def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from codegen.errors import fail
+from codegen.tracing import traced
 
 logger = logging.getLogger("ntsym")
 
@@ -362,8 +363,6 @@ def _ints(sizes):
 def _misalignment(t):
     """The data pointer modulo 16; 0 for a fake tensor (traced by
     torch.compile: no data), as PyTorch's allocations are aligned."""
-    from codegen.runtime import traced
-
     return 0 if traced((t,)) else t.data_ptr() % 16
 
 
