@@ -136,16 +136,15 @@ class PaddingMixin:
         operand = self.expr(node.args[0])  # loads the tiles it reads, noting their masks
         value, mask = self.lanes_of(node.args[0])
         identity = IDENTITY[name]
-        if mask is DESCRIPTOR:
-            if value is not None and _equals(value, identity):
-                return ast.Call(func=self.expr(node.func), args=[operand] + [self.expr(a) for a in node.args[1:]],
-                                keywords=[self.keyword(k) for k in node.keywords])
-            # No mask to read through here: this emission (the persistent
-            # variant) is given up, and the plain kernel runs.
-            raise self.error(f"`{name}` would read the zeros a tensor descriptor loads past the tensor", node)
-        if mask is not None and not (value is not None and _equals(value, identity)):
-            fill = constant_node(float(identity)) if identity.is_infinite else ast.Constant(0)
-            operand = expr("tl.where({mask}, {value}, {fill})", mask=copy.deepcopy(mask), value=operand, fill=fill)
+        if not (value is not None and _equals(value, identity)):
+            if mask is DESCRIPTOR:
+                # No mask to read through here: this emission (the persistent
+                # variant) is given up, and the plain kernel runs.
+                raise self.error(f"`{name}` would read the zeros a tensor descriptor loads past the tensor", node)
+            if mask is not None:
+                fill = constant_node(float(identity)) if identity.is_infinite else ast.Constant(0)
+                operand = expr("tl.where({mask}, {value}, {fill})", mask=copy.deepcopy(mask), value=operand,
+                               fill=fill)
         return ast.Call(func=self.expr(node.func), args=[operand] + [self.expr(a) for a in node.args[1:]],
                         keywords=[self.keyword(k) for k in node.keywords])
 

@@ -83,7 +83,7 @@ def _hole_name(identifier):
 
 
 def _to_node(value, fresh=True):
-    if isinstance(value, ast.AST):
+    if isinstance(value, (ast.AST, list)):  # a tree, or statements to splice
         return value if fresh else copy.deepcopy(value)
     if isinstance(value, str):
         return ast.parse(value, mode="eval").body
@@ -121,19 +121,17 @@ class _Fill(ast.NodeTransformer):
         name = _hole_name(node.id)
         if name is None:
             return node
+        if isinstance(self.values[name], list):
+            raise TypeError(f"template hole {{{name}}} holds statements: it must stand alone on a line")
         filled = self._fill(name)
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             filled = _with_context(filled, type(node.ctx))
         return filled
 
     def visit_Expr(self, node):
-        if isinstance(node.value, ast.Name) and _hole_name(node.value.id) is not None:
-            value = self.values[_hole_name(node.value.id)]
-            if isinstance(value, list):
-                name = _hole_name(node.value.id)
-                fresh = name not in self.used
-                self.used.add(name)
-                return value if fresh else [copy.deepcopy(s) for s in value]
+        name = _hole_name(node.value.id) if isinstance(node.value, ast.Name) else None
+        if name is not None and isinstance(self.values[name], list):
+            return self._fill(name)  # statements, spliced in place
         return self.generic_visit(node)
 
     def visit_FunctionDef(self, node):

@@ -68,3 +68,5 @@ def test_mistakes_are_named():
         stmt("a = 1\nb = 2")
     with pytest.raises(TypeError, match="cannot fill"):
         expr("f({x})", x=object())
+    with pytest.raises(TypeError, match="alone on a line"):
+        expr("f({body})", body=[stmt("pass")])
