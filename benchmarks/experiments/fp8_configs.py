@@ -1,0 +1,132 @@
+"""Where does fp8 GEMM time go? ntsym's fp8_mm at fixed configurations (plain and persistent
+tensor-descriptor variants) and a hand-written descriptor kernel with and without
+``warp_specialize``, against ``torch._scaled_mm``, interleaved rounds.
+
+    python -m benchmarks.experiments.fp8_configs [--sizes 4096 8192] [--cpu]
+
+``--cpu`` runs the hand-written kernel through the interpreter (float32 stand-ins)."""
+
+import argparse
+import os
+import statistics
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+from benchmarks.experiments._rounds import interleaved
+
+sys.path.insert(0, os.getcwd())
+
+
+@triton.jit
+def _fp8_desc(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm,
+              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, WS: tl.constexpr):
+    pid = tl.program_id(0)
+    grid_m = tl.cdiv(M, BM)
+    grid_n = tl.cdiv(N, BN)
+    in_group = GROUP * grid_n
+    group = pid // in_group
+    first_m = group * GROUP
+    size_m = min(grid_m - first_m, GROUP)
+    pid_m = first_m + (pid % in_group) % size_m
+    pid_n = (pid % in_group) // size_m
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, warp_specialize=WS):
+        a = a_desc.load([pid_m * BM, k])
+        b = b_desc.load([pid_n * BN, k])  # b is given as (N, K), K contiguous
+        acc = tl.dot(a, b.T, acc)
+    acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
+    rows = pid_m * BM + tl.arange(0, BM)
+    cols = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc.to(c_ptr.dtype.element_ty),
+             mask=(rows < M)[:, None] & (cols < N)[None, :])
+
+
+def fp8_desc(a, b_nk, sa, sb, c, bm, bn, bk, warps, stages, ws):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    M, K = a.shape
+    N = b_nk.shape[0]
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+    _fp8_desc[grid](TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b_nk, [bn, bk]),
+                    c, sa, sb, M, N, K, c.stride(0), bm, bn, bk, 8, ws, num_warps=warps, num_stages=stages)
+
+
+NTSYM_CONFIGS = ((128, 256, 128, 8, 3), (128, 256, 128, 8, 4), (256, 128, 128, 8, 3), (128, 128, 128, 8, 4),
+                 (128, 128, 128, 4, 4), (128, 256, 64, 8, 4))
+DESC_CONFIGS = ((128, 256, 128, 8, 3), (128, 128, 128, 8, 4), (128, 256, 128, 4, 3))
+
+
+def run(n):
+    from examples import fp8_mm
+
+    a = (torch.randn(n, n, device="cuda") / 2).to(torch.float8_e4m3fn)
+    b_nk = (torch.randn(n, n, device="cuda") / 2).to(torch.float8_e4m3fn)
+    b = b_nk.t()
+    sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+    ref = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.float16)
+    c = torch.empty(n, n, device="cuda", dtype=torch.float16)
+    fns = {"torch._scaled_mm": lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.float16)}
+    os.environ["NTSYM_PRINT_TUNING"] = "1"
+    fns["ntsym tuned"] = lambda: fp8_mm.fp8_mm(a, b, sa, sb)
+    fns["ntsym tuned"]()
+    os.environ.pop("NTSYM_PRINT_TUNING")
+    s1, s2 = sa.reshape(1, 1), sb.reshape(1, 1)
+    candidates = []
+    for bm, bn, bk, w, st in NTSYM_CONFIGS:
+        for persistent in (False, True):
+            name = f"ntsym {bm}x{bn}x{bk} w{w} s{st}{' persistent' if persistent else ''}"
+            candidates.append((name, lambda bm=bm, bn=bn, bk=bk, w=w, st=st, p=persistent: fp8_mm.kernel(
+                a, b, s1, s2, c, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+                ntsym_options={"num_warps": w, "num_stages": st, "persistent": p})))
+    for bm, bn, bk, w, st in DESC_CONFIGS:
+        for ws in (False, True):
+            name = f"descriptors {bm}x{bn}x{bk} w{w} s{st}{' ws' if ws else ''}"
+            candidates.append((name, lambda bm=bm, bn=bn, bk=bk, w=w, st=st, ws=ws: fp8_desc(a, b_nk, sa, sb, c, bm, bn, bk, w, st, ws)))
+    for name, f in candidates:
+        try:
+            c.fill_(float("nan"))
+            f()
+            torch.cuda.synchronize()
+            err = (c.float() - ref.float()).abs().max().item()
+            if not err < 0.5:
+                print(f"  {name}: WRONG (max error {err})")
+                continue
+            fns[name] = f
+        except Exception as exc:
+            print(f"  {name}: failed ({str(exc).splitlines()[0][:160]})")
+    times = interleaved(fns, rounds=3)
+    base = statistics.median(times["torch._scaled_mm"])
+    print(f"\n### {n}^3, e4m3 inputs, fp16 output\n\n| impl | ms | TFLOP/s | / torch |\n|---|---:|---:|---:|")
+    for name, ts in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
+        ms = statistics.median(ts)
+        print(f"| {name} | {ms:.4f} | {2 * n**3 / ms / 1e9:.0f} | {ms / base:.3f} |")
+    print(flush=True)
+
+
+def cpu_check():
+    a = torch.randn(64, 96)
+    b_nk = torch.randn(48, 96)
+    c = torch.empty(64, 48)
+    sa, sb = torch.tensor([0.5]), torch.tensor([2.0])
+    fp8_desc(a, b_nk, sa, sb, c, 32, 16, 32, 4, 2, False)
+    torch.testing.assert_close(c, a @ b_nk.t(), atol=1e-3, rtol=1e-3)
+    print("descriptor kernel agrees with torch on the interpreter")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", nargs="*", type=int, default=(4096, 8192))
+    parser.add_argument("--cpu", action="store_true")
+    args = parser.parse_args()
+    if args.cpu:
+        return cpu_check()
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
+    for n in args.sizes:
+        run(n)
+
+
+if __name__ == "__main__":
+    main()
