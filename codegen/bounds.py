@@ -80,11 +80,52 @@ def lower(expr, ranges):
         return None
 
 
-def _positive(expr):
+def _positive(expr, depth=0):
     """Whether ``expr > 0`` is proved, by SymPy or after replacing each
     ``c * b * (a // b)`` or ``c * b * cdiv(a, b)`` by a lower bound of it
     without the division (``a - b + 1 <= b * (a // b) <= a`` and
-    ``a <= b * cdiv(a, b) <= a + b - 1``, taking the end the sign of ``c`` needs)."""
+    ``a <= b * cdiv(a, b) <= a + b - 1``, taking the end the sign of ``c`` needs),
+    or after replacing a ``Min`` that ``expr`` falls with (a ``Max`` it rises
+    with) by one of its arguments: a lower bound of ``expr`` too."""
+    if _positive_as_is(expr):
+        return True
+    if depth >= 3:
+        return False
+    for atom in sorted(expr.atoms(sympy.Min, sympy.Max), key=sympy.default_sort_key):
+        if _polarity(expr, atom) == (-1 if isinstance(atom, sympy.Min) else 1):
+            if any(_positive(expr.xreplace({atom: arg}), depth + 1) for arg in atom.args):
+                return True
+    return False
+
+
+def _polarity(expr, atom):
+    """1 where ``expr`` never falls as ``atom`` rises, -1 where it never rises,
+    0 where that is not known, None where ``expr`` does not contain ``atom``."""
+    if expr == atom:
+        return 1
+    if not expr.has(atom):
+        return None
+    if isinstance(expr, (sympy.Add, sympy.Min, sympy.Max)):
+        signs = {_polarity(a, atom) for a in expr.args} - {None}
+        return signs.pop() if len(signs) == 1 else 0
+    if isinstance(expr, sympy.Mul):
+        inner = [f for f in expr.args if f.has(atom)]
+        if len(inner) != 1:
+            return 0
+        rest = sympy.Mul(*[f for f in expr.args if f is not inner[0]])
+        sign = _polarity(inner[0], atom)
+        if rest.is_nonnegative:
+            return sign
+        if rest.is_nonpositive:
+            return -sign if sign else sign
+        return 0
+    if isinstance(expr, (FloorDiv, CeilDiv)):
+        a, b = expr.args
+        return _polarity(a, atom) if not b.has(atom) and b.is_positive else 0
+    return 0
+
+
+def _positive_as_is(expr):
     expr = sympy.expand(expr)
     if expr.is_positive:
         return True

@@ -22,7 +22,7 @@ import sympy
 
 from codegen.addressing import distributed_terms, names_key
 from codegen.analysis import assigned_names
-from codegen import template
+from codegen import bounds, template
 from codegen.astutil import broadcast, generated_assign
 from codegen.emit_error import EmitError
 from codegen.intfuncs import CeilDiv, FloorDiv
@@ -63,13 +63,17 @@ class LoopsMixin:
         args = it.args
         bound = None
         if len(args) == 1:
-            try:
-                bound = self.to_sympy(args[0])
-            except EmitError:
-                bound = None
+            bound = self._range_value(args[0])
             if bound is not None:
                 self.loops.ranges[var] = bound
                 self.loops.trips[var] = bound
+        elif len(args) == 2 and not it.keywords:
+            # range(a, b) with a >= 0: the variable lies in [0, b), which
+            # is all the proofs of masks use of a loop variable's range.
+            start_value, stop = self._range_value(args[0]), self._range_value(args[1])
+            if start_value is not None and stop is not None \
+                    and bounds.nonnegative(start_value, self.base_ranges()):
+                self.loops.ranges[var] = stop
         self.names.locals.add(stmt.target.id)
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
         assigned = assigned_names(stmt.body) | {stmt.target.id}
@@ -116,6 +120,18 @@ class LoopsMixin:
         flag = self._whole_flag(*bound.args)
         guarded = template.stmt("if not {flag}:\n    {body}", flag=flag, body=inits + [ast.copy_location(loop, stmt)])
         return main_inits + [ast.copy_location(first, stmt), ast.copy_location(guarded, stmt)]
+
+    def _range_value(self, node):
+        """A loop bound as index math: sizes and arithmetic on them, or a
+        local assigned index math (``first = ntl.min(x.offsets(2)) // b``);
+        None where it is not known."""
+        if isinstance(node, ast.Name) and node.id in self.values.index:
+            value = self.values.index[node.id]
+            return None if value.free_symbols & set(self.values.tile_vars) else value
+        try:
+            return self.to_sympy(node)
+        except EmitError:
+            return None
 
     def _range_start_step(self, it, assigned):
         """The first value and the step of ``range(...)`` as index math, or

@@ -233,6 +233,14 @@ class ShapesMixin:
                 return self._offsets_value(ref, node)
             if node.func.attr == "trans" and self.alias(node.func.value) == "tl":
                 return self._index_value(node.args[0])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and self.alias(node.func.value) == "tl":
+            if node.func.attr in ("minimum", "maximum") and len(node.args) == 2 and not node.keywords:
+                a, b = self._index_value(node.args[0]), self._index_value(node.args[1])
+                if a.free_symbols & b.free_symbols & set(self.values.tile_vars):
+                    raise _NotIndex
+                return (sympy.Min if node.func.attr == "minimum" else sympy.Max)(a, b)
+            if node.func.attr in ("min", "max"):
+                return self._extreme_offset(node, node.func.attr == "min")
         if isinstance(node, ast.Subscript):
             keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             if all(
@@ -251,6 +259,40 @@ class ShapesMixin:
             if value is not None:
                 return value
         raise _NotIndex
+
+    def _extreme_offset(self, node, smallest):
+        """``ntl.min(x.offsets(d))`` (or ``max``, over axis 0 or all): the
+        offsets' value at the end of the tile where it is smallest (largest).
+        Exact, not a bound: only an offset vector (one dimension, every lane
+        reduced) whose value is affine in its tile variable is followed."""
+        args = list(node.args)
+        axis = next((k.value for k in node.keywords if k.arg == "axis"), None)
+        if any(k.arg != "axis" for k in node.keywords) or not 1 <= len(args) <= 2:
+            raise _NotIndex
+        if len(args) == 2:
+            axis = args[1]
+        if axis is not None and literal_int(axis) != 0:
+            raise _NotIndex
+        inner = args[0]
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "offsets"
+                and isinstance(self.resolve(inner.func.value), TileRef)):
+            raise _NotIndex
+        value = self._index_value(inner)
+        tiles = [v for v in value.free_symbols if v in self.values.tile_vars]
+        if len(tiles) != 1:
+            raise _NotIndex
+        (t,) = tiles
+        slope = sympy.expand(sympy.diff(value, t))
+        if slope.has(t) or not sympy.expand(value - slope * t).free_symbols.isdisjoint({t}):
+            raise _NotIndex
+        if slope.is_nonnegative:
+            rising = True
+        elif slope.is_nonpositive:
+            rising = False
+        else:
+            raise _NotIndex
+        end = sympy.S.Zero if rising == smallest else self.values.tile_vars[t] - 1
+        return value.xreplace({t: end})
 
     def _offsets_value(self, ref, node):
         d = literal_int(node.args[0])

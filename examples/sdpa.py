@@ -61,10 +61,26 @@ def application(q, k, v, scale, is_causal, o):
 
     # The three loops repeat one body, each with the masks its blocks need:
     # written out, each keeps what ntsym proves of its own blocks.
-    if is_causal:
-        # Key blocks wholly before the block's first query need no causal
-        # mask; those past its last query are all masked: not visited.
-        first = ntl.min(q.offsets(2), 0) // k[0].shape[0]
+    # Non-causal first: its loop over every key block has ntsym check at
+    # launch that `v` has `k`'s length, which the causal loops then use.
+    if not is_causal:
+        for i in range(k.shape[0]):
+            key = k[i].offsets(2)[None, :]  # offsets(2): the block's key positions, a vector
+            s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
+            s = ntl.where(key < k.source.shape[2], s, float("-inf"))
+
+            m_new = ntl.maximum(m, ntl.max(s, 1))
+            p = ntl.exp2(s - m_new[:, None])
+            alpha = ntl.exp2(m - m_new)
+            acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
+            l = l * alpha + ntl.sum(p, 1)
+            m = m_new
+    else:
+        # Key blocks wholly before the block's first query (and wholly
+        # inside the keys) need no mask; those past its last query are all
+        # masked: not visited.  ntsym follows `first` and `last` as index
+        # math: the first loop's loads are proved whole and carry no mask.
+        first = ntl.minimum(ntl.min(q.offsets(2), 0), k.source.shape[2]) // k[0].shape[0]
         last = ntl.minimum(ntl.max(q.offsets(2), 0) // k[0].shape[0] + 1, k.shape[0])
         for i in range(first):
             s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
@@ -82,18 +98,6 @@ def application(q, k, v, scale, is_causal, o):
             p = ntl.exp2(s - m_new[:, None])
             alpha = ntl.exp2(m - m_new)
             acc = acc * alpha[:, None] + ntl.dot(p.to(v[j].dtype), v[j])
-            l = l * alpha + ntl.sum(p, 1)
-            m = m_new
-    else:
-        for i in range(k.shape[0]):
-            key = k[i].offsets(2)[None, :]  # offsets(2): the block's key positions, a vector
-            s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
-            s = ntl.where(key < k.source.shape[2], s, float("-inf"))
-
-            m_new = ntl.maximum(m, ntl.max(s, 1))
-            p = ntl.exp2(s - m_new[:, None])
-            alpha = ntl.exp2(m - m_new)
-            acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
             l = l * alpha + ntl.sum(p, 1)
             m = m_new
 

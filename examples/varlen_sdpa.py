@@ -64,7 +64,7 @@ def application(q, k, v, scale, is_causal, o):
     # As in examples/sdpa.py; positions (offsets(1)) count from the start of
     # each sequence, and k.source.shape[1] is this sequence's key count.
     if is_causal:
-        first = ntl.min(q.offsets(1), 0) // k[0].shape[0]
+        first = ntl.minimum(ntl.min(q.offsets(1), 0), k.source.shape[1]) // k[0].shape[0]
         last = ntl.minimum(ntl.max(q.offsets(1), 0) // k[0].shape[0] + 1, k.shape[0])
         for i in range(first):
             s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2

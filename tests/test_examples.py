@@ -274,6 +274,19 @@ def test_sdpa_several_key_blocks(is_causal, dtype):
     check(o, sdpa_reference(q, k, v, is_causal, scale=0.3), dtype, GEMM_TOL)
 
 
+@pytest.mark.parametrize("lengths", [(80, 40), (50, 37), (33, 16)])
+@pytest.mark.parametrize("blocks", [(16, 16), (32, 16), (16, 32)])
+def test_causal_sdpa_with_more_queries_than_keys(lengths, blocks):
+    """Queries past the last key see every key (top-left aligned): the key
+    blocks before a query block's diagonal stop at the keys' end; the block
+    the keys end in is masked, never read as zeros."""
+    sq, sk = lengths
+    q, k, v = randn(1, 2, sq, 16), randn(1, 2, sk, 16), randn(1, 2, sk, 16)
+    o = torch.empty_like(q)
+    sdpa.kernel_pow2_head(q, k, v, 0.25, True, o, BLOCK_SIZE_M=blocks[0], BLOCK_SIZE_N=blocks[1])
+    check(o, sdpa_reference(q, k, v, True, scale=0.25), torch.float32, GEMM_TOL)
+
+
 def test_sdpa_transposed_and_odd_head_dim():
     q, k, v = (randn(1, 33, 2, 12).transpose(1, 2) for _ in range(3))  # (B, H, S, D) views
     check(sdpa.sdpa(q, k, v, True), sdpa_reference(q, k, v, True), torch.float32, GEMM_TOL)

@@ -204,6 +204,17 @@ def test_example_varlen_sdpa(lengths, causal):
     torch.testing.assert_close(actual, ex.reference(q, k, v, offsets, is_causal=causal), atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
+@pytest.mark.parametrize("blocks", [(16, 16), (32, 16)])
+def test_causal_varlen_sdpa_with_fewer_keys_than_queries(blocks):
+    from examples import varlen_sdpa as ex
+
+    cq, ck = torch.tensor([0, 40, 70, 75]), torch.tensor([0, 17, 50, 55])
+    q, k, v = torch.randn(75, 2, 16), torch.randn(55, 2, 16), torch.randn(55, 2, 16)
+    actual = ex.varlen_sdpa(q, k, v, cq, ck, is_causal=True, BLOCK_SIZE_M=blocks[0], BLOCK_SIZE_N=blocks[1])
+    expected = ex.reference(q, k, v, cq, ck, is_causal=True)
+    torch.testing.assert_close(actual, expected, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
+
+
 def test_varlen_sdpa_with_nested_tensors():
     from examples import varlen_sdpa as ex
 

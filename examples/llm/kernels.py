@@ -163,9 +163,9 @@ def prefill_application(q, k, v, scale, o):
     acc = ntl.zeros(o.shape, dtype=ntl.float32)
     m = ntl.full((q.shape[0],), float("-inf"), dtype=ntl.float32)
     l = ntl.zeros((q.shape[0],), dtype=ntl.float32)
-    # Key blocks wholly before the block's first query need no causal mask;
-    # those after its last query are not visited.
-    first = ntl.min(q.offsets(3), 0) // k[0].shape[0]
+    # Key blocks wholly before the block's first query (and wholly inside
+    # the keys) need no mask; those after its last query are not visited.
+    first = ntl.minimum(ntl.min(q.offsets(3), 0), k.source.shape[3]) // k[0].shape[0]
     last = ntl.minimum(ntl.max(q.offsets(3), 0) // k[0].shape[0] + 1, k.shape[0])
     for i in range(first):
         s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
