@@ -144,7 +144,7 @@ def run_shape(text, dtype, rounds):
         fns["ntsym"]()
         os.environ.pop("NTSYM_PRINT_TUNING")
         for cfg in CONFIGS:
-            for tma, ws, rev in VARIANTS + (((False, False, True),) if causal else ()):
+            for tma, ws, rev in VARIANTS + (((False, False, True),) if causal and VARIANTS else ()):
                 name = f"probe {cfg[0]}x{cfg[1]} w{cfg[2]} s{cfg[3]}{' tma' if tma else ''}{' ws' if ws else ''}{' reverse' if rev else ''}"
                 f = lambda cfg=cfg, tma=tma, ws=ws, rev=rev, c=causal: probe(q, k, v, o, c, *cfg, tma, ws, rev)
                 try:
@@ -187,7 +187,13 @@ def main():
     parser.add_argument("--dtype", default="float16")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--probe", default="all", choices=("all", "plain", "none"),
+                        help="probe variants: all, plain (pointer loads, no warp specialization), none")
     args = parser.parse_args()
+    global CONFIGS, VARIANTS
+    if args.probe != "all":
+        VARIANTS = VARIANTS[:1] if args.probe == "plain" else ()
+        CONFIGS = CONFIGS[1:2] if args.probe == "plain" else ()
     if args.cpu:
         return cpu_check()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
