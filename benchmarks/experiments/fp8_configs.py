@@ -10,6 +10,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 
 if "--cpu" in sys.argv:  # the interpreter is chosen when the kernels below are decorated
     os.environ["TRITON_INTERPRET"] = "1"
@@ -59,6 +60,7 @@ def fp8_desc(a, b_nk, sa, sb, c, bm, bn, bk, warps, stages, ws):
 
 NTSYM_CONFIGS = ((128, 256, 128, 8, 3), (128, 256, 128, 8, 4), (256, 128, 128, 8, 3), (128, 128, 128, 8, 4))
 DESC_CONFIGS = ((128, 256, 128, 8, 3), (128, 128, 128, 8, 4), (128, 256, 128, 4, 3))
+WS = (False, True)
 
 
 def run(n):
@@ -85,10 +87,11 @@ def run(n):
             a, b, s1, s2, c, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
             ntsym_options={"num_warps": w, "num_stages": st})))
     for bm, bn, bk, w, st in DESC_CONFIGS:
-        for ws in (False, True):
+        for ws in WS:
             name = f"descriptors {bm}x{bn}x{bk} w{w} s{st}{' ws' if ws else ''}"
             candidates.append((name, lambda bm=bm, bn=bn, bk=bk, w=w, st=st, ws=ws: fp8_desc(a, b_nk, sa, sb, c, bm, bn, bk, w, st, ws)))
     for name, f in candidates:
+        start = time.perf_counter()
         try:
             c.fill_(float("nan"))
             f()
@@ -98,6 +101,7 @@ def run(n):
                 print(f"  {name}: WRONG (max error {err})")
                 continue
             fns[name] = f
+            print(f"  {name}: first call {time.perf_counter() - start:.1f} s", flush=True)
         except Exception as exc:
             print(f"  {name}: failed ({str(exc).splitlines()[0][:160]})")
     times = interleaved(fns, rounds=3)
@@ -123,7 +127,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", nargs="*", type=int, default=(4096, 8192))
     parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--no-ws", action="store_true", help="leave out the warp-specialized descriptor kernels")
     args = parser.parse_args()
+    if args.no_ws:
+        global WS
+        WS = (False,)
     if args.cpu:
         return cpu_check()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
