@@ -113,6 +113,18 @@ class AccessMixin:
             return None
         name, coords, tile_order, squeeze = access
         call = expr("{desc}.load({coords})", desc=name, coords=ast.List(elts=coords, ctx=ast.Load()))
+        if len(coords) >= 2:
+            # A tensor whose next-to-last dimension is the contiguous one
+            # (column-major B of a GEMM) is read through a descriptor of its
+            # last two dimensions swapped, and its blocks swapped back; the
+            # launcher sets the flag from the strides.
+            flag = self.records.transposed.setdefault(name, f"NTSYM_{name.upper()}_T")
+            order = tuple(range(len(coords) - 2)) + (len(coords) - 1, len(coords) - 2)
+            swapped = expr(
+                "tl.permute({desc}.load({coords}), {order})",
+                desc=name, coords=ast.List(elts=coords[:-2] + [coords[-1], coords[-2]], ctx=ast.Load()), order=order,
+            )
+            call = expr("{swapped} if {flag} else {plain}", swapped=swapped, flag=flag, plain=call)
         if squeeze:
             call = method_call(call, "reshape", squeeze)
         if tile_order is not None:

@@ -29,6 +29,9 @@ class ModuleRecords:
       prologue defines.  Written by ``addressing.arange_name``.
     - ``descriptors``: tensor descriptor name -> (tensor parameter, block
       shape per source dimension).  Written by ``access``.
+    - ``transposed``: descriptor name -> constexpr flag, set at launch when
+      the tensor's last two dimensions are read swapped (the next-to-last is
+      the contiguous one).  Written by ``access``, for loads only.
     - ``checks``: launch checks the emitter found (a loop's range against
       the tiles it indexes).  Written by ``addressing``.
     - ``size_subs``: size -> the size a launch check proves it equal to;
@@ -51,6 +54,7 @@ class ModuleRecords:
     contiguity_flags: dict = field(default_factory=dict)
     prologue_defs: dict = field(default_factory=dict)
     descriptors: dict = field(default_factory=dict)
+    transposed: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
     size_subs: dict = field(default_factory=dict)
     advances: bool = False

@@ -285,23 +285,22 @@ def _persistent_kernel(ir, plain, kernel_name):
     extra, creations = [], []
     for name, (p, block) in emitter.records.descriptors.items():
         sizes = [sympy.sympify(n).xreplace(emitter.records.size_subs) for n in p.sizes]
-        strides = list(p.strides[:-1])
+        flag = emitter.records.transposed.get(name)
+        strides = list(p.strides if flag else p.strides[:-1])
         for e in sizes + strides:
             for sym in sorted(sympy.sympify(e).free_symbols, key=lambda x: x.name):
                 if sym.name not in names and sym.name not in extra:
                     extra.append(sym.name)
-        call = ast.Call(
-            func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="make_tensor_descriptor", ctx=ast.Load()),
-            args=[ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())],
-            keywords=[
-                ast.keyword(arg="shape", value=ast.List(elts=[printer(n) for n in sizes], ctx=ast.Load())),
-                ast.keyword(arg="strides", value=ast.List(elts=[printer(st) for st in strides] + [ast.Constant(1)], ctx=ast.Load())),
-                ast.keyword(arg="block_shape", value=ast.List(elts=[printer(b) for b in block], ctx=ast.Load())),
-            ],
-        )
-        creations.append(generated_assign(name, call))
+        creation = generated_assign(name, _descriptor(p, sizes, p.strides[:-1], block, printer))
+        if flag:
+            # The last two dimensions swapped: the next-to-last has unit stride.
+            swap = lambda xs: list(xs[:-2]) + [xs[-1], xs[-2]]  # noqa: E731
+            swapped = generated_assign(name, _descriptor(p, swap(sizes), swap(p.strides)[:-1], swap(block), printer))
+            creation = ast.If(test=ast.Name(id=flag, ctx=ast.Load()), body=[swapped], orelse=[creation])
+        creations.append(creation)
     params = [param(n, c) for n, c in positional_args] + [param(n) for n in extra] + [param("NTSYM_TILES")]
     params += [param(n, c) for n, c in keywords] + [param(n, True) for n in new_keywords]
+    params += [param(flag, True) for flag in emitter.records.transposed.values()]
     aranges = [generated_assign(name, node)
                for name, node in emitter.records.prologue_defs.values()]
     loop = stmt(
@@ -316,6 +315,20 @@ def _persistent_kernel(ir, plain, kernel_name):
     name = f"{kernel_name}_persistent"
     source = to_source(ast.fix_missing_locations(jit_function(name, params, creations + aranges + [loop])))
     return Persistent(name, source, emitter, extra)
+
+
+def _descriptor(p, sizes, strides, block, printer):
+    """``tl.make_tensor_descriptor(p_ptr, ...)`` over ``sizes``, with ``strides``
+    for all but the last dimension (whose stride is 1)."""
+    return ast.Call(
+        func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="make_tensor_descriptor", ctx=ast.Load()),
+        args=[ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())],
+        keywords=[
+            ast.keyword(arg="shape", value=ast.List(elts=[printer(n) for n in sizes], ctx=ast.Load())),
+            ast.keyword(arg="strides", value=ast.List(elts=[printer(st) for st in strides] + [ast.Constant(1)], ctx=ast.Load())),
+            ast.keyword(arg="block_shape", value=ast.List(elts=[printer(b) for b in block], ctx=ast.Load())),
+        ],
+    )
 
 
 def _streams(body):

@@ -248,9 +248,12 @@ def _persistent(emitter, persistent, metas, derived):
     skip = {s.name for s in emitter.records.pow2.values()} | set(emitter.records.whole)
     more, defs = _derived(t, metas, skip)
     blocks = tuple(
-        (ast.Constant(p.name), p.name, tuple(host(b) for b in block))
+        (ast.Constant(p.name), p.name, tuple(host(b) for b in block), name in t.records.transposed)
         for name, (p, block) in t.records.descriptors.items()
     )
+    # Descriptors read with their last two dimensions swapped where the
+    # tensor's next-to-last dimension is the contiguous one.
+    flags = _dict([(flag, t.records.descriptors[name][0].name) for name, flag in t.records.transposed.items()])
     problem = stmts(
         "def persistent_problem(meta):\n    {metas}\n    {blocks}\n    return runtime.tma_problem({descriptors})",
         metas=_read_metas(metas),
@@ -261,7 +264,8 @@ def _persistent(emitter, persistent, metas, derived):
     table.keys.insert(0, None)  # {**derived, ...}
     table.values.insert(0, ast.Name(id="derived", ctx=ast.Load()))
     return defs + problem + stmts(
-        "persistent = runtime.Persistent(FACTS.persistent_kernel, persistent_problem, {extra}, {table})",
+        "persistent = runtime.Persistent(FACTS.persistent_kernel, persistent_problem, {extra}, {table}, {flags})",
         extra=tuple(persistent.extra),
         table=table,
+        flags=flags,
     )

@@ -424,8 +424,14 @@ def tma_problem(tiles):
     tensor descriptor, or None: the rules are a 16-byte aligned base, unit
     inner stride, the other strides positive multiples of 16 bytes, sizes
     below 2**31, power-of-two block dimensions of at most 256 with at least
-    16 bytes innermost."""
-    for name, tensor, block in tiles:
+    16 bytes innermost.  A tile may carry a fourth item, True where the
+    kernel can read it with the last two dimensions swapped: then a tensor
+    whose next-to-last dimension is the contiguous one is checked as that
+    transposed view (see ``transposed``)."""
+    for name, tensor, block, *swappable in tiles:
+        if swappable and swappable[0] and transposed(tensor):
+            tensor = tensor.transpose(-1, -2)
+            block = tuple(block[:-2]) + (block[-1], block[-2])
         size = tensor.element_size()
         where = f"`{name}` ({tuple(tensor.shape)}, strides {tuple(tensor.stride())}, {tensor.dtype})"
         if str(tensor.dtype).replace("torch.", "") not in TMA_DTYPES:
@@ -446,18 +452,26 @@ def tma_problem(tiles):
     return None
 
 
+def transposed(tensor):
+    """Whether a tensor descriptor reads ``tensor`` with its last two
+    dimensions swapped: the last is not the contiguous one."""
+    return tensor.dim() >= 2 and tensor.stride(-1) != 1
+
+
 class Persistent:
     """The persistent variant of a kernel, for one call: ``kernel`` takes the
     plain kernel's arguments, then ``extra``, then the tile count;
     ``problem(meta)`` says why the tensors do not allow it with those block
     sizes (None: they do); ``derived`` as the plain kernel's, for its own
-    compile-time parameters."""
+    compile-time parameters; ``flags``: compile-time flag -> the tensor whose
+    descriptor reads its last two dimensions swapped where it is set."""
 
-    def __init__(self, kernel, problem, extra, derived):
+    def __init__(self, kernel, problem, extra, derived, flags=None):
         self.kernel = kernel
         self.problem = problem  # meta -> None, or why the tensors do not allow it
         self.extra = tuple(extra)
         self.derived = derived
+        self.flags = {flag: transposed(t) for flag, t in (flags or {}).items()}
 
     def ready(self, meta):
         return self.problem(meta) is None
@@ -477,7 +491,10 @@ class Persistent:
         programs = min(tiles, persistent_programs(device, spec))
         if not spec.interpreting:
             ensure_allocator()
-        return self.kernel, (programs,), tuple(args) + self.extra + (tiles,), config.kwargs(self.derived, int64, spec)
+        kwargs = config.kwargs(self.derived, int64, spec)
+        if self.flags:
+            kwargs = {**kwargs, **self.flags}  # the config's own dict is cached
+        return self.kernel, (programs,), tuple(args) + self.extra + (tiles,), kwargs
 
 
 @functools.lru_cache(maxsize=None)

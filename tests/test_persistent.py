@@ -55,6 +55,27 @@ def test_mm_bmm_addmm_match_torch(dtype):
     assert ran_persistent(addmm.kernel)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_column_major_operands_read_through_swapped_descriptors(dtype):
+    """A tensor whose next-to-last dimension is the contiguous one (B of a
+    GEMM given as the transpose of a row-major (N, K)) goes through a
+    descriptor of the swapped view, its blocks swapped back; a row-major
+    tensor through the same kernel takes the plain descriptor."""
+    a, b_nk = torch.randn(48, 72, dtype=dtype), torch.randn(40, 72, dtype=dtype)
+    for a_in, b_in in ((a, b_nk.t()), (a.t().contiguous().t(), b_nk.t()), (a, b_nk.t().contiguous())):
+        out = torch.empty(48, 40, dtype=dtype)
+        mm.kernel(a_in, b_in, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16, ntsym_options=PERSISTENT)
+        assert ran_persistent(mm.kernel)
+        torch.testing.assert_close(out.float(), a.float() @ b_nk.float().t(), **TOL[dtype])
+    x, y_nk = torch.randn(3, 33, 40, dtype=dtype), torch.randn(3, 24, 40, dtype=dtype)
+    out = torch.empty(3, 33, 24, dtype=dtype)
+    bmm.kernel(x, y_nk.transpose(1, 2), out, ntsym_options=PERSISTENT)
+    assert ran_persistent(bmm.kernel)
+    torch.testing.assert_close(out.float(), x.float() @ y_nk.float().transpose(1, 2), **TOL[dtype])
+    variant = mm.kernel.source[mm.kernel.source.index("def application_kernel_persistent"):]
+    assert "if NTSYM_OTHER_DESC_T:" in variant and "tl.permute(other_desc.load([pid_1 * BLOCK_SIZE_N" in variant
+
+
 def test_second_call_takes_the_recorded_variant():
     a, b = torch.randn(40, 48), torch.randn(48, 56)
     out = torch.zeros(40, 56)
@@ -76,7 +97,7 @@ def test_plain_and_persistent_agree_and_default_is_plain_in_the_interpreter():
 def test_generated_variant_reads_through_descriptors():
     source = mm.kernel.source
     variant = source[source.index("def application_kernel_persistent"):source.index("def make_launch")]
-    assert variant.count("tl.make_tensor_descriptor(") == 3
+    assert variant.count("tl.make_tensor_descriptor(") == 5  # input and other also swapped
     assert "flatten=True" in variant and "tl.load(" not in variant and "tl.store(" not in variant
     assert "NTSYM_WHOLE_0" not in variant.split("):", 1)[1]  # no peeled remainder: the hardware masks
     assert "def application_kernel_persistent" not in sdpa.kernel.source  # loads q before its loop
@@ -85,7 +106,7 @@ def test_generated_variant_reads_through_descriptors():
 @pytest.mark.parametrize(
     "make, why",
     [
-        (lambda a, b: (a.t().contiguous().t(), b), "`input` .* last dimension is not contiguous"),
+        (lambda a, b: (torch.randn(50, 144)[:, ::2], b), "`input` .* last dimension is not contiguous"),
         (lambda a, b: (torch.randn(50 * 72 + 1)[1:].view(50, 72), b), "`input` .* not 16-byte aligned"),
         (lambda a, b: (a, torch.randn(72, 41)[:, :40]), "`other` .* dimension 0 is 164 bytes"),
     ],
@@ -178,6 +199,12 @@ def test_tma_rules():
     assert "not a power of two" in problem(x, (32, 48))
     assert "not a power of two up to 256" in problem(x, (512, 32))
     assert "not contiguous" in problem(x.t(), (32, 32))
+    # Read with the last two dimensions swapped, column-major is the swapped view's row-major.
+    assert runtime.tma_problem((("x", x.t(), (32, 16), True),)) is None
+    assert "stride of dimension 0 is 120 bytes" in runtime.tma_problem(
+        (("x", torch.empty(64, 60, dtype=torch.float16).t(), (32, 32), True),))
+    assert "not contiguous" in runtime.tma_problem((("x", x[:, ::2], (32, 16), True),))
+    assert "4 bytes innermost" in runtime.tma_problem((("x", x.t(), (2, 32), True),))
     assert "120 bytes" in problem(torch.empty(64, 60, dtype=torch.float16), (32, 32))
     assert "dtype" in problem(torch.empty(8, 16, dtype=torch.bool), (8, 16))
 
@@ -278,6 +305,6 @@ def test_descriptor_names_do_not_take_the_applications_names():
 def test_refusal_names_the_reason_when_tuning_too(monkeypatch):
     monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
     monkeypatch.setenv("NTSYM_RETUNE", "1")
-    a, b = torch.randn(50, 72).t().contiguous().t(), torch.randn(72, 40)
+    a, b = torch.randn(50, 144)[:, ::2], torch.randn(72, 40)
     with pytest.raises(ntsym.LaunchError, match="`input` .* last dimension is not contiguous"):
         mm.kernel(a, b, torch.empty(50, 40), ntsym_options=PERSISTENT)
