@@ -410,7 +410,8 @@ def contiguous(tensor, tensors):
 
 
 # Element types the tensor memory accelerator moves (by torch name).
-TMA_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64"}
+TMA_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64",
+              "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
 
 
 def tma_ready(tiles):

@@ -76,6 +76,23 @@ def test_column_major_operands_read_through_swapped_descriptors(dtype):
     assert "if NTSYM_OTHER_DESC_T:" in variant and "tl.permute(other_desc.load([pid_1 * BLOCK_SIZE_N" in variant
 
 
+@pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_gemm_with_column_major_b(fp8):
+    """fp8 tiles move through descriptors too (one byte an element: rows of
+    64 elements are 64 bytes), B read as its row-major transpose."""
+    from examples import fp8_mm
+
+    fp8 = getattr(torch, fp8)
+    a, b_nk = (torch.randn(48, 64) * 3).to(fp8), (torch.randn(40, 64) * 3).to(fp8)
+    scale_a, scale_b = torch.tensor([[0.5]]), torch.tensor([[2.0]])
+    out = torch.empty(48, 40, dtype=torch.float16)
+    fp8_mm.kernel(a, b_nk.t(), scale_a, scale_b, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=32,
+                  ntsym_options=PERSISTENT)
+    assert ran_persistent(fp8_mm.kernel)
+    ref = (a.float() @ b_nk.float().t()) * 1.0
+    torch.testing.assert_close(out.float(), ref, atol=1e-1, rtol=1e-2)
+
+
 def test_second_call_takes_the_recorded_variant():
     a, b = torch.randn(40, 48), torch.randn(48, 56)
     out = torch.zeros(40, 56)

@@ -1,4 +1,5 @@
-"""Where does fp8 GEMM time go? ntsym's fp8_mm at fixed configurations and a hand-written
+"""Where does fp8 GEMM time go? ntsym's fp8_mm at fixed configurations (plain and
+persistent, the latter reading through tensor descriptors) and a hand-written
 tensor-descriptor kernel with and without ``warp_specialize``, against
 ``torch._scaled_mm``, interleaved rounds.
 
@@ -80,12 +81,13 @@ def run(n):
     s1, s2 = sa.reshape(1, 1), sb.reshape(1, 1)
     candidates = []
     for bm, bn, bk, w, st in NTSYM_CONFIGS:
-        # The persistent variant reads tiles through tensor descriptors, which
-        # need a contiguous last dimension: column-major b has none.
-        name = f"ntsym {bm}x{bn}x{bk} w{w} s{st}"
-        candidates.append((name, lambda bm=bm, bn=bn, bk=bk, w=w, st=st: fp8_mm.kernel(
-            a, b, s1, s2, c, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
-            ntsym_options={"num_warps": w, "num_stages": st})))
+        # The persistent variant reads column-major b through a descriptor
+        # of its transpose (b_nk), as the hand-written kernel does.
+        for persistent in (False, True):
+            name = f"ntsym {bm}x{bn}x{bk} w{w} s{st}{' persistent' if persistent else ''}"
+            candidates.append((name, lambda bm=bm, bn=bn, bk=bk, w=w, st=st, p=persistent: fp8_mm.kernel(
+                a, b, s1, s2, c, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+                ntsym_options={"num_warps": w, "num_stages": st, "persistent": p})))
     for bm, bn, bk, w, st in DESC_CONFIGS:
         for ws in WS:
             name = f"descriptors {bm}x{bn}x{bk} w{w} s{st}{' ws' if ws else ''}"
