@@ -52,19 +52,35 @@ def application(input, other, scale_input, scale_other, output):
     output = accumulator * (scale_input * scale_other)  # noqa: F841
 
 
+def fast_accum_application(input, other, scale_input, scale_other, output):
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+
+    for k in range(input.shape[0]):
+        accumulator = ntl.dot(input[k], other[k], accumulator)
+
+    output = accumulator * (scale_input * scale_other)  # noqa: F841
+
+
 tensors = (Tensor(2), Tensor(2), Tensor(2), Tensor(2), Tensor(2))
 
 kernel = ntsym.make(arrangement, application, tensors)
+fast_accum_kernel = ntsym.make(arrangement, fast_accum_application, tensors)
 
 
-def fp8_mm(input, other, scale_input, scale_other, out_dtype=torch.float16):
-    """``torch._scaled_mm(input, other, scale_input, scale_other, out_dtype=out_dtype)``."""
+def fp8_mm(input, other, scale_input, scale_other, out_dtype=torch.float16, use_fast_accum=False):
+    """``torch._scaled_mm(input, other, scale_input, scale_other, out_dtype=out_dtype,
+    use_fast_accum=use_fast_accum)``.  With ``use_fast_accum`` the products of all K
+    tiles accumulate in the tensor cores' own accumulator (on Hopper, fp8 products
+    are added there in less than float32's precision), as torch's fast accumulation
+    does; without it each K tile's ``dot`` starts from zero and is added to the
+    float32 accumulator."""
     for name, scale in (("scale_input", scale_input), ("scale_other", scale_other)):
         if scale.numel() != 1 or scale.dtype != torch.float32:
             raise ValueError(f"fp8_mm: {name} must be one float32 element (a per-tensor scale), "
                              f"got shape {tuple(scale.shape)} of {scale.dtype}")
     output = torch.empty((input.shape[0], other.shape[1]), dtype=out_dtype, device=input.device)
-    kernel(input, other, scale_input.reshape(1, 1), scale_other.reshape(1, 1), output)
+    (fast_accum_kernel if use_fast_accum else kernel)(
+        input, other, scale_input.reshape(1, 1), scale_other.reshape(1, 1), output)
     return output
 
 

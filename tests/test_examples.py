@@ -165,7 +165,10 @@ def test_fp8_mm(fp8, out_dtype):
     scale_a, scale_b = torch.tensor(0.37), torch.tensor(1.9)
     reference = (a.float() * scale_a) @ (b_t.float().t() * scale_b)
     for b in (b_t.t(), b_t.t().contiguous()):
-        check(fp8_mm.fp8_mm(a, b, scale_a, scale_b, out_dtype=out_dtype), reference, out_dtype, GEMM_TOL)
+        for fast in (False, True):
+            check(fp8_mm.fp8_mm(a, b, scale_a, scale_b, out_dtype=out_dtype, use_fast_accum=fast),
+                  reference, out_dtype, GEMM_TOL)
+    assert "tl.dot(" in fp8_mm.fast_accum_kernel.source and ", accumulator)" in fp8_mm.fast_accum_kernel.source
 
 
 def test_fp8_mm_refuses_a_scale_that_is_not_per_tensor():
