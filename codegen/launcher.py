@@ -55,9 +55,11 @@ def launcher(ir, emitter, checks, persistent=None):
     scalars = {p.name for p in ir.params if p.kind == "scalar"}
     metas = [m.symbol.name for m in ir.meta_params]
 
+    call_params = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    constexprs = tuple(i for i, p in enumerate(call_params) if p.kind == "constexpr")
     body = stmts(
         """
-        key = runtime.call_key(args, {metas}, ntsym_options)
+        key = {call_key}
         entry = CALLS.get(key)
         if entry is not None and not unknown:
             return runtime.fast_launch(FACTS, entry, args)
@@ -66,7 +68,9 @@ def launcher(ir, emitter, checks, persistent=None):
         runtime.check_arguments(SPEC, args)
         {params} = args
         """,
-        metas=_names(metas),
+        call_key=expr("runtime.call_key(args, {metas}, ntsym_options, {constexprs})", metas=_names(metas),
+                      constexprs=constexprs) if constexprs else expr("runtime.call_key(args, {metas}, ntsym_options)",
+                                                                     metas=_names(metas)),
         count=len(pnames),
         relaunch=_keywords(expr("launch(*runtime.bind_arguments(SPEC, args, unknown))"), metas + ["ntsym_options"]),
         params=_names(pnames),

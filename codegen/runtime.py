@@ -63,6 +63,7 @@ class Spec:
     # the compiled values left out, and the names of the tensors the kernel writes.
     call_params: tuple = field(init=False)
     written: frozenset = field(init=False)
+    constexpr_slots: tuple = field(init=False)  # kernel argument positions of the constexprs a call gives
 
     def __post_init__(self):
         # A declared dtype is not required of the call: the kernel reads every
@@ -71,6 +72,9 @@ class Spec:
         params = [p for p in self.params if not (p.kind == "constexpr" and p.value is not None)]
         object.__setattr__(self, "call_params", tuple((p.name, p.kind, p.ndim, p.written) for p in params))
         object.__setattr__(self, "written", frozenset(p.name for p in self.params if p.written))
+        object.__setattr__(self, "constexpr_slots", tuple(
+            i for i, (kind, position) in enumerate(self.arg_template)
+            if kind == "arg" and params[position].kind == "constexpr"))
 
 
 @dataclass(eq=False)
@@ -573,11 +577,13 @@ def explain_failure(spec, error):
     return ApplicationError(message)
 
 
-def call_key(args, metas, options):
+def call_key(args, metas, options, constexprs=()):
     """What a call's validation and configuration depend on, except the data
-    pointers: shapes, strides, dtypes, devices, scalar types, given constexprs.
-    None for a call traced with fake tensors (it is not remembered)."""
-    key = []
+    pointers: shapes, strides, dtypes, devices, scalar types, given constexprs
+    (by value: the argument positions ``constexprs``, which select the
+    compiled kernel and so its tuned configuration).  None for a call traced
+    with fake tensors (it is not remembered)."""
+    key = [tuple(_hashable(args[i]) for i in constexprs if i < len(args))] if constexprs else []
     tensor_type = _call_types()[2]
     for a in args:
         try:
@@ -595,6 +601,14 @@ def call_key(args, metas, options):
     if options:
         key.append(tuple(sorted(options.items())))
     return tuple(key)
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value), repr(value))
+    return (type(value), value)  # True and 1 differ as constexprs
 
 
 class _Entry:

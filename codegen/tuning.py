@@ -252,9 +252,12 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     this one joins.  ``timed=False`` (a call traced with fake tensors) runs
     nothing: a choice stored for the call's shape, else the default."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
+    # Constexprs the call gives select the compiled kernel (a causal flag):
+    # each value is tuned on its own.
+    given = tuple(args[i] for i in spec.constexpr_slots if i < len(args))
     # Kept per kernel handle: a table keyed by id(spec) would hand a later
     # kernel, made where a collected one was, that kernel's choice.
-    key = (fixed_items, int64, tuple(options.items()) if options else ()) + _tensor_key(tensors)
+    key = (fixed_items, int64, tuple(options.items()) if options else (), given) + _tensor_key(tensors)
     config = tuned.get(key)
     if config is not None:
         return config
@@ -304,7 +307,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         config = Config(probe.meta, launch.get("num_warps", probe.num_warps),
                         launch.get("num_stages", probe.num_stages), bool(wanted), bool(advance))
     else:
-        disk_key = _disk_key(fixed_items, int64, tensors)
+        disk_key = _disk_key(fixed_items, int64, tensors, given)
         if wanted is not None:  # a choice restricted by the caller is stored apart
             disk_key += "|persistent" if wanted else "|plain"
         if advance is not None:
@@ -323,7 +326,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
             _store(spec, disk_key, config)
     _end_progress()
     if os.environ.get("NTSYM_PRINT_TUNING") == "1":
-        print(f"ntsym: {spec.name} {_disk_key(fixed_items, int64, tensors)}: {describe(config)}", file=sys.stderr)
+        print(f"ntsym: {spec.name} {_disk_key(fixed_items, int64, tensors, given)}: {describe(config)}", file=sys.stderr)
     if config.persistent and not persistent.ready(dict(config.meta)):
         fail(_refused(spec, persistent, config))
     tuned[key] = config
@@ -366,11 +369,13 @@ def _misalignment(t):
     return 0 if traced((t,)) else t.data_ptr() % 16
 
 
-def _disk_key(fixed_items, int64, tensors):
+def _disk_key(fixed_items, int64, tensors, constexprs=()):
     """The same facts as text, stable across processes (device by name)."""
     import torch
 
     parts = [f"fixed={list(fixed_items)}", f"int64={int64}"]
+    if constexprs:
+        parts.append(f"constexprs={list(constexprs)}")
     for t in tensors:
         device = torch.cuda.get_device_name(t.device) if t.device.type == "cuda" else t.device.type
         contiguous = [st == 1 for st in _ints(t.stride())]

@@ -346,3 +346,32 @@ def test_one_byte_operands_get_reduction_tiles_twice_as_long():
     assert shapes(fp8_mm.kernel, *fp8, scale, scale, half[0]) == {(m, n, 2 * k) for m, n, k in plain}
     # One 1-byte operand only: the 2-byte shapes.
     assert shapes(fp8_mm.kernel, fp8[0], half[1], scale, scale, half[0]) == plain
+
+
+def test_each_constexpr_value_is_tuned_and_remembered_on_its_own(monkeypatch):
+    """A flag given as a constexpr selects another compiled kernel (causal
+    attention visits fewer key blocks): the call of the same shapes with the
+    other value is neither served by the first call's remembered launch nor by
+    its tuned configuration."""
+    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
+    monkeypatch.setenv("NTSYM_RETUNE", "1")
+    B = ntsym.block_size()
+
+    def arrangement(x, flag, y, B=B):
+        return x.tile((B,)), flag, y.tile((B,))
+
+    def application(x, flag, y):
+        if flag:
+            y = x * 2  # noqa: F841
+        else:
+            y = x + 1  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(0, constexpr=True), Tensor(1)))
+    x = torch.randn(100)
+    y = torch.empty_like(x)
+    for flag, expected in ((False, x + 1), (True, x * 2), (False, x + 1), (True, x * 2)):
+        kernel(x, flag, y)
+        torch.testing.assert_close(y, expected)
+    assert len(kernel._cache.calls) == 2
+    assert len(kernel._cache.tuned) == 2
+    assert {key[3] for key in kernel._cache.tuned} == {(False,), (True,)}
