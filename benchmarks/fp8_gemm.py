@@ -1,7 +1,7 @@
 """fp8 GEMM: ntsym's ``examples/fp8_mm.py`` against ``torch._scaled_mm`` (cuBLASLt).
 
     python -m benchmarks.fp8_gemm [--sizes 1024,2048,4096,6144,8192] [--out-dtype float16|bfloat16]
-                                  [--rounds 5] [--out DIR] [--cpu-check]
+                                  [--rounds 5] [--fast-accum] [--out DIR] [--cpu-check]
 
 Square M = N = K, ``float8_e4m3fn`` inputs with per-tensor float32 scales.  Per size:
 
@@ -18,6 +18,8 @@ Every implementation is first checked against ``torch._scaled_mm``'s result; tim
 rounds reported, as in ``benchmarks/bench.py``.  Goal: ntsym at least 85 % of
 ``torch._scaled_mm``'s throughput at 4096^3 - 8192^3.  Also reported: ntsym's first call at
 each size in this process (compilation and tuning; the first size pays the compilation).
+``--fast-accum`` passes ``use_fast_accum=True`` to both (the tensor cores' accumulator carried
+over all K tiles: faster, less precise); the check's tolerance is the same.
 
 Output: a markdown table on stdout and ``fp8_gemm.md``, ``fp8_gemm.json`` under ``--out``
 (or ``$OUT``).  ``--cpu-check`` runs small shapes through Triton's interpreter against a
@@ -75,6 +77,7 @@ def main(argv=None):
     p.add_argument("--sizes", default="1024,2048,4096,6144,8192")
     p.add_argument("--out-dtype", default="float16", choices=("float16", "bfloat16"))
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--fast-accum", action="store_true", help="use_fast_accum=True for torch and ntsym")
     p.add_argument("--out", default=None)
     p.add_argument("--cpu-check", action="store_true")
     args = p.parse_args(argv)
@@ -96,6 +99,7 @@ def main(argv=None):
     from examples.fp8_mm import fp8_mm
 
     out_dtype = getattr(torch, args.out_dtype)
+    fast = args.fast_accum
     env = bench.environment("cuda")
     rows, status = [], 0
     for n in [int(s) for s in args.sizes.split(",")]:
@@ -103,9 +107,9 @@ def main(argv=None):
         b_row = b.contiguous()
         a16, b16 = a.to(torch.float16), b.to(torch.float16)
         impls = {
-            "torch": lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=out_dtype),
-            "ntsym": lambda: fp8_mm(a, b, sa, sb, out_dtype=out_dtype),
-            "ntsym row-major b": lambda: fp8_mm(a, b_row, sa, sb, out_dtype=out_dtype),
+            "torch": lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=out_dtype, use_fast_accum=fast),
+            "ntsym": lambda: fp8_mm(a, b, sa, sb, out_dtype=out_dtype, use_fast_accum=fast),
+            "ntsym row-major b": lambda: fp8_mm(a, b_row, sa, sb, out_dtype=out_dtype, use_fast_accum=fast),
             "torch fp16 mm": lambda: torch.mm(a16, b16),
         }
         ref = impls["torch"]().float()
@@ -135,7 +139,8 @@ def main(argv=None):
         log(f"{n}^3: " + ", ".join(f"{k} {v:.4f} ms ({row['tflops'][k]:.0f} TFLOP/s)" for k, v in row["ms"].items()))
         torch.cuda.empty_cache()
     names = ["torch", "ntsym", "ntsym row-major b", "torch fp16 mm"]
-    lines = [f"# fp8 GEMM (float8_e4m3fn, per-tensor scales, {args.out_dtype} output)", "",
+    lines = [f"# fp8 GEMM (float8_e4m3fn, per-tensor scales, {args.out_dtype} output"
+             f"{', use_fast_accum=True' if fast else ''})", "",
              f"{env.get('gpu')}, driver {env.get('driver')}; python {env['python']}, torch {env['torch']}, "
              f"triton {env['triton']}; commit {env.get('commit')}; {env['date']}.",
              f"do_bench(warmup={bench.DO_BENCH['warmup']}, rep={bench.DO_BENCH['rep']}, median), {args.rounds} "
@@ -162,7 +167,7 @@ def main(argv=None):
     out = args.out or os.environ.get("OUT")
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
-        stem = f"fp8_gemm_{args.out_dtype}"
+        stem = f"fp8_gemm_{args.out_dtype}{'_fast_accum' if fast else ''}"
         Path(out, f"{stem}.md").write_text(text)
         Path(out, f"{stem}.json").write_text(json.dumps(dict(environment=env, rows=rows, misses=misses), indent=1))
         log(f"wrote {stem}.md, {stem}.json to {out}")
