@@ -50,13 +50,15 @@ def launcher(ir, emitter, checks, persistent=None):
     tensor_params = [p for p in ir.params if p.kind == "tensor"]
     # Tensors the arrangement does not return give their sizes only.
     shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
-    pnames = [p.name for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    call_params = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    pnames = [p.name for p in call_params]
     baked = {p.name: p.value for p in ir.params if p.kind == "constexpr" and p.value is not None}
     scalars = {p.name for p in ir.params if p.kind == "scalar"}
     metas = [m.symbol.name for m in ir.meta_params]
 
-    call_params = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    # Constexprs the call gives are keyed by value (they select the kernel compiled).
     constexprs = tuple(i for i, p in enumerate(call_params) if p.kind == "constexpr")
+    key_args = "args, {metas}, ntsym_options" + (", {constexprs}" if constexprs else "")
     body = stmts(
         """
         key = {call_key}
@@ -68,9 +70,7 @@ def launcher(ir, emitter, checks, persistent=None):
         runtime.check_arguments(SPEC, args)
         {params} = args
         """,
-        call_key=expr("runtime.call_key(args, {metas}, ntsym_options, {constexprs})", metas=_names(metas),
-                      constexprs=constexprs) if constexprs else expr("runtime.call_key(args, {metas}, ntsym_options)",
-                                                                     metas=_names(metas)),
+        call_key=expr(f"runtime.call_key({key_args})", metas=_names(metas), constexprs=constexprs),
         count=len(pnames),
         relaunch=_keywords(expr("launch(*runtime.bind_arguments(SPEC, args, unknown))"), metas + ["ntsym_options"]),
         params=_names(pnames),
