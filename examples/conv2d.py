@@ -1,5 +1,6 @@
 """2-D convolution (NCHW, stride 1, no padding) as an implicit GEMM on mm's kernel:
-the paper's Listing 8, as written there.
+the paper's Listing 8, as written there (``kernel``), and two arrangements of the
+same product that ``conv2d()`` runs because they are faster on a GPU.
 
 Input ``(N, C, H, W)``, filter ``(K, C, R, S)``, output ``(N, K, P, Q)`` with
 ``P = H - R + 1`` and ``Q = W - S + 1``.  Tiling the input by the filter's
@@ -11,12 +12,27 @@ together once ``N*(H-R+1)*(W-S+1) == N*P*Q`` (checked at launch, for every
 block size) and ``C*R*S`` agrees (the k loop).  Sizes are compile-time
 constants (``shape_options``), as in the paper: the index math that gathers the
 windows then divides by constants, and each new shape compiles a new kernel.
+
+What ``conv2d()`` runs instead (measured on an H100 against cuDNN, 512 channels,
+14x14, 3x3: benchmarks/results/2026-11-25-h100-conv2d.md):
+
+- ``channels_last_kernel``: the window's elements ordered ``(R, S, C)`` instead of
+  ``(C, R, S)``, over a channels-last input and filter.  A K tile then reads
+  consecutive channels of one filter tap, contiguous in memory, where Listing
+  8's K tile gathers elements ``H*W`` apart.  NCHW tensors are copied to
+  channels-last first.
+- ``split_kernel`` / ``channels_last_split_kernel``: where the output has few
+  tiles (a small batch: too few programs for the GPU), the channels are split
+  into ``G`` groups, each group's implicit GEMM one batch of bmm's arrangement
+  writing float32 partial sums, and ``sum_kernel`` adds the ``G`` partials into
+  the output: ``G`` times the programs, each with a ``G`` times shorter k loop.
 """
 
 import torch
 
 import ntsym
-from examples import mm
+import ntsym.language as ntl
+from examples import bmm, mm
 from ntsym import Tensor
 
 
@@ -41,11 +57,134 @@ tensors = tuple(Tensor(4, shape_options=shape_options) for _ in range(3))
 kernel = ntsym.make(arrangement, mm.application, tensors)
 
 
-def conv2d(input, weight):
-    n, _, h, w = input.shape
+def _windows(input, filter, channels_last):
+    """The input's windows as a ``(G, N*P*Q, C'*R*S)`` tensor, each window's
+    elements in ``(C', R, S)`` order or, for ``channels_last``, ``(R, S, C')``:
+    ``input`` is ``(N, G, C', H, W)`` and ``filter`` ``(K, G, C', R, S)``."""
+    windows = input.tile((1, 1, *filter.shape[2:]), strides=(-1, -1, -1, 1, 1))
+    windows = windows.squeeze(2)
+    windows.dtype = windows.dtype.squeeze((0, 1))
+    if channels_last:
+        windows.dtype = windows.dtype.permute((1, 2, 0))
+    windows = windows.ravel()
+    windows = windows.permute((1, 0, 2, 3, 4, 5, 6))
+    return windows.flatten(start_dim=1, end_dim=4).flatten(start_dim=2)
+
+
+def _grouped_filter(filter, channels_last):
+    """``(K, G, C', R, S)`` as ``(G, C'*R*S, K)``, in the windows' order."""
+    order = (1, 3, 4, 2, 0) if channels_last else (1, 2, 3, 4, 0)
+    return filter.permute(order).flatten(start_dim=1, end_dim=4)
+
+
+def split_arrangement(input, filter, output):
+    """``input`` ``(N, G, C', H, W)``, ``filter`` ``(K, G, C', R, S)``, ``output``
+    ``(G, N, K, P, Q)``: group ``g``'s partial sums in ``output[g]``."""
+    output_arranged = output.permute((0, 1, 3, 4, 2)).flatten(start_dim=1, end_dim=4)
+    return bmm.arrangement(_windows(input, filter, False), _grouped_filter(filter, False), output_arranged)
+
+
+def channels_last_split_arrangement(input, filter, output):
+    """``split_arrangement`` with each window read in ``(R, S, C')`` order."""
+    output_arranged = output.permute((0, 1, 3, 4, 2)).flatten(start_dim=1, end_dim=4)
+    return bmm.arrangement(_windows(input, filter, True), _grouped_filter(filter, True), output_arranged)
+
+
+def channels_last_arrangement(input, filter, output):
+    """Listing 8 with each window read in ``(R, S, C)`` order."""
+    input_arranged = input.tile((1, *filter.shape[1:]), strides=(-1, -1, 1, 1))
+    input_arranged = input_arranged.squeeze(1)
+    input_arranged.dtype = input_arranged.dtype.squeeze(0)
+    input_arranged.dtype = input_arranged.dtype.permute((1, 2, 0))
+    input_arranged = input_arranged.ravel()
+    input_arranged = input_arranged.flatten(end_dim=3).flatten(start_dim=1)
+
+    filter_arranged = filter.permute((0, 2, 3, 1)).flatten(start_dim=1)
+    filter_arranged = filter_arranged.permute((1, 0))
+
+    output_arranged = output.permute((0, 2, 3, 1)).flatten(end_dim=3)
+
+    return mm.arrangement(input_arranged, filter_arranged, output_arranged)
+
+
+def sum_arrangement(partials, output, BLOCK_SIZE=ntsym.block_size()):
+    """``partials`` ``(G, L)``, ``output`` ``(L,)``: each program a column block
+    of all ``G`` rows."""
+    partials_arranged = partials.tile((-1, BLOCK_SIZE))
+    partials_arranged = partials_arranged.squeeze(0)
+    return partials_arranged, output.tile((BLOCK_SIZE,))
+
+
+def sum_application(partials, output):
+    output = ntl.sum(partials, 0)  # noqa: F841
+
+
+channels_last_kernel = ntsym.make(channels_last_arrangement, mm.application,
+                                  tuple(Tensor(4, shape_options=shape_options) for _ in range(3)))
+split_kernel = ntsym.make(split_arrangement, mm.application,
+                          tuple(Tensor(5, shape_options=shape_options) for _ in range(3)))
+channels_last_split_kernel = ntsym.make(channels_last_split_arrangement, mm.application,
+                                        tuple(Tensor(5, shape_options=shape_options) for _ in range(3)))
+sum_kernel = ntsym.make(sum_arrangement, sum_application, (Tensor(2, shape_options=(shape_options, {})), Tensor(1)))
+
+# Output tiles of this many rows and columns size the split (the tuner's
+# usual choice for these shapes); a group's k loop stays this long at least.
+_SPLIT_TILE = 128
+_SPLIT_MIN_K = 256
+_SPLIT_MAX = 8
+
+
+def split_count(input_shape, filter_shape, multiprocessors=132):
+    """How many channel groups ``conv2d`` splits into: the largest power of
+    two up to 8 that keeps the output tiles times the groups within the
+    multiprocessors, divides the channels and leaves each group a k loop of
+    at least 256; 1 (no split) below 4 groups."""
+    n, c, h, w = input_shape
+    k, _, r, s = filter_shape
+    tiles = -(-n * (h - r + 1) * (w - s + 1) // _SPLIT_TILE) * -(-k // _SPLIT_TILE)
+    groups = 1
+    while (groups < _SPLIT_MAX and tiles * groups * 2 <= multiprocessors and c % (groups * 2) == 0
+           and c // (groups * 2) * r * s >= _SPLIT_MIN_K):
+        groups *= 2
+    return groups if groups >= 4 else 1
+
+
+def _is_channels_last(tensor):
+    return not tensor.is_contiguous() and tensor.is_contiguous(memory_format=torch.channels_last)
+
+
+def conv2d(input, weight, split=None):
+    """``F.conv2d(input, weight)`` (stride 1, no padding).  ``split`` channel
+    groups (``None``: ``split_count``'s choice; 1: none).  The output is
+    channels-last where the input is, as torch's."""
+    n, c, h, w = input.shape
     k, _, r, s = weight.shape
-    output = torch.empty((n, k, h - r + 1, w - s + 1), dtype=input.dtype, device=input.device)
-    kernel(input, weight, output)
+    if split is None:
+        sms = torch.cuda.get_device_properties(input.device).multi_processor_count if input.is_cuda else 132
+        split = split_count(input.shape, weight.shape, sms)
+    if split < 1 or c % split:
+        raise ValueError(f"conv2d: split={split} must be a positive divisor of the {c} input channels")
+    channels_last = _is_channels_last(input)
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    output = torch.empty((n, k, h - r + 1, w - s + 1), dtype=input.dtype, device=input.device,
+                         memory_format=memory_format)
+    if split == 1:
+        channels_last_kernel(input.contiguous(memory_format=torch.channels_last),
+                             weight.contiguous(memory_format=torch.channels_last), output)
+        return output
+    # Partial sums laid out as the output is, so that adding them runs over memory in order.
+    shape = (split, n, k, h - r + 1, w - s + 1)
+    if channels_last:
+        flat = torch.empty((split, n, shape[3], shape[4], k), dtype=torch.float32, device=input.device)
+        partials = flat.permute(0, 1, 4, 2, 3)
+        physical = output.permute(0, 2, 3, 1)
+    else:
+        partials = flat = torch.empty(shape, dtype=torch.float32, device=input.device)
+        physical = output
+    kernel = channels_last_split_kernel if channels_last else split_kernel
+    weight = weight.contiguous(memory_format=memory_format)
+    kernel(input.unflatten(1, (split, c // split)), weight.unflatten(1, (split, c // split)), partials)
+    sum_kernel(flat.view(split, -1), physical.view(-1))
     return output
 
 

@@ -210,7 +210,46 @@ def test_conv2d_small_blocks():
 def test_conv2d_channels_last():
     x = randn(2, 4, 8, 8).to(memory_format=torch.channels_last)
     w = randn(5, 4, 3, 3)
-    check(conv2d.conv2d(x, w), F.conv2d(x, w), torch.float32, GEMM_TOL)
+    y = conv2d.conv2d(x, w)
+    check(y, F.conv2d(x, w), torch.float32, GEMM_TOL)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_conv2d_listing8_kernel():
+    x, w = randn(2, 6, 9, 10), randn(8, 6, 3, 2)
+    y = torch.empty(2, 8, 7, 9)
+    conv2d.kernel(x, w, y)
+    check(y, F.conv2d(x, w), torch.float32, GEMM_TOL)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("split", [2, 4])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_conv2d_split(split, channels_last, dtype):
+    """Channel groups summed by a second kernel, for either layout; a filter
+    tap count (3x2) and pixel counts that divide no block size."""
+    x, w = randn(2, 8, 9, 10, dtype=dtype), randn(5, 8, 3, 2, dtype=dtype)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    y = conv2d.conv2d(x, w, split=split)
+    check(y, F.conv2d(x.float(), w.float()), dtype, GEMM_TOL)
+    assert y.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+
+
+def test_conv2d_split_must_divide_channels():
+    with pytest.raises(ValueError, match="split=3 must be a positive divisor of the 8 input channels"):
+        conv2d.conv2d(randn(1, 8, 5, 5), randn(2, 8, 3, 3), split=3)
+
+
+@pytest.mark.parametrize("batch, groups", [(1, 8), (2, 8), (4, 4), (8, 1), (64, 1)])
+def test_conv2d_split_count(batch, groups):
+    # 512 channels, 14x14, 3x3 on 132 multiprocessors: output tiles of 128x128.
+    assert conv2d.split_count((batch, 512, 14, 14), (512, 512, 3, 3), 132) == groups
+
+
+def test_conv2d_split_count_keeps_k_loops_long():
+    assert conv2d.split_count((1, 16, 14, 14), (16, 16, 3, 3), 132) == 1  # 16 / 4 * 9 < 256
+    assert conv2d.split_count((1, 6, 14, 14), (16, 6, 3, 3), 132) == 1  # 6 channels: no 4 groups
 
 
 # -- rope ---------------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""What brings conv2d (3x3, 512 channels, 14x14) near cuDNN? One process, one table per batch.
+
+    python -m benchmarks.experiments.conv2d_variants [--batches 2,4,...] [--splits 2,4,8] [--cpu]
+
+Variants of ``examples/conv2d.py``, each timed end to end (copies and extra kernels included):
+
+- ``listing8``: the paper's implicit GEMM (``conv2d.kernel``), NCHW, windows in (C, R, S) order;
+- ``channels-last``: ``conv2d(x, w, split=1)``: input and filter copied to channels-last, windows in
+  (R, S, C) order (``conv2d.channels_last_kernel``);
+- ``split G``: ``conv2d(x, w, split=G)``: the channels in G groups, float32 partial sums, then
+  ``conv2d.sum_kernel`` adds them; ``channels-last input split G``: the same on a channels-last
+  input (no copies);
+- ``conv2d``: ``conv2d(x, w)``, the split ``conv2d.split_count`` chooses.
+
+``--cpu`` checks every variant against torch through the interpreter (small shapes)."""
+
+import argparse
+import os
+import statistics
+import sys
+
+if "--cpu" in sys.argv:
+    os.environ["TRITON_INTERPRET"] = "1"
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.getcwd())
+
+from examples import conv2d  # noqa: E402
+
+
+def listing8(x, w):
+    out = torch.empty((x.shape[0], w.shape[0], x.shape[2] - w.shape[2] + 1, x.shape[3] - w.shape[3] + 1),
+                      dtype=x.dtype, device=x.device)
+    conv2d.kernel(x, w, out)
+    return out
+
+
+def variants(splits):
+    out = {"listing8": listing8, "channels-last": lambda x, w: conv2d.conv2d(x, w, split=1)}
+    for g in splits:
+        out[f"split {g}"] = lambda x, w, g=g: conv2d.conv2d(x, w, split=g)
+        out[f"channels-last input split {g}"] = \
+            lambda x, w, g=g: conv2d.conv2d(x.contiguous(memory_format=torch.channels_last), w, split=g)
+    out["conv2d"] = conv2d.conv2d
+    return out
+
+
+def cpu_check():
+    torch.manual_seed(0)
+    x = torch.randn(2, 8, 9, 10)
+    w = torch.randn(5, 8, 3, 2)
+    ref = F.conv2d(x, w)
+    for name, fn in variants((2, 4)).items():
+        err = (fn(x, w) - ref).abs().max().item()
+        print(f"{name}: max error {err:.2e}")
+        assert err < 1e-3, name
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batches", default="2,4,8,16,32,64,256,1024")
+    parser.add_argument("--splits", default="2,4,8")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cpu", action="store_true")
+    args = parser.parse_args()
+    if args.cpu:
+        return cpu_check()
+    from benchmarks.experiments._rounds import interleaved
+
+    splits = [int(g) for g in args.splits.split(",") if g]
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {__import__('triton').__version__}")
+    for batch in (int(b) for b in args.batches.split(",")):
+        x = torch.randn(batch, 512, 14, 14, device="cuda", dtype=torch.float16)
+        w = torch.randn(512, 512, 3, 3, device="cuda", dtype=torch.float16)
+        ref = F.conv2d(x.float(), w.float())
+        print(f"batch {batch}: conv2d splits into {conv2d.split_count(x.shape, w.shape, torch.cuda.get_device_properties(0).multi_processor_count)}")
+        fns = {"cudnn": lambda: F.conv2d(x, w)}
+        for name, fn in variants(splits).items():
+            err = (fn(x, w).float() - ref).abs().max().item()
+            scale = ref.abs().max().item()
+            if not err <= 2e-2 * scale:
+                print(f"  {name}: WRONG (max error {err:.3g} of {scale:.3g})")
+                continue
+            fns[name] = lambda fn=fn: fn(x, w)
+        times = interleaved(fns, rounds=args.rounds)
+        flops = 2 * batch * 144 * 512 * 4608
+        base = statistics.median(times["cudnn"])
+        print(f"\n### batch {batch} (512 x 14 x 14, 3 x 3, 512 out), float16\n")
+        print("| impl | ms | TFLOP/s | / cudnn | range |\n|---|---:|---:|---:|---|")
+        for name, ts in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
+            ms = statistics.median(ts)
+            print(f"| {name} | {ms:.4f} | {flops / ms / 1e9:.0f} | {ms / base:.3f} | {min(ts):.4f}-{max(ts):.4f} |")
+        print(flush=True)
+
+
+if __name__ == "__main__":
+    main()
