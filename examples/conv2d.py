@@ -28,6 +28,8 @@ What ``conv2d()`` runs instead (measured on an H100 against cuDNN, 512 channels,
   the output: ``G`` times the programs, each with a ``G`` times shorter k loop.
 """
 
+import functools
+
 import torch
 
 import ntsym
@@ -149,6 +151,11 @@ def split_count(input_shape, filter_shape, multiprocessors=132):
     return groups if groups >= 4 else 1
 
 
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device):
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
+
+
 def _is_channels_last(tensor):
     return not tensor.is_contiguous() and tensor.is_contiguous(memory_format=torch.channels_last)
 
@@ -160,8 +167,7 @@ def conv2d(input, weight, split=None):
     n, c, h, w = input.shape
     k, _, r, s = weight.shape
     if split is None:
-        sms = torch.cuda.get_device_properties(input.device).multi_processor_count if input.is_cuda else 132
-        split = split_count(input.shape, weight.shape, sms)
+        split = split_count(input.shape, weight.shape, _multiprocessors(input.device))
     if split < 1 or c % split:
         raise ValueError(f"conv2d: split={split} must be a positive divisor of the {c} input channels")
     channels_last = _is_channels_last(input)
