@@ -575,9 +575,12 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     extra = []
     ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
     if persistent is not None and timed and not only_persistent:
-        # The persistent variant, at the block shapes that did best: it
-        # pays off where tiles stream through a loop, which timing decides.
-        extra += _persistent_candidates(_leading(ranked), persistent)
+        # The persistent variant, at the block shapes that did best and at
+        # the largest ones: it pays off where tiles stream through a loop,
+        # which timing decides, and most with large tiles, which its tensor
+        # descriptors feed where plain pointer loads may not keep up (fp8
+        # 8192^3: 128x256x128 persistent fastest of all, plain among the slowest).
+        extra += _persistent_candidates(_leading(ranked) + _largest(ranked), persistent)
     if spec.advance_flag and advance is None:
         # Advancing pointers, at the configurations that did best.
         extra += [replace(c, advance=True) for c in ranked[:ADVANCE_CONFIGS] if not c.persistent]
@@ -616,6 +619,22 @@ def _leading(configs):
         if (c.meta, c.num_warps) not in [(s.meta, s.num_warps) for s in seen]:
             seen.append(c)
     return seen[:PERSISTENT_SHAPES]
+
+
+# Block shapes (with their warps) of the most elements that the persistent
+# variant is timed at too, however fast their plain form was.
+PERSISTENT_LARGEST = 2
+
+
+def _largest(configs):
+    """The PERSISTENT_LARGEST distinct (block sizes, warps) of ``configs``
+    whose blocks hold the most elements (the product of the block sizes)."""
+    by_size = sorted(configs, key=lambda c: -math.prod(v for _, v in c.meta))
+    seen = []
+    for c in by_size:
+        if (c.meta, c.num_warps) not in [(s.meta, s.num_warps) for s in seen]:
+            seen.append(c)
+    return seen[:PERSISTENT_LARGEST]
 
 
 def _persistent_candidates(configs, persistent):

@@ -242,6 +242,25 @@ def test_persistent_candidates_follow_the_fastest_plain_shapes():
     assert "persistent" in str(chosen[0])
 
 
+def test_persistent_candidates_include_the_largest_blocks():
+    """The largest blocks are timed persistent however slow their plain
+    form: 128x256 is the fastest persistent fp8 shape at 8192^3 and among
+    the slowest plain ones."""
+    shapes = [(64, 64), (128, 64), (64, 128), (32, 32), (128, 128), (128, 256), (256, 128)]
+    ranked = [tuning.Config((("M", m), ("N", n)), 8 if m * n >= 128 * 128 else 4, 3) for m, n in shapes]
+
+    class Variant:
+        def ready(self, meta):
+            return True
+
+    largest = tuning._largest(ranked)
+    assert [dict(c.meta) for c in largest] == [{"M": 128, "N": 256}, {"M": 256, "N": 128}]
+    chosen = tuning._persistent_candidates(tuning._leading(ranked) + largest, Variant())
+    assert [(dict(c.meta)["M"], dict(c.meta)["N"], c.num_stages) for c in chosen] == [
+        (64, 64, 3), (64, 64, 4), (128, 64, 3), (128, 64, 4), (64, 128, 3), (64, 128, 4),
+        (128, 256, 3), (128, 256, 4), (256, 128, 3), (256, 128, 4)]
+
+
 def _gemm_like(application):
     BM, BN, BK = (ntsym.block_size(lower_bound=16) for _ in range(3))
 
