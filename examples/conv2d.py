@@ -28,8 +28,6 @@ What ``conv2d()`` runs instead (measured on an H100 against cuDNN, 512 channels,
   the output: ``G`` times the programs, each with a ``G`` times shorter k loop.
 """
 
-import functools
-
 import torch
 
 import ntsym
@@ -151,9 +149,15 @@ def split_count(input_shape, filter_shape, multiprocessors=132):
     return groups if groups >= 4 else 1
 
 
-@functools.lru_cache(maxsize=None)
+_MULTIPROCESSORS = {}  # device -> its multiprocessor count, read once
+
+
 def _multiprocessors(device):
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
+    count = _MULTIPROCESSORS.get(device)
+    if count is None:
+        count = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
+        _MULTIPROCESSORS[device] = count
+    return count
 
 
 def _is_channels_last(tensor):

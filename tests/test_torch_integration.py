@@ -269,6 +269,19 @@ def test_direct_call_inside_compile():
     assert not counters["graph_break"]
 
 
+@pytest.mark.parametrize("split", [None, 2])
+def test_conv2d_wrapper_inside_compile(split):
+    """conv2d's wrapper (layout copies, channel groups, two kernels) traces
+    without a graph break, on either layout."""
+    counters = compile_counters()
+    compiled = torch.compile(lambda x, w: conv2d.conv2d(x, w, split=split), fullgraph=True, backend="aot_eager")
+    w = torch.randn(5, 8, 3, 2)
+    for x in (torch.randn(2, 8, 9, 10), torch.randn(2, 8, 9, 10).to(memory_format=torch.channels_last)):
+        torch.testing.assert_close(compiled(x, w), torch.nn.functional.conv2d(x, w), atol=FP32_DOT_TOL,
+                                   rtol=FP32_DOT_TOL)
+    assert not counters["graph_break"]
+
+
 def test_direct_call_with_keywords_inside_compile_points_to_op():
     compile_counters()
 
