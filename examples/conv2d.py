@@ -20,7 +20,7 @@ What ``conv2d()`` runs instead (measured on an H100 against cuDNN, 512 channels,
   ``(C, R, S)``, over a channels-last input and filter.  A K tile then reads
   consecutive channels of one filter tap, contiguous in memory, where Listing
   8's K tile gathers elements ``H*W`` apart.  NCHW tensors are copied to
-  channels-last first.
+  channels-last first (``to_channels_last``, by ``layout_kernel``).
 - ``split_kernel`` / ``channels_last_split_kernel``: where the output has few
   tiles (a small batch: too few programs for the GPU), the channels are split
   into ``G`` groups, each group's implicit GEMM one batch of bmm's arrangement
@@ -107,6 +107,22 @@ def channels_last_arrangement(input, filter, output):
     return mm.arrangement(input_arranged, filter_arranged, output_arranged)
 
 
+def layout_arrangement(input, output, BLOCK_SIZE_C=ntsym.block_size(), BLOCK_SIZE_L=ntsym.block_size()):
+    """``input`` and ``output`` ``(N, C, L)`` in different layouts (NCHW and
+    channels-last, ``L = H*W``): each program copies a ``(C, L)`` block,
+    read along the one layout's contiguous dimension and written along the
+    other's (Triton exchanges the elements through shared memory)."""
+    input_arranged = input.tile((1, BLOCK_SIZE_C, BLOCK_SIZE_L))
+    input_arranged.dtype = input_arranged.dtype.squeeze(0)
+    output_arranged = output.tile((1, BLOCK_SIZE_C, BLOCK_SIZE_L))
+    output_arranged.dtype = output_arranged.dtype.squeeze(0)
+    return input_arranged, output_arranged
+
+
+def layout_application(input, output):
+    output = input  # noqa: F841
+
+
 def sum_arrangement(partials, output, BLOCK_SIZE=ntsym.block_size()):
     """``partials`` ``(G, L)``, ``output`` ``(L,)``: each program a column block
     of all ``G`` rows."""
@@ -126,6 +142,7 @@ split_kernel = ntsym.make(split_arrangement, mm.application,
 channels_last_split_kernel = ntsym.make(channels_last_split_arrangement, mm.application,
                                         tuple(Tensor(5, shape_options=shape_options) for _ in range(3)))
 sum_kernel = ntsym.make(sum_arrangement, sum_application, (Tensor(2, shape_options=(shape_options, {})), Tensor(1)))
+layout_kernel = ntsym.make(layout_arrangement, layout_application, (Tensor(3), Tensor(3)))
 
 # Output tiles of this many rows and columns size the split (the tuner's
 # usual choice for these shapes); a group's k loop stays this long at least.
@@ -160,6 +177,20 @@ def _multiprocessors(device):
     return count
 
 
+def to_channels_last(tensor):
+    """``tensor.contiguous(memory_format=torch.channels_last)``; an NCHW-contiguous
+    tensor is copied by ``layout_kernel`` (torch's copy of this permutation
+    ran at a fraction of the bandwidth on an H100)."""
+    if tensor.is_contiguous(memory_format=torch.channels_last):
+        return tensor
+    if not tensor.is_contiguous():
+        return tensor.contiguous(memory_format=torch.channels_last)
+    n, c, h, w = tensor.shape
+    output = torch.empty_like(tensor, memory_format=torch.channels_last)
+    layout_kernel(tensor.view(n, c, h * w), output.view(n, c, h * w))
+    return output
+
+
 def _is_channels_last(tensor):
     return not tensor.is_contiguous() and tensor.is_contiguous(memory_format=torch.channels_last)
 
@@ -179,8 +210,7 @@ def conv2d(input, weight, split=None):
     output = torch.empty((n, k, h - r + 1, w - s + 1), dtype=input.dtype, device=input.device,
                          memory_format=memory_format)
     if split == 1:
-        channels_last_kernel(input.contiguous(memory_format=torch.channels_last),
-                             weight.contiguous(memory_format=torch.channels_last), output)
+        channels_last_kernel(to_channels_last(input), to_channels_last(weight), output)
         return output
     # Partial sums laid out as the output is, so that adding them runs over memory in order.
     shape = (split, n, k, h - r + 1, w - s + 1)
@@ -192,7 +222,7 @@ def conv2d(input, weight, split=None):
         partials = flat = torch.empty(shape, dtype=torch.float32, device=input.device)
         physical = output
     kernel = channels_last_split_kernel if channels_last else split_kernel
-    weight = weight.contiguous(memory_format=memory_format)
+    weight = to_channels_last(weight) if channels_last else weight.contiguous()
     kernel(input.unflatten(1, (split, c // split)), weight.unflatten(1, (split, c // split)), partials)
     sum_kernel(flat.view(split, -1), physical.view(-1))
     return output

@@ -236,6 +236,23 @@ def test_conv2d_split(split, channels_last, dtype):
     assert y.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
+@pytest.mark.parametrize("shape", [(2, 8, 9, 10), (3, 5, 1, 7), (2, 70, 3, 3)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_to_channels_last(shape, dtype):
+    x = randn(*shape, dtype=dtype)
+    y = conv2d.to_channels_last(x)
+    assert y.is_contiguous(memory_format=torch.channels_last) and y.data_ptr() != x.data_ptr()
+    assert torch.equal(y, x)
+
+
+def test_to_channels_last_keeps_or_copies_other_layouts():
+    x = randn(2, 9, 10, 8).permute(0, 3, 1, 2)  # channels-last already
+    assert conv2d.to_channels_last(x) is x
+    x = randn(2, 8, 9, 20)[..., ::2]  # neither layout: torch copies it
+    y = conv2d.to_channels_last(x)
+    assert torch.equal(y, x) and y.is_contiguous(memory_format=torch.channels_last)
+
+
 def test_conv2d_split_must_divide_channels():
     with pytest.raises(ValueError, match="split=3 must be a positive divisor of the 8 input channels"):
         conv2d.conv2d(randn(1, 8, 5, 5), randn(2, 8, 3, 3), split=3)

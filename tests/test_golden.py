@@ -30,6 +30,7 @@ KERNELS = {
     "conv2d_split": (conv2d, lambda: conv2d.split_kernel),
     "conv2d_channels_last_split": (conv2d, lambda: conv2d.channels_last_split_kernel),
     "conv2d_sum": (conv2d, lambda: conv2d.sum_kernel),
+    "conv2d_layout": (conv2d, lambda: conv2d.layout_kernel),
     "fp8_mm": (fp8_mm, lambda: fp8_mm.kernel),
     "jagged_add": (jagged, lambda: jagged.add_kernel),
     "jagged_softmax": (jagged, lambda: jagged.softmax_kernel),

@@ -12,6 +12,9 @@ Variants of ``examples/conv2d.py``, each timed end to end (copies and extra kern
   input (no copies);
 - ``conv2d``: ``conv2d(x, w)``, the split ``conv2d.split_count`` chooses.
 
+``--configs`` instead times the channels-last kernel alone (inputs already channels-last, no copies)
+at fixed configurations, as tuned, and cuDNN on the NCHW and the channels-last input.
+
 ``--cpu`` checks every variant against torch through the interpreter (small shapes)."""
 
 import argparse
@@ -58,15 +61,67 @@ def cpu_check():
         assert err < 1e-3, name
 
 
+# (BLOCK_SIZE_0 rows, BLOCK_SIZE_1 columns, BLOCK_SIZE_2 reduction, warps, stages)
+CONFIGS = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (128, 256, 64, 8, 3),
+           (256, 128, 64, 8, 3), (128, 128, 128, 8, 3), (128, 256, 32, 8, 4), (64, 256, 64, 4, 4),
+           (128, 64, 64, 4, 4), (256, 64, 64, 8, 4)]
+
+
+def configs(batches, rounds):
+    import os
+
+    from benchmarks.experiments._rounds import interleaved
+
+    for batch in batches:
+        x = torch.randn(batch, 512, 14, 14, device="cuda", dtype=torch.float16)
+        w = torch.randn(512, 512, 3, 3, device="cuda", dtype=torch.float16)
+        xc, wc = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
+        out = torch.empty(batch, 512, 12, 12, device="cuda", dtype=torch.float16)
+        ref = F.conv2d(x.float(), w.float())
+        fns = {"cudnn": lambda: F.conv2d(x, w), "cudnn channels-last input": lambda: F.conv2d(xc, wc)}
+        os.environ["NTSYM_PRINT_TUNING"] = "1"
+        conv2d.channels_last_kernel(xc, wc, out)
+        os.environ.pop("NTSYM_PRINT_TUNING")
+        fns["kernel tuned"] = lambda: conv2d.channels_last_kernel(xc, wc, out)
+        for bm, bn, bk, warps, stages in CONFIGS:
+            def f(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages):
+                conv2d.channels_last_kernel(xc, wc, out, BLOCK_SIZE_0=bm, BLOCK_SIZE_1=bn, BLOCK_SIZE_2=bk,
+                                            ntsym_options={"num_warps": warps, "num_stages": stages})
+            name = f"kernel {bm}x{bn}x{bk} w{warps} s{stages}"
+            try:
+                out.fill_(float("nan"))
+                f()
+                err = (out.float() - ref).abs().max().item()
+                if not err <= 2e-2 * ref.abs().max().item():
+                    print(f"  {name}: WRONG (max error {err:.3g})")
+                    continue
+                fns[name] = f
+            except Exception as exc:
+                print(f"  {name}: failed ({str(exc).splitlines()[0][:100]})")
+        times = interleaved(fns, rounds=rounds)
+        flops = 2 * batch * 144 * 512 * 4608
+        base = statistics.median(times["cudnn"])
+        print(f"\n### batch {batch}: channels-last kernel alone, float16\n")
+        print("| impl | ms | TFLOP/s | / cudnn | range |\n|---|---:|---:|---:|---|")
+        for name, ts in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
+            ms = statistics.median(ts)
+            print(f"| {name} | {ms:.4f} | {flops / ms / 1e9:.0f} | {ms / base:.3f} | {min(ts):.4f}-{max(ts):.4f} |")
+        print(flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", default="2,4,8,16,32,64,256,1024")
     parser.add_argument("--splits", default="2,4,8")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--configs", action="store_true")
     parser.add_argument("--cpu", action="store_true")
     args = parser.parse_args()
     if args.cpu:
         return cpu_check()
+    if args.configs:
+        print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {__import__('triton').__version__}")
+        return configs([int(b) for b in args.batches.split(",")], args.rounds)
     from benchmarks.experiments._rounds import interleaved
 
     splits = [int(g) for g in args.splits.split(",") if g]
