@@ -5,8 +5,9 @@
 Variants of ``examples/conv2d.py``, each timed end to end (copies and extra kernels included):
 
 - ``listing8``: the paper's implicit GEMM (``conv2d.kernel``), NCHW, windows in (C, R, S) order;
-- ``channels-last``: ``conv2d(x, w, split=1)``: input and filter copied to channels-last, windows in
-  (R, S, C) order (``conv2d.channels_last_kernel``);
+- ``channels-last``: ``conv2d(x, w, split=1)``: input and filter copied to channels-last
+  (``conv2d.to_channels_last``), windows in (R, S, C) order (``conv2d.channels_last_kernel``);
+  ``channels-last, torch's copies``: the same kernel after ``tensor.contiguous(memory_format=...)``;
 - ``split G``: ``conv2d(x, w, split=G)``: the channels in G groups, float32 partial sums, then
   ``conv2d.sum_kernel`` adds them; ``channels-last input split G``: the same on a channels-last
   input (no copies);
@@ -40,8 +41,18 @@ def listing8(x, w):
     return out
 
 
+def torch_copies(x, w):
+    """The channels-last kernel after torch's own copies to channels-last."""
+    out = torch.empty((x.shape[0], w.shape[0], x.shape[2] - w.shape[2] + 1, x.shape[3] - w.shape[3] + 1),
+                      dtype=x.dtype, device=x.device)
+    conv2d.channels_last_kernel(x.contiguous(memory_format=torch.channels_last),
+                                w.contiguous(memory_format=torch.channels_last), out)
+    return out
+
+
 def variants(splits):
-    out = {"listing8": listing8, "channels-last": lambda x, w: conv2d.conv2d(x, w, split=1)}
+    out = {"listing8": listing8, "channels-last": lambda x, w: conv2d.conv2d(x, w, split=1),
+           "channels-last, torch's copies": torch_copies}
     for g in splits:
         out[f"split {g}"] = lambda x, w, g=g: conv2d.conv2d(x, w, split=g)
         out[f"channels-last input split {g}"] = \
