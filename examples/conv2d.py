@@ -177,13 +177,18 @@ def _multiprocessors(device):
     return count
 
 
+# From this many bytes an NCHW tensor goes to channels-last through
+# layout_kernel; below, torch's copy costs the host less than a launch more.
+LAYOUT_KERNEL_BYTES = 8 << 20
+
+
 def to_channels_last(tensor):
     """``tensor.contiguous(memory_format=torch.channels_last)``; an NCHW-contiguous
-    tensor is copied by ``layout_kernel`` (torch's copy of this permutation
-    ran at a fraction of the bandwidth on an H100)."""
+    tensor of LAYOUT_KERNEL_BYTES or more is copied by ``layout_kernel`` (on an
+    H100, torch's copy of this permutation ran at about a third of its speed)."""
     if tensor.is_contiguous(memory_format=torch.channels_last):
         return tensor
-    if not tensor.is_contiguous():
+    if not tensor.is_contiguous() or tensor.numel() * tensor.element_size() < LAYOUT_KERNEL_BYTES:
         return tensor.contiguous(memory_format=torch.channels_last)
     n, c, h, w = tensor.shape
     output = torch.empty_like(tensor, memory_format=torch.channels_last)

@@ -238,11 +238,21 @@ def test_conv2d_split(split, channels_last, dtype):
 
 @pytest.mark.parametrize("shape", [(2, 8, 9, 10), (3, 5, 1, 7), (2, 70, 3, 3)])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_to_channels_last(shape, dtype):
+def test_to_channels_last(shape, dtype, monkeypatch):
+    monkeypatch.setattr(conv2d, "LAYOUT_KERNEL_BYTES", 0)  # the kernel, however small
+    launches = []
+    monkeypatch.setattr(conv2d, "layout_kernel", lambda *a, k=conv2d.layout_kernel: launches.append(k(*a)))
     x = randn(*shape, dtype=dtype)
     y = conv2d.to_channels_last(x)
+    assert launches
     assert y.is_contiguous(memory_format=torch.channels_last) and y.data_ptr() != x.data_ptr()
     assert torch.equal(y, x)
+
+
+def test_conv2d_through_the_layout_kernel(monkeypatch):
+    monkeypatch.setattr(conv2d, "LAYOUT_KERNEL_BYTES", 0)
+    x, w = randn(2, 8, 9, 10), randn(5, 8, 3, 2)
+    check(conv2d.conv2d(x, w, split=1), F.conv2d(x, w), torch.float32, GEMM_TOL)
 
 
 def test_to_channels_last_keeps_or_copies_other_layouts():
