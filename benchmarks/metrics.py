@@ -13,8 +13,11 @@ What is measured, for each op:
   wrapper (the top-level function named ``<op>``), its
   ``if __name__ == "__main__":`` block and the imports that only those used.
   What is left is the kernel: imports, block-size symbols, arrangement,
-  application, source tensors and the ``ntsym.make`` call.  Code that addmm,
-  bmm and conv2d reuse from ``examples/mm.py`` is not counted again.
+  application, source tensors and the ``ntsym.make`` call.  Where the module
+  makes several kernels, only ``kernel`` counts, with the definitions it uses
+  (conv2d: the paper's Listing 8, not its channels-last and split variants;
+  sdpa: not ``kernel_pow2_head``).  Code that addmm, bmm and conv2d reuse from
+  ``examples/mm.py`` is not counted again.
 - Triton: in ``benchmarks/triton_baselines.py``, the ``@triton.jit`` functions that
   the op's wrapper (the top-level function named ``<op>``) launches, directly or
   through other jit functions, with their decorators (auto-tuning included),
@@ -60,7 +63,9 @@ PAPER_VOLUME = {
 EXPLANATION = """\
 Each row measures the code that defines one kernel: for ntsym the arrangement,
 the application, the symbols, the source tensors and the `ntsym.make` call of
-`examples/<op>.py` (without the torch wrapper and the self-check); for Triton
+`examples/<op>.py` (without the torch wrapper and the self-check; of a module
+that makes several kernels, `kernel` and what it uses: conv2d's is the paper's
+Listing 8); for Triton
 the `@triton.jit` functions of `benchmarks/triton_baselines.py` that the op
 launches, with their auto-tuning decorators (without the Python launcher).
 Docstrings are removed on both sides.  LOC, LLOC and SLOC count lines (all,
@@ -70,11 +75,8 @@ difficulty, which count operators (arithmetic, comparisons, boolean operators,
 augmented assignments) and their operands, so pointer and mask arithmetic
 weighs in while meta-operation calls do not; MI is radon's maintainability
 index.  The second table sets the ntsym volume against the Triton volume next
-to the same ratio from the paper's Table 2 (NineToothed against Triton).  The
-ntsym conv2d carries two lines that Listing 8 does not have (an empty padding
-that restates the input's sizes, see `examples/conv2d.py`); almost all of its
-volume comes from them: without them it measures the paper's η = 2, N = 4,
-V = 4.00.  `python -m benchmarks.metrics --write` regenerates this file."""
+to the same ratio from the paper's Table 2 (NineToothed against Triton).
+`python -m benchmarks.metrics --write` regenerates this file."""
 
 
 def _strip_docstring_lines(node, drop):
@@ -123,6 +125,7 @@ def ntsym_kernel_source(op):
             drop.update(range(_first_line(node), node.end_lineno + 1))
         elif not (isinstance(node, ast.Expr) and node.lineno in drop):
             kept.append(node)
+    kept = _reaching(kept, "kernel", drop)
     used = _names_used(n for n in kept if not isinstance(n, (ast.Import, ast.ImportFrom)))
     for node in kept:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -133,6 +136,42 @@ def ntsym_kernel_source(op):
             _strip_docstring_lines(node, drop)
     keep = set(range(1, len(source.splitlines()) + 1)) - drop
     return _render(source, keep)
+
+
+def _defined(node):
+    """The top-level names ``node`` binds (functions, classes, assignments)."""
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _reaching(nodes, name, drop):
+    """The imports of ``nodes`` and the definitions ``name``'s definition
+    uses, directly or through others (the kernel the paper's listing makes;
+    other kernels of the module, such as conv2d's faster variants, are not
+    counted); the other definitions' lines go to ``drop``.  All of ``nodes``
+    where nothing defines ``name``."""
+    definitions = [n for n in nodes if _defined(n)]
+    if not any(name in _defined(n) for n in definitions):
+        return nodes
+    wanted, reached = {name}, set()
+    while True:
+        new = [n for n in definitions if id(n) not in reached and _defined(n) & wanted]
+        if not new:
+            break
+        for n in new:
+            reached.add(id(n))
+            wanted |= _names_used([n])
+    out = []
+    for n in nodes:
+        if _defined(n) and id(n) not in reached:
+            drop.update(range(_first_line(n), n.end_lineno + 1))
+        else:
+            out.append(n)
+    return out
 
 
 def _is_jit(node):
