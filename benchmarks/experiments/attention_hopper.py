@@ -14,7 +14,6 @@ attention the query blocks run last-first (the longest programs start first).
 import argparse
 import math
 import os
-import statistics
 import sys
 
 if "--cpu" in sys.argv:  # the interpreter is chosen when the kernels below are decorated
@@ -24,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchmarks.experiments._rounds import interleaved
+from benchmarks.experiments._rounds import flops_table, interleaved
 
 sys.path.insert(0, os.getcwd())
 
@@ -161,15 +160,8 @@ def run_shape(text, dtype, rounds):
                     fns[name] = f
                 except Exception as exc:
                     print(f"  {name}: failed ({str(exc).splitlines()[0][:120]})")
-        times = interleaved(fns, rounds=rounds)
-        flops = 4 * b * h * s * s * d / (2 if causal else 1)
-        base = statistics.median(times["torch default"])
-        print(f"\n### {text} causal={causal} {str(dtype).split('.')[-1]}\n")
-        print("| impl | ms | TFLOP/s | / torch default |\n|---|---:|---:|---:|")
-        for name, ts in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
-            ms = statistics.median(ts)
-            print(f"| {name} | {ms:.4f} | {flops / ms / 1e9:.0f} | {ms / base:.3f} |")
-        print(flush=True)
+        flops_table(f"{text} causal={causal} {str(dtype).split('.')[-1]}", interleaved(fns, rounds=rounds),
+                    "torch default", 4 * b * h * s * s * d / (2 if causal else 1))
 
 
 def cpu_check():

@@ -20,7 +20,6 @@ at fixed configurations, as tuned, and cuDNN on the NCHW and the channels-last i
 
 import argparse
 import os
-import statistics
 import sys
 
 if "--cpu" in sys.argv:
@@ -81,7 +80,7 @@ CONFIGS = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (12
 def configs(batches, rounds):
     import os
 
-    from benchmarks.experiments._rounds import interleaved
+    from benchmarks.experiments._rounds import flops_table, interleaved
 
     for batch in batches:
         x = torch.randn(batch, 512, 14, 14, device="cuda", dtype=torch.float16)
@@ -109,15 +108,8 @@ def configs(batches, rounds):
                 fns[name] = f
             except Exception as exc:
                 print(f"  {name}: failed ({str(exc).splitlines()[0][:100]})")
-        times = interleaved(fns, rounds=rounds)
-        flops = 2 * batch * 144 * 512 * 4608
-        base = statistics.median(times["cudnn"])
-        print(f"\n### batch {batch}: channels-last kernel alone, float16\n")
-        print("| impl | ms | TFLOP/s | / cudnn | range |\n|---|---:|---:|---:|---|")
-        for name, ts in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
-            ms = statistics.median(ts)
-            print(f"| {name} | {ms:.4f} | {flops / ms / 1e9:.0f} | {ms / base:.3f} | {min(ts):.4f}-{max(ts):.4f} |")
-        print(flush=True)
+        flops_table(f"batch {batch}: channels-last kernel alone, float16", interleaved(fns, rounds=rounds), "cudnn",
+                    2 * batch * 144 * 512 * 4608, spread=True)
 
 
 def main():
@@ -133,7 +125,7 @@ def main():
     if args.configs:
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {__import__('triton').__version__}")
         return configs([int(b) for b in args.batches.split(",")], args.rounds)
-    from benchmarks.experiments._rounds import interleaved
+    from benchmarks.experiments._rounds import flops_table, interleaved
 
     splits = [int(g) for g in args.splits.split(",") if g]
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {__import__('triton').__version__}")
@@ -150,15 +142,8 @@ def main():
                 print(f"  {name}: WRONG (max error {err:.3g} of {scale:.3g})")
                 continue
             fns[name] = lambda fn=fn: fn(x, w)
-        times = interleaved(fns, rounds=args.rounds)
-        flops = 2 * batch * 144 * 512 * 4608
-        base = statistics.median(times["cudnn"])
-        print(f"\n### batch {batch} (512 x 14 x 14, 3 x 3, 512 out), float16\n")
-        print("| impl | ms | TFLOP/s | / cudnn | range |\n|---|---:|---:|---:|---|")
-        for name, ts in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
-            ms = statistics.median(ts)
-            print(f"| {name} | {ms:.4f} | {flops / ms / 1e9:.0f} | {ms / base:.3f} | {min(ts):.4f}-{max(ts):.4f} |")
-        print(flush=True)
+        flops_table(f"batch {batch} (512 x 14 x 14, 3 x 3, 512 out), float16", interleaved(fns, rounds=args.rounds),
+                    "cudnn", 2 * batch * 144 * 512 * 4608, spread=True)
 
 
 if __name__ == "__main__":
