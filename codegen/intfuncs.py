@@ -136,9 +136,74 @@ def _divides(b, a):
             return int(a) % int(b) == 0
         coeff, _ = a.as_coeff_Mul()
         return _is_int(coeff) and int(coeff) % int(b) == 0
+    if _not_a_multiple(b, a):
+        return False
     q = sympy.cancel(a / b)
     num, den = q.as_numer_denom()
     return den == 1 and q.is_integer is True
+
+
+def _monomial(b):
+    """``(c, {symbol: power})`` for ``b = c * x**i * y**j ...`` (``c`` a positive
+    integer, the powers positive integers), else None."""
+    coeff, rest = b.as_coeff_Mul()
+    if not _is_int(coeff) or coeff <= 0:
+        return None
+    powers = {}
+    for factor in sympy.Mul.make_args(rest):
+        base, exp = factor.as_base_exp()
+        if not (base.is_Symbol and _is_int(exp) and exp > 0):
+            return None
+        powers[base] = powers.get(base, 0) + int(exp)
+    return int(coeff), powers
+
+
+# Values given to the symbols when a quotient is tried at one point: distinct
+# primes, large enough that sizes such as ``H - R + 1`` stay positive.
+_PRIMES = (1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049, 1051, 1061, 1063, 1069, 1087, 1091, 1093, 1097)
+
+
+def _not_a_multiple(b, a):
+    """Whether ``a / b`` is provably not a polynomial with integer coefficients
+    (so that ``_divides`` would find ``cancel``'s quotient fractional or not
+    integer), decided without ``cancel``: for a monomial ``b``, some term of
+    ``a`` multiplied out lacks a power of one of ``b``'s symbols or has a
+    coefficient ``b``'s does not divide (a monomial divides a polynomial only
+    term by term); for any ``b``, at one point (the symbols given distinct
+    primes) ``b`` is not zero and does not divide ``a``, which an integer
+    polynomial quotient would.  False where neither shows it."""
+    monomial = _monomial(b)
+    if monomial is None:
+        return _not_a_multiple_at_a_point(b, a)
+    coeff, powers = monomial
+    for term in sympy.Add.make_args(sympy.expand(a)):
+        c, rest = term.as_coeff_Mul()
+        if not _is_int(c):
+            return False
+        have = dict.fromkeys(powers, 0)
+        for factor in sympy.Mul.make_args(rest):
+            base, exp = factor.as_base_exp()
+            if base in have:
+                if not _is_int(exp):
+                    return False
+                have[base] += int(exp)
+        if int(c) % coeff or any(have[s] < e for s, e in powers.items()):
+            return True
+    return False
+
+
+def _not_a_multiple_at_a_point(b, a):
+    symbols = sorted(b.free_symbols | a.free_symbols, key=sympy.default_sort_key)
+    if len(symbols) > len(_PRIMES):
+        return False
+    point = dict(zip(symbols, map(sympy.Integer, _PRIMES)))
+    try:
+        bv, av = b.xreplace(point), a.xreplace(point)
+    except (ZeroDivisionError, TypeError, ValueError):
+        return False
+    if not (_is_int(av) and _is_int(bv)) or bv == 0:
+        return False
+    return int(av) % int(bv) != 0
 
 
 def recombine(expr):

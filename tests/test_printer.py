@@ -109,3 +109,39 @@ def test_intfuncs_simplify():
     assert Mod(B * n + 3, B) == Mod(3, B)
     assert CeilDiv(4 * n, 2) == 2 * n
     assert str(CeilDiv(n, B)) == "cdiv(n, B)"
+
+
+# -- divisibility: the quick refutations agree with cancel -------------------------------
+
+
+def _divides_by_cancel(b, a):
+    """``intfuncs._divides`` without its quick refutations."""
+    from codegen import intfuncs
+
+    if a == 0:
+        return True
+    if isinstance(b, sympy.Integer):
+        return intfuncs._divides(b, a)
+    q = sympy.cancel(a / b)
+    return q.as_numer_denom()[1] == 1 and q.is_integer is True
+
+
+def _divisibility_cases():
+    x, y, z = sympy.symbols("x y z", integer=True, positive=True)
+    atoms = [x, y, z, sympy.Integer(2), sympy.Integer(3), FloorDiv(x, y), Mod(x + z, 4)]
+    divisors = [x, y, 2 * x, x * y, x**2, y + 1, x - y + 1, x * (y + 1), 3 * z + 3, x * y + x, FloorDiv(x, 2) + 1]
+    cases = []
+    for i, b in enumerate(divisors):
+        for j in range(12):
+            f, g, h = atoms[(i + j) % 7], atoms[(2 * i + j) % 7], atoms[(i + 3 * j) % 7]
+            cases += [(b, b * f), (b, b * f + g), (b, f * g + h), (b, (b + f) * g - f * g), (b, b * (f + 1) - b)]
+    return cases
+
+
+def test_quick_refutations_of_divisibility_agree_with_cancel():
+    from codegen import intfuncs
+
+    cases = _divisibility_cases()
+    results = [(intfuncs._divides(b, a), _divides_by_cancel(b, a)) for b, a in cases]
+    assert all(fast == slow for fast, slow in results), [c for c, r in zip(cases, results) if r[0] != r[1]]
+    assert sum(fast for fast, _ in results) > 50 and sum(not fast for fast, _ in results) > 50  # both outcomes met
