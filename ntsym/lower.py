@@ -380,7 +380,7 @@ class _Proof:
         # Equal for every block size => equal with every block size 1.
         at_one = {m: sympy.S.One for m in metas}
         a1, b1 = a.xreplace(at_one), b.xreplace(at_one)
-        diff = sympy.simplify(a1 - b1)
+        diff = _simplified(a1 - b1)
         if diff.is_number and diff != 0:
             raise ArrangementError(
                 f"{where}: these can never be equal (they differ by {diff} even with block "
@@ -389,17 +389,20 @@ class _Proof:
         reason = ("needed for every " + ", ".join(m.name for m in metas)) if metas else "sizes must agree"
         free = [s for s in (a1 - b1).free_symbols if isinstance(s, sympy.Symbol)]
         solved = None
+        diff = sympy.expand(a1 - b1)
         for s in sorted(free, key=lambda s: s.name, reverse=True):
-            diff = sympy.expand(a1 - b1)
-            if diff.is_polynomial(s) and sympy.Poly(diff, s).degree() == 1:
-                coeff = sympy.Poly(diff, s).coeffs()[0]
+            if diff.is_polynomial(s):
+                poly = sympy.Poly(diff, s)
+                if poly.degree() != 1:
+                    continue
+                coeff = poly.coeffs()[0]
                 if coeff.is_number and coeff != 0:
                     solved = (s, sympy.expand(s - diff / coeff))
                     break
         if solved is not None:
             s, value = solved
             sub = {s: value}
-            if sympy.simplify(a.xreplace(sub) - b.xreplace(sub)) == 0:
+            if _simplified(a.xreplace(sub) - b.xreplace(sub)) == 0:
                 message = f"{self.describe(a1)} must equal {self.describe(b1)} ({where})"
                 self._require(sympy.Eq(a1, b1), message, reason, why)
                 if value.is_Symbol:
@@ -698,3 +701,16 @@ def _meta_params(proof):
             )
         )
     return tuple(result)
+
+
+def _simplified(expr):
+    """``sympy.simplify(expr)`` where it could tell more than ``expand``: an
+    expression that expands to a polynomial in its symbols (no integer
+    divisions, remainders, minima or other functions) is a number after
+    expanding or never (simplify returns an equal expression, and a
+    polynomial that is not constant is not a constant function); callers
+    only ask whether it is a number, or zero."""
+    expanded = sympy.expand(expr)
+    if expanded.is_number or not expanded.atoms(sympy.Function) and expanded.is_polynomial(*expanded.free_symbols):
+        return expanded
+    return sympy.simplify(expr)
