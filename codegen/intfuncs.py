@@ -7,6 +7,8 @@ for a positive divisor.  The printer emits the fast C-like operators only when i
 can prove the dividend non-negative, and an exact form otherwise.
 """
 
+import math
+
 import sympy
 
 
@@ -118,6 +120,8 @@ class Mod(sympy.Function):
 
 def _common_factor(a, b):
     """The positive common factor of ``a`` and ``b`` (1 if none is found)."""
+    if _coprime_to_monomial(a, b):
+        return sympy.S.One
     try:
         g = sympy.gcd(a, b)
     except (sympy.PolynomialError, TypeError, ValueError):
@@ -141,6 +145,31 @@ def _divides(b, a):
     q = sympy.cancel(a / b)
     num, den = q.as_numer_denom()
     return den == 1 and q.is_integer is True
+
+
+def _coprime_to_monomial(a, b):
+    """Whether ``gcd(a, b)`` is 1 for a monomial ``b = c * x**i * ...``, found
+    without ``sympy.gcd``: the integer coefficients of ``a``'s terms (multiplied
+    out) have no common factor with ``c``, and each of ``b``'s symbols is missing
+    from some term.  False where that is not clear."""
+    monomial = _monomial(b)
+    if monomial is None or a == 0:
+        return False
+    content, symbols = monomial[0], set(monomial[1])
+    for term in sympy.Add.make_args(sympy.expand(a)):
+        c, rest = term.as_coeff_Mul()
+        if not _is_int(c):
+            return False
+        content = math.gcd(content, int(c))
+        present = set()
+        for factor in sympy.Mul.make_args(rest):
+            base, exp = factor.as_base_exp()
+            if base in symbols:
+                if not (_is_int(exp) and exp > 0):
+                    return False
+                present.add(base)
+        symbols &= present
+    return content == 1 and not symbols
 
 
 def _monomial(b):

@@ -145,3 +145,18 @@ def test_quick_refutations_of_divisibility_agree_with_cancel():
     results = [(intfuncs._divides(b, a), _divides_by_cancel(b, a)) for b, a in cases]
     assert all(fast == slow for fast, slow in results), [c for c, r in zip(cases, results) if r[0] != r[1]]
     assert sum(fast for fast, _ in results) > 50 and sum(not fast for fast, _ in results) > 50  # both outcomes met
+
+
+def test_quick_coprimality_agrees_with_gcd():
+    from codegen import intfuncs
+
+    x, y, z = sympy.symbols("x y z", integer=True, positive=True)
+    extra = [(x, sympy.S.Zero), (2 * x, 4 * x * y + 6), (2 * x, 4 * y + 3), (x * y, x * z + y), (x * y, x * y * z + x * y),
+             (6 * x, 9 * z + 15), (4 * x**2, 2 * x * y + 4), (x, FloorDiv(x, 2) * x + x)]
+    cases = [(a, b) for b, a in _divisibility_cases()] + [(a, b) for b, a in extra]
+    quick = 0
+    for a, b in cases:
+        if intfuncs._coprime_to_monomial(a, b):
+            quick += 1
+            assert sympy.gcd(a, b) == 1, (a, b)
+    assert quick > 50
