@@ -94,6 +94,8 @@ def candidates(spec, fixed, tensors=None, programs=None):
     run enough programs to occupy half the GPU's multiprocessors (``programs``
     gives a configuration's grid size); at most ``max_num_configs``."""
     configs = _candidates(spec, fixed, _gemm_k_factor(spec, tensors))
+    squares = [c for c in _square_candidates(spec, fixed) if c not in configs]
+    configs += squares
     if tensors and tensors[0].device.type == "cuda":
         if spec.streamed_tiles:
             limit = device_shared_memory(tensors[0].device)
@@ -104,7 +106,32 @@ def candidates(spec, fixed, tensors=None, programs=None):
             half = multiprocessors(tensors[0].device) // 2
             busy = [c for c in configs if programs(c) >= half]
             configs = busy or configs
-    return configs[: spec.max_num_configs or DEFAULT_MAX_CONFIGS]
+    if spec.max_num_configs:
+        return configs[: spec.max_num_configs]
+    # The squares come on top of the default budget.
+    return configs[:DEFAULT_MAX_CONFIGS] + [c for c in configs[DEFAULT_MAX_CONFIGS:] if c in squares]
+
+
+def _square_candidates(spec, fixed):
+    """Square blocks (every free block size equal, 64 or more) of a kernel whose
+    free block sizes are two or more and whose loops stream tiles, but not a
+    matrix product's (its GEMM shapes hold them): the tiles loops of products
+    do best with, which the spread of block shapes may leave out (it left out
+    attention's 64x64 and 128x128, and at head dim 128 and 1k keys the tuner
+    then chose 64x32 where 64x64 is faster)."""
+    free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
+    if len(free) < 2 or not spec.loops or spec.num_warps or _gemm_roles(spec, free) is not None:
+        return []
+    stages = [spec.num_stages] if spec.num_stages else [3, 4]
+    out = []
+    for value in sorted(set.intersection(*(set(m.candidates) for m in free))):
+        elements = value ** len(free)
+        if value < 64 or elements > MAX_BLOCK_ELEMENTS or value * value > 2**15:
+            continue
+        meta = dict(fixed)
+        meta.update({m.symbol.name: value for m in free})
+        out += [Config(tuple(sorted(meta.items())), _warps_for(value * value), st) for st in stages]
+    return out
 
 
 # Block shapes that serve matrix products well on NVIDIA GPUs (Triton's matmul

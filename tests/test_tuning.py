@@ -131,6 +131,23 @@ def test_candidates_respect_bounds_and_caps():
     assert all(16 <= dict(c.meta)["B"] <= 64 for c in configs)
 
 
+def test_attention_candidates_include_square_blocks():
+    """An even spread over sdpa's block shapes left out 64x64 and 128x128, the
+    attention tiles; they come on top of the default budget, and an explicit
+    max_num_configs still caps the list."""
+    from examples import sdpa
+
+    configs = tuning.candidates(sdpa.kernel_pow2_head._spec, {})
+    shapes = {(dict(c.meta)["BLOCK_SIZE_M"], dict(c.meta)["BLOCK_SIZE_N"], c.num_warps) for c in configs}
+    assert {(64, 64, 4), (128, 128, 8)} <= shapes
+    assert len(configs) == tuning.DEFAULT_MAX_CONFIGS + 4
+    from examples import mm
+
+    assert tuning._square_candidates(mm.kernel._spec, {}) == []  # GEMM shapes hold them already
+    fixed = {"BLOCK_SIZE_M": 64}
+    assert tuning._square_candidates(sdpa.kernel_pow2_head._spec, fixed) == []  # one free size: no squares
+
+
 class _RecordingKernel:
     """Stands in for a JIT function: records each warmup, fails on one config."""
 
