@@ -1,5 +1,5 @@
 """2-D convolution (NCHW, stride 1, no padding) as an implicit GEMM on mm's kernel:
-the paper's Listing 8, as written there (``kernel``), and two arrangements of the
+the paper's Listing 8, as written there (``kernel``), and the arrangements of the
 same product that ``conv2d()`` runs because they are faster on a GPU.
 
 Input ``(N, C, H, W)``, filter ``(K, C, R, S)``, output ``(N, K, P, Q)`` with
