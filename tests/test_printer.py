@@ -145,6 +145,10 @@ def test_quick_refutations_of_divisibility_agree_with_cancel():
     results = [(intfuncs._divides(b, a), _divides_by_cancel(b, a)) for b, a in cases]
     assert all(fast == slow for fast, slow in results), [c for c, r in zip(cases, results) if r[0] != r[1]]
     assert sum(fast for fast, _ in results) > 50 and sum(not fast for fast, _ in results) > 50  # both outcomes met
+    # A quotient integer only by a parity assumption (e / 2) is not one for cancel either.
+    e, x = sympy.Symbol("e", integer=True, positive=True, even=True), sympy.Symbol("x", integer=True, positive=True)
+    for b, a in ((2 * x, e * x), (x + 1, e * (x + 1))):
+        assert intfuncs._divides(b, a) == _divides_by_cancel(b, a)
 
 
 def test_quick_coprimality_agrees_with_gcd():
