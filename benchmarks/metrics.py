@@ -125,7 +125,7 @@ def ntsym_kernel_source(op):
             drop.update(range(_first_line(node), node.end_lineno + 1))
         elif not (isinstance(node, ast.Expr) and node.lineno in drop):
             kept.append(node)
-    kept = _reaching(kept, "kernel", drop)
+    kept = _reaching(kept, "kernel", drop, source.splitlines())
     used = _names_used(n for n in kept if not isinstance(n, (ast.Import, ast.ImportFrom)))
     for node in kept:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -148,27 +148,29 @@ def _defined(node):
     return set()
 
 
-def _reaching(nodes, name, drop):
-    """The imports of ``nodes`` and the definitions ``name``'s definition
-    uses, directly or through others (the kernel the paper's listing makes;
-    other kernels of the module, such as conv2d's faster variants, are not
-    counted); the other definitions' lines go to ``drop``.  All of ``nodes``
-    where nothing defines ``name``."""
-    definitions = [n for n in nodes if _defined(n)]
-    if not any(name in _defined(n) for n in definitions):
+def _reaching(nodes, name, drop, source_lines):
+    """The imports of ``nodes`` and the definitions the last definition of
+    ``name`` uses, directly or through others, each the one in force where it
+    is used (the kernel the paper's listing makes; other kernels of the module,
+    such as conv2d's faster variants, are not counted); the other definitions'
+    lines, with the comment lines just above them, go to ``drop``.  All of
+    ``nodes`` where nothing defines ``name``."""
+    ends = [i for i, n in enumerate(nodes) if name in _defined(n)]
+    if not ends:
         return nodes
     wanted, reached = {name}, set()
-    while True:
-        new = [n for n in definitions if id(n) not in reached and _defined(n) & wanted]
-        if not new:
-            break
-        for n in new:
-            reached.add(id(n))
-            wanted |= _names_used([n])
+    for i in range(ends[-1], -1, -1):  # backwards: a later definition hides an earlier one
+        defined = _defined(nodes[i])
+        if defined & wanted:
+            reached.add(i)
+            wanted = (wanted - defined) | _names_used([nodes[i]])
     out = []
-    for n in nodes:
-        if _defined(n) and id(n) not in reached:
-            drop.update(range(_first_line(n), n.end_lineno + 1))
+    for i, n in enumerate(nodes):
+        if _defined(n) and i not in reached:
+            first = _first_line(n)
+            while first > 1 and source_lines[first - 2].strip().startswith("#"):
+                first -= 1
+            drop.update(range(first, n.end_lineno + 1))
         else:
             out.append(n)
     return out

@@ -164,9 +164,9 @@ def _coprime_to_monomial(a, b):
         present = set()
         for factor in sympy.Mul.make_args(rest):
             base, exp = factor.as_base_exp()
+            if not (_is_int(exp) and exp > 0):
+                return False
             if base in symbols:
-                if not (_is_int(exp) and exp > 0):
-                    return False
                 present.add(base)
         symbols &= present
     return content == 1 and not symbols
@@ -212,9 +212,9 @@ def _not_a_multiple(b, a):
         have = dict.fromkeys(powers, 0)
         for factor in sympy.Mul.make_args(rest):
             base, exp = factor.as_base_exp()
+            if not (_is_int(exp) and exp > 0):
+                return False  # a quotient (1 / (y + 1)) is not a polynomial term: ask cancel
             if base in have:
-                if not _is_int(exp):
-                    return False
                 have[base] += int(exp)
         if int(c) % coeff or any(have[s] < e for s, e in powers.items()):
             return True

@@ -170,10 +170,12 @@ _MULTIPROCESSORS = {}  # device -> its multiprocessor count, read once
 
 
 def _multiprocessors(device):
-    count = _MULTIPROCESSORS.get(device)
+    if device.type != "cuda":
+        return 132
+    index = torch.cuda.current_device() if device.index is None else device.index
+    count = _MULTIPROCESSORS.get(index)
     if count is None:
-        count = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
-        _MULTIPROCESSORS[device] = count
+        count = _MULTIPROCESSORS[index] = torch.cuda.get_device_properties(index).multi_processor_count
     return count
 
 
@@ -203,15 +205,16 @@ def _is_channels_last(tensor):
 def conv2d(input, weight, split=None):
     """``F.conv2d(input, weight)`` (stride 1, no padding).  ``split`` channel
     groups (``None``: ``split_count``'s choice; 1: none).  The output is
-    channels-last where the input is, as torch's."""
+    channels-last where the input or the filter is, as torch's."""
     n, c, h, w = input.shape
     k, _, r, s = weight.shape
     if split is None:
         split = split_count(input.shape, weight.shape, _multiprocessors(input.device))
     if split < 1 or c % split:
         raise ValueError(f"conv2d: split={split} must be a positive divisor of the {c} input channels")
-    channels_last = _is_channels_last(input)
-    memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    channels_last = _is_channels_last(input)  # how the split path reads
+    output_channels_last = channels_last or _is_channels_last(weight)
+    memory_format = torch.channels_last if output_channels_last else torch.contiguous_format
     output = torch.empty((n, k, h - r + 1, w - s + 1), dtype=input.dtype, device=input.device,
                          memory_format=memory_format)
     if split == 1:
@@ -219,7 +222,7 @@ def conv2d(input, weight, split=None):
         return output
     # Partial sums laid out as the output is, so that adding them runs over memory in order.
     shape = (split, n, k, h - r + 1, w - s + 1)
-    if channels_last:
+    if output_channels_last:
         flat = torch.empty((split, n, shape[3], shape[4], k), dtype=torch.float32, device=input.device)
         partials = flat.permute(0, 1, 4, 2, 3)
         physical = output.permute(0, 2, 3, 1)

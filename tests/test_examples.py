@@ -263,6 +263,15 @@ def test_to_channels_last_keeps_or_copies_other_layouts():
     assert torch.equal(y, x) and y.is_contiguous(memory_format=torch.channels_last)
 
 
+@pytest.mark.parametrize("split", [1, 2])
+def test_conv2d_channels_last_filter_gives_channels_last_output(split):
+    x, w = randn(2, 4, 6, 7), randn(3, 4, 3, 2).contiguous(memory_format=torch.channels_last)
+    y = conv2d.conv2d(x, w, split=split)
+    expected = F.conv2d(x, w)
+    check(y, expected, torch.float32, GEMM_TOL)
+    assert y.is_contiguous(memory_format=torch.channels_last) == expected.is_contiguous(memory_format=torch.channels_last)
+
+
 def test_conv2d_split_must_divide_channels():
     with pytest.raises(ValueError, match="split=3 must be a positive divisor of the 8 input channels"):
         conv2d.conv2d(randn(1, 8, 5, 5), randn(2, 8, 3, 3), split=3)

@@ -145,6 +145,12 @@ def test_quick_refutations_of_divisibility_agree_with_cancel():
     results = [(intfuncs._divides(b, a), _divides_by_cancel(b, a)) for b, a in cases]
     assert all(fast == slow for fast, slow in results), [c for c, r in zip(cases, results) if r[0] != r[1]]
     assert sum(fast for fast, _ in results) > 50 and sum(not fast for fast, _ in results) > 50  # both outcomes met
+    # Quotients of sums in the dividend: cancel decides.
+    y = sympy.Symbol("y", integer=True, positive=True)
+    xx = sympy.Symbol("x", integer=True, positive=True)
+    for b, a in ((xx, 1 / (y / (xx * y + xx) + 1 / (xx * y + xx))), (2 * xx, xx * (y + 1) / (y / 2 + sympy.Rational(1, 2))),
+                 (xx, (y + 1) / (y * (1 / xx + 1 / (xx * y))))):
+        assert intfuncs._divides(b, a) == _divides_by_cancel(b, a) is True
     # A quotient integer only by a parity assumption (e / 2) is not one for cancel either.
     e, x = sympy.Symbol("e", integer=True, positive=True, even=True), sympy.Symbol("x", integer=True, positive=True)
     for b, a in ((2 * x, e * x), (x + 1, e * (x + 1))):
