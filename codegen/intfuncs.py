@@ -153,23 +153,33 @@ def _coprime_to_monomial(a, b):
     out) have no common factor with ``c``, and each of ``b``'s symbols is missing
     from some term.  False where that is not clear."""
     monomial = _monomial(b)
-    if monomial is None or a == 0:
+    terms = None if monomial is None or a == 0 else _polynomial_terms(a)
+    if terms is None:
         return False
     content, symbols = monomial[0], set(monomial[1])
+    for c, powers in terms:
+        content = math.gcd(content, c)
+        symbols &= set(powers)
+    return content == 1 and not symbols
+
+
+def _polynomial_terms(a):
+    """The terms of ``a`` multiplied out, each as ``(integer coefficient,
+    {base: positive power})``; None where a term has another coefficient or a
+    quotient (``1 / (y + 1)``): not a polynomial's, so cancel or gcd decides."""
+    terms = []
     for term in sympy.Add.make_args(sympy.expand(a)):
         c, rest = term.as_coeff_Mul()
         if not _is_int(c):
-            return False
-        content = math.gcd(content, int(c))
-        present = set()
+            return None
+        powers = {}
         for factor in sympy.Mul.make_args(rest):
             base, exp = factor.as_base_exp()
             if not (_is_int(exp) and exp > 0):
-                return False
-            if base in symbols:
-                present.add(base)
-        symbols &= present
-    return content == 1 and not symbols
+                return None
+            powers[base] = powers.get(base, 0) + int(exp)
+        terms.append((int(c), powers))
+    return terms
 
 
 def _monomial(b):
@@ -205,20 +215,10 @@ def _not_a_multiple(b, a):
     if monomial is None:
         return _not_a_multiple_at_a_point(b, a)
     coeff, powers = monomial
-    for term in sympy.Add.make_args(sympy.expand(a)):
-        c, rest = term.as_coeff_Mul()
-        if not _is_int(c):
-            return False
-        have = dict.fromkeys(powers, 0)
-        for factor in sympy.Mul.make_args(rest):
-            base, exp = factor.as_base_exp()
-            if not (_is_int(exp) and exp > 0):
-                return False  # a quotient (1 / (y + 1)) is not a polynomial term: ask cancel
-            if base in have:
-                have[base] += int(exp)
-        if int(c) % coeff or any(have[s] < e for s, e in powers.items()):
-            return True
-    return False
+    terms = _polynomial_terms(a)
+    return terms is not None and any(
+        c % coeff or any(have.get(x, 0) < e for x, e in powers.items()) for c, have in terms
+    )
 
 
 def _not_a_multiple_at_a_point(b, a):

@@ -641,11 +641,7 @@ PERSISTENT_STAGES = (3, 4)
 
 def _leading(configs):
     """The first PERSISTENT_SHAPES distinct (block sizes, warps) of ``configs``."""
-    seen = []
-    for c in configs:
-        if (c.meta, c.num_warps) not in [(s.meta, s.num_warps) for s in seen]:
-            seen.append(c)
-    return seen[:PERSISTENT_SHAPES]
+    return _distinct_shapes(configs)[:PERSISTENT_SHAPES]
 
 
 # Block shapes (with their warps) of the most elements that the persistent
@@ -657,11 +653,15 @@ def _largest(configs):
     """The PERSISTENT_LARGEST distinct (block sizes, warps) of ``configs``
     whose blocks hold the most elements (the product of the block sizes)."""
     by_size = sorted(configs, key=lambda c: -math.prod(v for _, v in c.meta))
-    seen = []
-    for c in by_size:
-        if (c.meta, c.num_warps) not in [(s.meta, s.num_warps) for s in seen]:
-            seen.append(c)
-    return seen[:PERSISTENT_LARGEST]
+    return _distinct_shapes(by_size)[:PERSISTENT_LARGEST]
+
+
+def _distinct_shapes(configs):
+    """``configs`` without those repeating an earlier one's (block sizes, warps)."""
+    seen = {}
+    for c in configs:
+        seen.setdefault((c.meta, c.num_warps), c)
+    return list(seen.values())
 
 
 def _persistent_candidates(configs, persistent):

@@ -77,17 +77,21 @@ def _grouped_filter(filter, channels_last):
     return filter.permute(order).flatten(start_dim=1, end_dim=4)
 
 
+def _split(input, filter, output, channels_last):
+    output_arranged = output.permute((0, 1, 3, 4, 2)).flatten(start_dim=1, end_dim=4)
+    return bmm.arrangement(_windows(input, filter, channels_last), _grouped_filter(filter, channels_last),
+                           output_arranged)
+
+
 def split_arrangement(input, filter, output):
     """``input`` ``(N, G, C', H, W)``, ``filter`` ``(K, G, C', R, S)``, ``output``
     ``(G, N, K, P, Q)``: group ``g``'s partial sums in ``output[g]``."""
-    output_arranged = output.permute((0, 1, 3, 4, 2)).flatten(start_dim=1, end_dim=4)
-    return bmm.arrangement(_windows(input, filter, False), _grouped_filter(filter, False), output_arranged)
+    return _split(input, filter, output, False)
 
 
 def channels_last_split_arrangement(input, filter, output):
     """``split_arrangement`` with each window read in ``(R, S, C')`` order."""
-    output_arranged = output.permute((0, 1, 3, 4, 2)).flatten(start_dim=1, end_dim=4)
-    return bmm.arrangement(_windows(input, filter, True), _grouped_filter(filter, True), output_arranged)
+    return _split(input, filter, output, True)
 
 
 def channels_last_arrangement(input, filter, output):
