@@ -33,17 +33,21 @@ sys.path.insert(0, os.getcwd())
 from examples import conv2d  # noqa: E402
 
 
+def _output(x, w):
+    """An NCHW output for ``conv2d(x, w)``."""
+    return torch.empty((x.shape[0], w.shape[0], x.shape[2] - w.shape[2] + 1, x.shape[3] - w.shape[3] + 1),
+                       dtype=x.dtype, device=x.device)
+
+
 def listing8(x, w):
-    out = torch.empty((x.shape[0], w.shape[0], x.shape[2] - w.shape[2] + 1, x.shape[3] - w.shape[3] + 1),
-                      dtype=x.dtype, device=x.device)
+    out = _output(x, w)
     conv2d.kernel(x, w, out)
     return out
 
 
 def torch_copies(x, w):
     """The channels-last kernel after torch's own copies to channels-last."""
-    out = torch.empty((x.shape[0], w.shape[0], x.shape[2] - w.shape[2] + 1, x.shape[3] - w.shape[3] + 1),
-                      dtype=x.dtype, device=x.device)
+    out = _output(x, w)
     conv2d.channels_last_kernel(x.contiguous(memory_format=torch.channels_last),
                                 w.contiguous(memory_format=torch.channels_last), out)
     return out
