@@ -404,6 +404,14 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         inlined = self.try_inline(node, statement=False)
         if inlined is not None:
             return inlined
+        if isinstance(func, ast.Attribute) and func.attr in ("min", "max") and self.alias(func.value) == "tl" and node.args:
+            end = self.index_value(node)
+            if end is not None and self.lanes_of(node.args[0])[1] is None:
+                # ``ntl.min(x.offsets(d))`` over a tile without padded lanes:
+                # the offsets' value at one end of the tile, computed, where a
+                # reduction across the program's lanes would wait on its warps
+                # (causal attention's first and last key blocks of a query block).
+                return self.printer()(end)
         reduced = self.reduction(node)  # a reduction over lanes a padded tile holds
         if reduced is not None:
             return reduced

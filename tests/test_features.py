@@ -139,6 +139,33 @@ def test_offsets_along_one_tile_dimension_are_a_vector():
     torch.testing.assert_close(y, torch.tril(x))
 
 
+def test_extremes_of_offsets_are_computed_not_reduced():
+    """``ntl.min``/``ntl.max`` of a tile's offsets are its ends: emitted as index
+    math (no reduction across the program's lanes), the values the reduction
+    over the same lanes gives (lanes past the tensor's end included, and a
+    padded tile's lanes past its size, which its offsets hold too)."""
+
+    def ends(x, y):
+        y = x * 0 + ntl.min(x.offsets(0), 0) * 1000 + ntl.max(x.offsets(0))  # noqa: F841
+
+    def reduced(x, y):  # `+ 0`: not the offsets themselves, so reduced as written
+        y = x * 0 + ntl.min(x.offsets(0) + 0, 0) * 1000 + ntl.max(x.offsets(0) + 0)  # noqa: F841
+
+    x = torch.zeros(20)
+    for tile, size in ((B, 16), (5, 5)):
+        computed, kept = (ntsym.make(lambda x, y: (x.tile((tile,)), y.tile((tile,))), app, (Tensor(1), Tensor(1)))
+                          for app in (ends, reduced))
+        assert "tl.min(" not in computed.kernel_source and "tl.max(" not in computed.kernel_source
+        assert "tl.min(" in kept.kernel_source and "tl.max(" in kept.kernel_source
+        y, expected = torch.empty_like(x), torch.empty_like(x)
+        computed(x, y, B=16) if tile is B else computed(x, y)
+        kept(x, expected, B=16) if tile is B else kept(x, expected)
+        torch.testing.assert_close(y, expected)
+        first = torch.arange(20) // size * size
+        lanes = 16 if tile is B else 8  # a tile of 5 is held in 8 lanes
+        torch.testing.assert_close(y, (first * 1000 + first + lanes - 1).float())
+
+
 def test_loop_bound_reassigned_in_an_enclosing_loop():
     # `n` changes after the inner loop, so the inner loop's second run should
     # see the new value. Compiled Triton (3.6, H100) runs it with the first
