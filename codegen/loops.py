@@ -62,6 +62,7 @@ class LoopsMixin:
         var = sympy.Symbol(stmt.target.id, integer=True)
         args = it.args
         bound = None
+        ceiling = None  # range(a, b) with b <= cdiv(n, b'): peeled too
         if len(args) == 1:
             bound = self._range_value(args[0])
             if bound is not None:
@@ -74,6 +75,7 @@ class LoopsMixin:
             if start_value is not None and stop is not None \
                     and bounds.nonnegative(start_value, self.base_ranges()):
                 self.loops.ranges[var] = stop
+                ceiling = _ceiling_of(stop)
         self.names.locals.add(stmt.target.id)
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
         assigned = assigned_names(stmt.body) | {stmt.target.id}
@@ -89,13 +91,23 @@ class LoopsMixin:
             and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords
             and not any(isinstance(n, (ast.For, ast.While)) for b in stmt.body for n in ast.walk(b))
         )
-        if peel:
+        # range(a, b) where b is at most cdiv(n, b') (causal attention's
+        # diagonal blocks, say): the same, split where the whole blocks end,
+        # at n // b'.
+        peel_range = (
+            not peel and ceiling is not None and start is not None
+            and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords
+            and not any(isinstance(n, (ast.For, ast.While)) for b in stmt.body for n in ast.walk(b))
+            and not ceiling.free_symbols & {j.seq_len for j in self.ir.jagged}
+        )
+        if peel or peel_range:
             counter = self.names.counter
-            self.loops.ranges[var] = FloorDiv(*bound.args)
+            saved = self.loops.ranges[var]
+            self.loops.ranges[var] = FloorDiv(*(ceiling if peel_range else bound).args)
             main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step)
             self._forget(assigned)
             self.names.counter = counter  # the same temporaries in both bodies
-            self.loops.ranges[var] = bound
+            self.loops.ranges[var] = saved
         frame, body = self._loop_body(stmt.body, var, start, step)
         self.loops.ranges.pop(var, None)
         self.loops.trips.pop(var, None)
@@ -104,6 +116,8 @@ class LoopsMixin:
         if main is None or ast.dump(ast.Module(body=main, type_ignores=[])) == ast.dump(ast.Module(body=body, type_ignores=[])):
             inits = self._carried_inits(frame, start)
             return inits + [loop] if inits else loop
+        if peel_range:
+            return self._split_range(stmt, loop, new_iter, main, main_frame, frame, start, ceiling)
         main_inits = self._carried_inits(main_frame, start)
         inits = self._carried_inits(frame, FloorDiv(*bound.args))
         whole = self.printer()(FloorDiv(*bound.args))
@@ -118,6 +132,22 @@ class LoopsMixin:
             # loop over the last block runs (0 or 1 times) unguarded.
             return main_inits + [ast.copy_location(first, stmt)] + inits + [ast.copy_location(loop, stmt)]
         flag = self._whole_flag(*bound.args)
+        guarded = template.stmt("if not {flag}:\n    {body}", flag=flag, body=inits + [ast.copy_location(loop, stmt)])
+        return main_inits + [ast.copy_location(first, stmt), ast.copy_location(guarded, stmt)]
+
+    def _split_range(self, stmt, loop, new_iter, main, main_frame, frame, start, ceiling):
+        """``for v in range(a, b)`` with b <= cdiv(n, bl): the iterations
+        below n // bl (whole blocks) in one loop, the rest (at most the last,
+        partial block) in another that runs only where bl does not divide n."""
+        whole_value = FloorDiv(*ceiling.args)
+        whole = self.printer()(whole_value)
+        a, b = new_iter.args
+        main_inits = self._carried_inits(main_frame, start)
+        inits = self._carried_inits(frame, sympy.Max(start, whole_value))
+        first = template.stmt("for {var} in range({a}, tl.minimum({b}, {whole})):\n    {body}", var=stmt.target,
+                              a=copy.deepcopy(a), b=copy.deepcopy(b), whole=whole, body=main)
+        loop.iter = expr("range(tl.maximum({a}, {whole}), {b})", a=a, whole=copy.deepcopy(whole), b=b)
+        flag = self._whole_flag(*ceiling.args)
         guarded = template.stmt("if not {flag}:\n    {body}", flag=flag, body=inits + [ast.copy_location(loop, stmt)])
         return main_inits + [ast.copy_location(first, stmt), ast.copy_location(guarded, stmt)]
 
@@ -327,3 +357,14 @@ class _IndexForm(ast.NodeTransformer):
                 and isinstance(node.body, ast.Name) and node.body.id in self.names):
             return node.orelse
         return node
+
+
+def _ceiling_of(stop):
+    """The cdiv(n, b) that bounds a loop's ``stop`` from above: ``stop`` itself,
+    or the one such argument of a ``Min``; else None."""
+    if isinstance(stop, CeilDiv):
+        return stop
+    if isinstance(stop, sympy.Min):
+        found = [a for a in stop.args if isinstance(a, CeilDiv)]
+        return found[0] if len(found) == 1 else None
+    return None

@@ -93,7 +93,10 @@ def application(q, k, v, scale, is_causal, o):
         for j in range(first, last):
             key = k[j].offsets(2)[None, :]
             s = ntl.dot(q_loaded, ntl.trans(k[j])) * scale_log2
-            s = ntl.where((key < k.source.shape[2]) & (q.offsets(2)[:, None] >= key), s, float("-inf"))
+            # Two selects, not one of `&`: where the key block is whole, ntsym
+            # proves the first and drops it.
+            s = ntl.where(key < k.source.shape[2], s, float("-inf"))
+            s = ntl.where(q.offsets(2)[:, None] >= key, s, float("-inf"))
             m_new = ntl.maximum(m, ntl.max(s, 1))
             p = ntl.exp2(s - m_new[:, None])
             alpha = ntl.exp2(m - m_new)
