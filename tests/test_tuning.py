@@ -244,17 +244,18 @@ def test_near_ties_are_timed_again_and_the_lowest_median_wins(monkeypatch):
     again = {a: [1.03, 1.04, 1.02], b: [0.99, 1.00, 0.98], c: [1.2, 1.2, 1.2]}
     calls = []
 
-    def fake_time(spec, fn, rep=20):
+    def fake_time(spec, fn, rep=20, warmup=5):
         config = fn()
-        calls.append((config, rep))
+        calls.append((config, (warmup, rep)))
         return again[config].pop(0)
 
     monkeypatch.setattr(tuning, "_time", fake_time)
-    timed = [(1.00, a), (1.02, b), (1.04, c), (1.50, d)]  # d is not within 5 % of the best
+    timed = [(1.00, a), (1.02, b), (1.04, c), (1.50, d)]  # d is not within 15 % of the best
     best, ms = tuning._retime(spec, timed, lambda config: (lambda: config))
     assert best == b and ms == 0.99
     assert [cfg for cfg, _ in calls] == [a, b, c] * 3  # interleaved rounds, leaders only
-    assert all(rep == 50 for _, rep in calls)
+    # timed long, after a warm-up as long as a steady run's
+    assert all(length == (tuning.RETIME_WARMUP, tuning.RETIME_REP) == (25, 100) for _, length in calls)
     # a clear winner is not timed again
     calls.clear()
     assert tuning._retime(spec, [(1.0, a), (2.0, b)], lambda config: (lambda: config)) == (a, 1.0)
