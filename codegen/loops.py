@@ -99,6 +99,8 @@ class LoopsMixin:
             and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords
             and not any(isinstance(n, (ast.For, ast.While)) for b in stmt.body for n in ast.walk(b))
             and not ceiling.free_symbols & {j.seq_len for j in self.ir.jagged}
+            # the second loop reads its bounds after the first has run
+            and not {n.id for a in args for n in ast.walk(a) if isinstance(n, ast.Name)} & assigned
         )
         if peel or peel_range:
             counter = self.names.counter

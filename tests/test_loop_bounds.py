@@ -93,6 +93,26 @@ def test_loop_bound_from_offsets(application, masked, sizes):
         torch.testing.assert_close(o, reference(x, y, block, block_n, application), atol=1e-4, rtol=1e-4)
 
 
+def test_a_range_whose_bound_the_body_changes_is_not_split():
+    """The split's second loop would read ``last`` after the first loop changed it."""
+
+    def changing(x, y, o):
+        last = ntl.minimum(ntl.max(x.offsets(0), 0) // y[0].shape[0] + 1, y.shape[0])
+        acc = ntl.zeros(x.shape, dtype=ntl.float32)
+        for i in range(1, last):
+            acc += ntl.sum(y[i], 0)
+            last = last - 1  # noqa: F841  (the loop's range was fixed when it began)
+        o = acc + x  # noqa: F841
+
+    kernel = ntsym.make(arrangement, changing, (Tensor(1), Tensor(1), Tensor(1)))
+    source = kernel.kernel_source if isinstance(kernel.kernel_source, str) else kernel.kernel_source()
+    assert "NTSYM_WHOLE" not in source
+    x, y = torch.randn(64), torch.randn(40)
+    o = torch.empty_like(x)
+    kernel(x, y, o, BLOCK=16, BLOCK_N=16)
+    torch.testing.assert_close(o, reference(x, y, 16, 16, from_max), atol=1e-4, rtol=1e-4)
+
+
 def test_a_range_with_a_start_bounds_its_variable_from_zero_to_its_stop():
     """``range(1, last)`` with ``last <= cdiv(n, b)``: the tile index needs no
     ``0 <= i < cdiv(n, b)`` guard (only the partial block's row mask stays)."""
