@@ -61,13 +61,13 @@ class LoopsMixin:
             )
         var = sympy.Symbol(stmt.target.id, integer=True)
         args = it.args
-        bound = None
-        ceiling = None  # range(a, b) with b <= cdiv(n, b'): peeled too
+        ceiling = None  # the cdiv(n, b) the loop's stop is (or is at most)
         if len(args) == 1:
             bound = self._range_value(args[0])
             if bound is not None:
                 self.loops.ranges[var] = bound
                 self.loops.trips[var] = bound
+                ceiling = bound if isinstance(bound, CeilDiv) else None
         elif len(args) == 2 and not it.keywords:
             # range(a, b) with a >= 0: the variable lies in [0, b), which
             # is all the proofs of masks use of a loop variable's range.
@@ -85,31 +85,28 @@ class LoopsMixin:
         # A loop over the blocks of a size, cdiv(n, b) of them, is peeled:
         # the first n // b iterations see whole blocks, where masks and
         # comparisons against n may be proved away; the last one keeps them.
+        # So is range(a, b) with b at most cdiv(n, b) (causal attention's
+        # diagonal key blocks), split at n // b, unless its bounds need what
+        # only the program knows (a jagged row length) or change in the body
+        # (the second loop reads them after the first has run).
         main = None
         peel = (
-            isinstance(bound, CeilDiv)
+            ceiling is not None
             and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords
             and not any(isinstance(n, (ast.For, ast.While)) for b in stmt.body for n in ast.walk(b))
+            and (len(args) == 1 or (
+                start is not None
+                and not ceiling.free_symbols & {j.seq_len for j in self.ir.jagged}
+                and not {n.id for a in args for n in ast.walk(a) if isinstance(n, ast.Name)} & assigned))
         )
-        # range(a, b) where b is at most cdiv(n, b') (causal attention's
-        # diagonal blocks, say): the same, split where the whole blocks end,
-        # at n // b'.
-        peel_range = (
-            not peel and ceiling is not None and start is not None
-            and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords
-            and not any(isinstance(n, (ast.For, ast.While)) for b in stmt.body for n in ast.walk(b))
-            and not ceiling.free_symbols & {j.seq_len for j in self.ir.jagged}
-            # the second loop reads its bounds after the first has run
-            and not {n.id for a in args for n in ast.walk(a) if isinstance(n, ast.Name)} & assigned
-        )
-        if peel or peel_range:
+        if peel:
             counter = self.names.counter
-            saved = self.loops.ranges[var]
-            self.loops.ranges[var] = FloorDiv(*(ceiling if peel_range else bound).args)
+            stop = self.loops.ranges[var]
+            self.loops.ranges[var] = FloorDiv(*ceiling.args)
             main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step)
             self._forget(assigned)
             self.names.counter = counter  # the same temporaries in both bodies
-            self.loops.ranges[var] = saved
+            self.loops.ranges[var] = stop
         frame, body = self._loop_body(stmt.body, var, start, step)
         self.loops.ranges.pop(var, None)
         self.loops.trips.pop(var, None)
@@ -118,37 +115,26 @@ class LoopsMixin:
         if main is None or ast.dump(ast.Module(body=main, type_ignores=[])) == ast.dump(ast.Module(body=body, type_ignores=[])):
             inits = self._carried_inits(frame, start)
             return inits + [loop] if inits else loop
-        if peel_range:
-            return self._split_range(stmt, loop, new_iter, main, main_frame, frame, start, ceiling)
+        whole_value = FloorDiv(*ceiling.args)
         main_inits = self._carried_inits(main_frame, start)
-        inits = self._carried_inits(frame, FloorDiv(*bound.args))
-        whole = self.printer()(FloorDiv(*bound.args))
-        first = template.stmt("for {var} in range({whole}):\n    {body}", var=stmt.target, whole=whole, body=main)
-        loop.iter = expr("range({whole}, {stop})", whole=copy.deepcopy(whole), stop=new_iter.args[0])
+        inits = self._carried_inits(frame, whole_value if len(args) == 1 else sympy.Max(start, whole_value))
+        whole = self.printer()(whole_value)
+        if len(args) == 1:
+            first = template.stmt("for {var} in range({whole}):\n    {body}", var=stmt.target, whole=whole, body=main)
+            loop.iter = expr("range({whole}, {stop})", whole=copy.deepcopy(whole), stop=new_iter.args[0])
+        else:
+            a, b = new_iter.args
+            first = template.stmt("for {var} in range({a}, tl.minimum({b}, {whole})):\n    {body}", var=stmt.target,
+                                  a=copy.deepcopy(a), b=copy.deepcopy(b), whole=whole, body=main)
+            loop.iter = expr("range(tl.maximum({a}, {whole}), {b})", a=a, whole=copy.deepcopy(whole), b=b)
         # The last, partial block exists only when the size is not a multiple
         # of the block: a flag the launcher computes keeps it out of the
         # compiled kernel otherwise (a dead loop still costs registers and
         # pipelining set-up; about 6 % of an attention kernel on an H100).
-        if bound.free_symbols & {j.seq_len for j in self.ir.jagged}:
+        if ceiling.free_symbols & {j.seq_len for j in self.ir.jagged}:
             # A jagged tensor's row length is known in the program only: the
             # loop over the last block runs (0 or 1 times) unguarded.
             return main_inits + [ast.copy_location(first, stmt)] + inits + [ast.copy_location(loop, stmt)]
-        flag = self._whole_flag(*bound.args)
-        guarded = template.stmt("if not {flag}:\n    {body}", flag=flag, body=inits + [ast.copy_location(loop, stmt)])
-        return main_inits + [ast.copy_location(first, stmt), ast.copy_location(guarded, stmt)]
-
-    def _split_range(self, stmt, loop, new_iter, main, main_frame, frame, start, ceiling):
-        """``for v in range(a, b)`` with b <= cdiv(n, bl): the iterations
-        below n // bl (whole blocks) in one loop, the rest (at most the last,
-        partial block) in another that runs only where bl does not divide n."""
-        whole_value = FloorDiv(*ceiling.args)
-        whole = self.printer()(whole_value)
-        a, b = new_iter.args
-        main_inits = self._carried_inits(main_frame, start)
-        inits = self._carried_inits(frame, sympy.Max(start, whole_value))
-        first = template.stmt("for {var} in range({a}, tl.minimum({b}, {whole})):\n    {body}", var=stmt.target,
-                              a=copy.deepcopy(a), b=copy.deepcopy(b), whole=whole, body=main)
-        loop.iter = expr("range(tl.maximum({a}, {whole}), {b})", a=a, whole=copy.deepcopy(whole), b=b)
         flag = self._whole_flag(*ceiling.args)
         guarded = template.stmt("if not {flag}:\n    {body}", flag=flag, body=inits + [ast.copy_location(loop, stmt)])
         return main_inits + [ast.copy_location(first, stmt), ast.copy_location(guarded, stmt)]

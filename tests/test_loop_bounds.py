@@ -58,20 +58,23 @@ def reference(x, y, block, block_n, application):
     return out
 
 
-def loop_loads(kernel):
+def loop_source(kernel):
     source = kernel.kernel_source if isinstance(kernel.kernel_source, str) else kernel.kernel_source()
-    body = source[source.index("for i in range("):]
-    return [line for line in body.splitlines() if "tl.load(y_ptr" in line or "y_ptrs" in line and "tl.load" in line]
+    return source[source.index("for i in range("):]
+
+
+def y_loads(text):
+    return [line for line in text.splitlines() if "tl.load(y_ptr" in line or "y_ptrs" in line and "tl.load" in line]
+
+
+def loop_loads(kernel):
+    return y_loads(loop_source(kernel))
 
 
 def peeled_loads(kernel):
     """The loads of ``y`` in the loop over whole blocks and in the one, behind
     the launch flag, over the partial block."""
-    source = kernel.kernel_source if isinstance(kernel.kernel_source, str) else kernel.kernel_source()
-    body = source[source.index("for i in range("):]
-    whole, partial = body.split("if not NTSYM_WHOLE_0:")
-    return ([line for line in part.splitlines() if "tl.load(y_ptr" in line or "y_ptrs" in line and "tl.load" in line]
-            for part in (whole, partial))
+    return [y_loads(part) for part in loop_source(kernel).split("if not NTSYM_WHOLE_0:")]
 
 
 @pytest.mark.parametrize("application, masked", [(clamped, False), (unclamped, True), (from_max, "peeled")])
@@ -105,8 +108,7 @@ def test_a_range_whose_bound_the_body_changes_is_not_split():
         o = acc + x  # noqa: F841
 
     kernel = ntsym.make(arrangement, changing, (Tensor(1), Tensor(1), Tensor(1)))
-    source = kernel.kernel_source if isinstance(kernel.kernel_source, str) else kernel.kernel_source()
-    assert "NTSYM_WHOLE" not in source
+    assert "NTSYM_WHOLE" not in loop_source(kernel)
     x, y = torch.randn(64), torch.randn(40)
     o = torch.empty_like(x)
     kernel(x, y, o, BLOCK=16, BLOCK_N=16)
