@@ -124,17 +124,26 @@ class AddressingMixin:
                 # give the pointers the tile's full shape.
                 shape = ast.Tuple(elts=[printer(ranges[v]) for v in address.vars], ctx=ast.Load())
             flag = self.records.contiguity_flags.setdefault(p.name, f"{p.name}_contiguous") if contiguous is not None else None
-            offset_node = self._hoisted_sum(p, offset, printer, set(ranges))
+            forms = [self._pointer_parts(p, offset, printer, set(ranges))]
             if contiguous is not None:
                 # For a contiguous tensor (a constexpr flag, set at launch)
                 # the strides are products of sizes and flattened dimensions
                 # merge back: fewer divisions, and addresses Triton can see
                 # are consecutive (vectorized loads).
-                offset_node = expr(
-                    "{contiguous} if {flag} else {general}",
-                    contiguous=self._hoisted_sum(p, contiguous, printer, set(ranges)), flag=flag, general=offset_node,
-                )
-            pointer = broadcast(expr("{base} + {offset}", base=f"{p.name}_ptr", offset=offset_node), shape)
+                forms.insert(0, self._pointer_parts(p, contiguous, printer, set(ranges)))
+            base = f"{p.name}_ptr"
+            if all(first is None for first, _ in forms):
+                offsets = [o for _, o in forms]
+                offset_node = offsets[0] if len(offsets) == 1 else expr(
+                    "{contiguous} if {flag} else {general}", contiguous=offsets[0], flag=flag, general=offsets[1])
+                pointer = expr("{base} + {offset}", base=base, offset=offset_node)
+            else:
+                pointers = [expr("{base} + {offset}", base=base, offset=o) if first is None
+                            else expr("{base} + {first} + {offset}", base=base, first=first, offset=o)
+                            for first, o in forms]
+                pointer = pointers[0] if len(pointers) == 1 else expr(
+                    "{contiguous} if {flag} else {general}", contiguous=pointers[0], flag=flag, general=pointers[1])
+            pointer = broadcast(pointer, shape)
             offsets = [(flag, contiguous), (None, offset)] if flag else [(None, offset)]
             carried = self._carried(p, offsets, printer, shape)
             if carried is not None:
@@ -186,24 +195,51 @@ class AddressingMixin:
         allowed = set(self.ir.program_vars) | vectorized | set(self.ir.symbols.values())
         return expr.free_symbols <= allowed
 
-    def _hoisted_sum(self, p, offset, printer, vectorized):
-        """Print ``offset``; inside loops, the part that no loop changes is
-        computed once, before the outermost statement (loop-invariant code
-        motion for index math Triton would otherwise redo every iteration)."""
+    def _hoisted_parts(self, p, offset, printer, vectorized):
+        """``offset`` as (the name of its loop-invariant part, the rest): inside
+        loops the part that no loop changes is computed once, before the
+        outermost statement (loop-invariant code motion for index math Triton
+        would otherwise redo every iteration).  (None, ``offset``) where
+        nothing or everything is invariant."""
         if not self.loops.ranges:
-            return printer(offset)
+            return None, offset
         terms = distributed_terms(offset)
         invariant = [t for t in terms if self._invariant(t, vectorized)]
         if not invariant or len(invariant) == len(terms):
-            return printer(offset)
+            return None, offset
         part = sympy.Add(*invariant)
         key = (p.name, part, names_key(printer))
         if key not in self.hoist.computed:
             name = f"{p.name}_base_{len(self.hoist.computed)}"
             self.blocks.top_pre.append(generated_assign(name, printer(part)))
             self.hoist.computed[key] = name
-        rest = sympy.Add(*[t for t in terms if t not in invariant])
-        return expr("{base} + {rest}", base=self.hoist.computed[key], rest=printer(rest))
+        return self.hoist.computed[key], sympy.Add(*[t for t in terms if t not in invariant])
+
+    def _hoisted_sum(self, p, offset, printer, vectorized):
+        """Print ``offset``, its loop-invariant part hoisted (``_hoisted_parts``)."""
+        base, rest = self._hoisted_parts(p, offset, printer, vectorized)
+        if base is None:
+            return printer(rest)
+        return expr("{base} + {rest}", base=base, rest=printer(rest))
+
+    def _pointer_parts(self, p, offset, printer, vectorized):
+        """``offset`` printed for ``p``'s pointer block, as (a scalar offset
+        added to the pointer first, or None; the rest).  Where the part a
+        loop changes is the same for every element of the tile (a loop index
+        times a stride), the pointer is ``p_ptr + rest + base``: the scalar
+        pointer moves first and the hoisted offsets are added to it as they
+        are, instead of being added to first (an integer add per vector of
+        the tile and iteration less; on sm_90 sdpa's key loop then compiles
+        to as many instructions as with pointers advanced).  Both parts
+        are offsets within an element's own (the tile's first element's,
+        and the element's from it), so neither overflows where the sum
+        does not."""
+        base, rest = self._hoisted_parts(p, offset, printer, vectorized)
+        if base is None:
+            return None, printer(rest)
+        if not rest.free_symbols & vectorized:
+            return printer(rest), expr(base)
+        return None, expr("{base} + {rest}", base=base, rest=printer(rest))
 
     def _mask(self, conditions, printer, ranges):
         """The conjunction of the conditions as one block of booleans.
