@@ -586,6 +586,12 @@ def call_key(args, metas, options, constexprs=()):
     key = [tuple(_hashable(args[i]) for i in constexprs if i < len(args))] if constexprs else []
     tensor_type = _call_types()[2]
     for a in args:
+        if type(a) is tensor_type:  # the common case first: a plain tensor
+            try:
+                key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
+            except RuntimeError:  # a nested tensor of the strided layout: check_arguments refuses it
+                key.append(type(a))
+            continue
         try:
             shape = getattr(a, "shape", None)
         except RuntimeError:  # a nested tensor of the strided layout: check_arguments refuses it
@@ -614,10 +620,13 @@ def _hashable(value):
 class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
-    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel")
+    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "gather")
 
-    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None):
+    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, gather=None):
         self.kernel = kernel  # the persistent variant, or None: the plain kernel
+        # The call's argument positions the kernel takes first, where it takes
+        # them as given (no scalar to convert, no fixed value): None otherwise.
+        self.gather = gather
         self.grid = grid
         self.tail = tail
         self.kwargs = kwargs
@@ -694,18 +703,30 @@ def _launch_direct(direct, grid, call, device):
         if token != _guard_token(value, token[0] == "value"):
             return False
     active = direct.driver.active
-    if device >= 0 and device != active.get_current_device():
+    current = active.get_current_device()
+    if device >= 0 and device != current:
         return False
-    stream = active.get_current_stream(device if device >= 0 else active.get_current_device())
+    stream = active.get_current_stream(current)
     compiled = direct.compiled
     values = (*call, *direct.constexprs)
-    metadata = compiled.launch_metadata(grid, stream, *values)
+    enter, leave = direct.knobs.launch_enter_hook, direct.knobs.launch_exit_hook
+    if _no_hook(enter) and _no_hook(leave):
+        # What the launch hooks would be given is not built where no hook
+        # is set (Triton builds it each launch where its hooks are chains).
+        metadata = enter = leave = None
+    else:
+        metadata = compiled.launch_metadata(grid, stream, *values)
     g0 = grid[0]
     g1 = grid[1] if len(grid) > 1 else 1
     g2 = grid[2] if len(grid) > 2 else 1
-    compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, metadata,
-                 direct.knobs.launch_enter_hook, direct.knobs.launch_exit_hook, *values)
+    compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, metadata, enter, leave, *values)
     return True
+
+
+def _no_hook(hook):
+    """Whether a launch hook calls nothing: None, or an empty ``HookChain``
+    (Triton's hooks since 3.5 are chains, never None)."""
+    return hook is None or (type(hook).__name__ == "HookChain" and not getattr(hook, "calls", True))
 
 
 def fast_launch(facts, entry, args):
@@ -722,14 +743,17 @@ def fast_launch(facts, entry, args):
                     break
     if entry.grid is None:
         return None
-    call = []
-    for kind, value in spec.arg_template:
-        if kind == "arg":
-            call.append(args[value])
-        elif kind == "scalar":
-            call.append(scalar(args[value]))
-        else:
-            call.append(value)
+    if entry.gather is not None:
+        call = [args[i] for i in entry.gather]
+    else:
+        call = []
+        for kind, value in spec.arg_template:
+            if kind == "arg":
+                call.append(args[value])
+            elif kind == "scalar":
+                call.append(scalar(args[value]))
+            else:
+                call.append(value)
     call.extend(entry.tail)
     if entry.kernel is not None:
         kernel = entry.kernel
@@ -766,9 +790,11 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
         for i in positions:
             start, end = _extent(user_args[i])
             spans.append(end - start)
-    params = len(facts.spec.arg_template)
+    template = facts.spec.arg_template
+    gather = tuple(value for _, value in template) if all(kind == "arg" for kind, _ in template) else None
     device = tensors[0].get_device() if tensors else -1
-    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
+    facts.cache.calls[key] = _Entry(grid, tuple(args[len(template):]), kwargs, spans, positions, device, direct, kernel,
+                                    gather)
 
 
 def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):
