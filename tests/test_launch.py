@@ -21,7 +21,7 @@ class _Compiled:
         self.runs = []
 
     def launch_metadata(self, grid, stream, *args):
-        return None
+        return ("METADATA", grid, stream)
 
     def run(self, *args):
         self.runs.append(args)
@@ -77,6 +77,33 @@ def test_direct_launch_passes_what_triton_would(fake_driver):
     (args,) = direct.compiled.runs
     assert args[:6] == (7, 1, 1, 1000, "FUNCTION", "PACKED")
     assert args[9:] == (tensor, True, 48, 0.25, 100, 64, False)
+
+
+def test_direct_launch_passes_launch_hooks_only_where_one_is_set(fake_driver, monkeypatch):
+    from triton import knobs
+
+    call = [object(), True, 32, 0.5, 100]
+    direct = _direct(call)
+    enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+    if type(enter).__name__ != "HookChain":  # a Triton whose hooks are None unless set
+        monkeypatch.setattr(knobs.runtime, "launch_enter_hook", None)
+        monkeypatch.setattr(knobs.runtime, "launch_exit_hook", None)
+    assert runtime._launch_direct(direct, (7,), call, 0)
+    assert direct.compiled.runs[-1][6:9] == (None, None, None)  # no metadata built, no hook called
+    seen = []
+
+    def hook(metadata):
+        seen.append(metadata)
+
+    if type(enter).__name__ == "HookChain":
+        monkeypatch.setattr(enter, "calls", [hook])  # as enter.add(hook); the empty list is back after the test
+        hooks = (enter, leave)
+    else:
+        monkeypatch.setattr(knobs.runtime, "launch_enter_hook", hook)
+        hooks = (hook, None)
+    assert runtime._launch_direct(direct, (7,), call, 0)
+    assert direct.compiled.runs[-1][6:9] == (("METADATA", (7,), 1000), *hooks)
+    assert runtime._no_hook(knobs.runtime.launch_exit_hook)
 
 
 @pytest.mark.parametrize(
