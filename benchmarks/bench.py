@@ -386,6 +386,19 @@ def measure_ceilings():
     }
 
 
+def _commit():
+    """The checkout's commit, marked where tracked files differ from it (a copy
+    of a working tree whose ``.git`` is older says so instead of naming a
+    commit it does not hold); NTSYM_BENCH_COMMIT names it where known."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or None
+    if commit and git("status", "--porcelain", "--untracked-files=no"):
+        commit += " + uncommitted changes"
+    return commit
+
+
 def _version(dist, module=None):
     try:
         from importlib.metadata import version
@@ -417,9 +430,7 @@ def environment(device):
         "commit": None,
     }
     try:
-        env["commit"] = os.environ.get("NTSYM_BENCH_COMMIT") or subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10,
-        ).stdout.strip() or None
+        env["commit"] = os.environ.get("NTSYM_BENCH_COMMIT") or _commit()
     except Exception:
         pass
     if str(device).startswith("cuda"):

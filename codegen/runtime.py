@@ -725,7 +725,7 @@ def _launch_direct(direct, grid, call, device):
 
 def _no_hook(hook):
     """Whether a launch hook calls nothing: None, or an empty ``HookChain``
-    (Triton's hooks since 3.5 are chains, never None)."""
+    (Triton 3.6 and 3.9 keep their hooks as chains, never None)."""
     return hook is None or (type(hook).__name__ == "HookChain" and not getattr(hook, "calls", True))
 
 
