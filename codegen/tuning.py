@@ -1,24 +1,24 @@
-# Over 600 lines: candidates, the on-disk store and timing all read one Config and Spec, and change together.
+# Over 600 lines: candidates and timing both read one Config and Spec, and change together.
 """Configuration choice: the meta-parameter values and launch options.
 
 Candidates come from the meta symbols' bounds (powers of two where declared)
 crossed with ``num_warps``/``num_stages``, pruned by block size.  In Triton's
 interpreter (CPU) no benchmarking happens: a fixed, sensible configuration is
-taken, so CPU runs stay fast and deterministic.
+taken, so CPU runs stay fast and deterministic.  Choices are kept per process
+and on disk (``tuning_store``).
 """
 
 import functools
-import hashlib
 import itertools
-import json
 import logging
 import math
 import os
 import sys
 from dataclasses import dataclass, replace
 
+from codegen import tuning_store
+from codegen.tuning_store import ints, misalignment
 from codegen.errors import fail
-from codegen.tracing import traced
 
 logger = logging.getLogger("ntsym")
 
@@ -334,7 +334,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         config = Config(probe.meta, launch.get("num_warps", probe.num_warps),
                         launch.get("num_stages", probe.num_stages), bool(wanted), bool(advance))
     else:
-        disk_key = _disk_key(fixed_items, int64, tensors, given)
+        disk_key = tuning_store.disk_key(fixed_items, int64, tensors, given)
         if wanted is not None:  # a choice restricted by the caller is stored apart
             disk_key += "|persistent" if wanted else "|plain"
         if advance is not None:
@@ -353,7 +353,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
             _store(spec, disk_key, config)
     _end_progress()
     if os.environ.get("NTSYM_PRINT_TUNING") == "1":
-        print(f"ntsym: {spec.name} {_disk_key(fixed_items, int64, tensors, given)}: {describe(config)}", file=sys.stderr)
+        print(f"ntsym: {spec.name} {tuning_store.disk_key(fixed_items, int64, tensors, given)}: {describe(config)}", file=sys.stderr)
     if config.persistent and not persistent.ready(dict(config.meta)):
         fail(_refused(spec, persistent, config))
     tuned[key] = config
@@ -380,65 +380,13 @@ def _refused(spec, persistent, config):
 def _tensor_key(tensors):
     """Shapes, strides, dtypes, 16-byte alignment and device: what a tuned
     choice may depend on."""
-    return tuple((_ints(t.shape), _ints(t.stride()), t.dtype, _misalignment(t), t.device) for t in tensors)
-
-
-def _ints(sizes):
-    """Sizes or strides as Python ints: a trace with dynamic shapes gives
-    symbolic ones, which cannot be hashed; ``int`` specializes the trace to
-    this call's values (a choice made for one shape is valid for that shape)."""
-    return tuple(map(int, sizes))
-
-
-def _misalignment(t):
-    """The data pointer modulo 16; 0 for a fake tensor (traced by
-    torch.compile: no data), as PyTorch's allocations are aligned."""
-    return 0 if traced((t,)) else t.data_ptr() % 16
-
-
-def _disk_key(fixed_items, int64, tensors, constexprs=()):
-    """The same facts as text, stable across processes (device by name)."""
-    import torch
-
-    parts = [f"fixed={list(fixed_items)}", f"int64={int64}"]
-    if constexprs:
-        parts.append(f"constexprs={list(constexprs)}")
-    for t in tensors:
-        device = torch.cuda.get_device_name(t.device) if t.device.type == "cuda" else t.device.type
-        contiguous = [st == 1 for st in _ints(t.stride())]
-        base = _misalignment(t) == 0
-        aligned = base and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1])
-        parts.append(
-            f"{_ints(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{base}:"
-            f"{aligned}:{device}"
-        )
-    return "|".join(parts)
-
-
-def _tuning_file(spec):
-    import triton
-
-    from codegen import cache
-
-    ident = "\n".join([spec.kernel_source, triton.__version__, cache.package_version()])
-    digest = hashlib.sha256(ident.encode()).hexdigest()[:24]
-    folder = os.path.join(cache.cache_dir(), "tuning")
-    os.makedirs(folder, exist_ok=True)
-    return os.path.join(folder, f"{spec.name}_{digest}.json")
-
-
-def _read(path):
-    """The stored choices, or {} when the file is missing or damaged."""
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return tuple((ints(t.shape), ints(t.stride()), t.dtype, misalignment(t), t.device) for t in tensors)
 
 
 def _load(spec, key):
-    entry = _read(_tuning_file(spec)).get(key)
+    """The configuration stored for ``key``, or None (none stored, or an entry
+    this version cannot read)."""
+    entry = tuning_store.load(spec, key)
     try:
         return Config(tuple((k, int(v)) for k, v in entry["meta"]), int(entry["num_warps"]), int(entry["num_stages"]),
                       bool(entry.get("persistent", False)), bool(entry.get("advance", False)))
@@ -447,23 +395,9 @@ def _load(spec, key):
 
 
 def _store(spec, key, config):
-    """Add one choice to the file: locked read-modify-write, atomic replace."""
-    import fcntl
-    import tempfile
-
-    path = _tuning_file(spec)
-    with open(path + ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            data = _read(path)
-            data[key] = {"meta": [list(kv) for kv in config.meta], "num_warps": config.num_warps,
-                         "num_stages": config.num_stages, "persistent": config.persistent, "advance": config.advance}
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp_", suffix=".json")
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-            os.replace(tmp, path)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    tuning_store.store(spec, key, {
+        "meta": [list(kv) for kv in config.meta], "num_warps": config.num_warps, "num_stages": config.num_stages,
+        "persistent": config.persistent, "advance": config.advance})
 
 
 def _time(spec, fn, rep=20, warmup=5):

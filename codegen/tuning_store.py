@@ -1,0 +1,90 @@
+"""Tuned choices on disk: one JSON file per kernel source, Triton version and
+ntsym version under ``$NTSYM_CACHE_DIR/tuning/``, keyed by the call's facts as
+text (``disk_key``), so that a later process reuses what an earlier one timed.
+Writers lock the file and replace it atomically; a damaged file reads as empty
+and is rewritten.  ``tuning`` turns entries into configurations."""
+
+import hashlib
+import json
+import os
+
+from codegen.tracing import traced
+
+
+def ints(sizes):
+    """Sizes or strides as Python ints: a trace with dynamic shapes gives
+    symbolic ones, which cannot be hashed; ``int`` specializes the trace to
+    this call's values (a choice made for one shape is valid for that shape)."""
+    return tuple(map(int, sizes))
+
+
+def misalignment(t):
+    """The data pointer modulo 16; 0 for a fake tensor (traced by
+    torch.compile: no data), as PyTorch's allocations are aligned."""
+    return 0 if traced((t,)) else t.data_ptr() % 16
+
+
+def disk_key(fixed_items, int64, tensors, constexprs=()):
+    """The same facts as text, stable across processes (device by name)."""
+    import torch
+
+    parts = [f"fixed={list(fixed_items)}", f"int64={int64}"]
+    if constexprs:
+        parts.append(f"constexprs={list(constexprs)}")
+    for t in tensors:
+        device = torch.cuda.get_device_name(t.device) if t.device.type == "cuda" else t.device.type
+        contiguous = [st == 1 for st in ints(t.stride())]
+        base = misalignment(t) == 0
+        aligned = base and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1])
+        parts.append(
+            f"{ints(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{base}:"
+            f"{aligned}:{device}"
+        )
+    return "|".join(parts)
+
+
+def _path(spec):
+    import triton
+
+    from codegen import cache
+
+    ident = "\n".join([spec.kernel_source, triton.__version__, cache.package_version()])
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:24]
+    folder = os.path.join(cache.cache_dir(), "tuning")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, f"{spec.name}_{digest}.json")
+
+
+def _read(path):
+    """The stored choices, or {} when the file is missing or damaged."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load(spec, key):
+    """The stored choice for ``key`` (a dict as ``store`` was given it), or None."""
+    entry = _read(_path(spec)).get(key)
+    return entry if isinstance(entry, dict) else None
+
+
+def store(spec, key, entry):
+    """Add one choice to the file: locked read-modify-write, atomic replace."""
+    import fcntl
+    import tempfile
+
+    path = _path(spec)
+    with open(path + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            data = _read(path)
+            data[key] = entry
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp_", suffix=".json")
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
