@@ -334,13 +334,14 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         config = Config(probe.meta, launch.get("num_warps", probe.num_warps),
                         launch.get("num_stages", probe.num_stages), bool(wanted), bool(advance))
     else:
-        disk_key = tuning_store.disk_key(fixed_items, int64, tensors, given)
-        if wanted is not None:  # a choice restricted by the caller is stored apart
-            disk_key += "|persistent" if wanted else "|plain"
+        # A choice restricted by the caller is stored apart.
+        restricted = "" if wanted is None else "|persistent" if wanted else "|plain"
         if advance is not None:
-            disk_key += "|advance" if advance else "|index"
-        disk_key += "".join(f"|{name}={value}" for name, value in sorted(launch.items()))
-        config = None if os.environ.get("NTSYM_RETUNE") == "1" and timed else _load(spec, disk_key)
+            restricted += "|advance" if advance else "|index"
+        restricted += "".join(f"|{name}={value}" for name, value in sorted(launch.items()))
+        disk_key = tuning_store.disk_key(fixed_items, int64, tensors, given) + restricted
+        retune = os.environ.get("NTSYM_RETUNE") == "1" and timed
+        config = None if retune else _load(spec, disk_key)
         if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
             config = None
         if config is None and not timed:
@@ -348,9 +349,13 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
             return Config(probe.meta, launch.get("num_warps", probe.num_warps),
                           launch.get("num_stages", probe.num_stages), False, bool(advance))
         if config is None:
-            config = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, bool(wanted),
-                                advance, launch)
+            class_key = tuning_store.class_key(fixed_items, int64, tensors, given, _compiled_sizes(spec)) + restricted
+            shortlist = None if retune or _full_search() else _load_shortlist(spec, class_key, persistent)
+            config, ranked = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent,
+                                        bool(wanted), advance, launch, shortlist)
             _store(spec, disk_key, config)
+            if shortlist is None:  # only a full search sets its class's shortlist
+                _store_shortlist(spec, class_key, ranked[:SHORTLIST])
     _end_progress()
     if os.environ.get("NTSYM_PRINT_TUNING") == "1":
         print(f"ntsym: {spec.name} {tuning_store.disk_key(fixed_items, int64, tensors, given)}: {describe(config)}", file=sys.stderr)
@@ -386,7 +391,19 @@ def _tensor_key(tensors):
 def _load(spec, key):
     """The configuration stored for ``key``, or None (none stored, or an entry
     this version cannot read)."""
-    entry = tuning_store.load(spec, key)
+    return _config(tuning_store.load(spec, key))
+
+
+def _store(spec, key, config):
+    tuning_store.store(spec, key, _entry(config))
+
+
+def _entry(config):
+    return {"meta": [list(kv) for kv in config.meta], "num_warps": config.num_warps,
+            "num_stages": config.num_stages, "persistent": config.persistent, "advance": config.advance}
+
+
+def _config(entry):
     try:
         return Config(tuple((k, int(v)) for k, v in entry["meta"]), int(entry["num_warps"]), int(entry["num_stages"]),
                       bool(entry.get("persistent", False)), bool(entry.get("advance", False)))
@@ -394,10 +411,45 @@ def _load(spec, key):
         return None
 
 
-def _store(spec, key, config):
-    tuning_store.store(spec, key, {
-        "meta": [list(kv) for kv in config.meta], "num_warps": config.num_warps, "num_stages": config.num_stages,
-        "persistent": config.persistent, "advance": config.advance})
+# With NTSYM_TUNE_SHORTLIST=1, a call shape not tuned before whose size class
+# (``tuning_store.class_key``: each size within a factor of 1.5, the rest of the
+# call's facts the same) was searched in full for another shape times the
+# SHORTLIST configurations that led that search instead of every candidate.
+# Off by default: on an H100 (2026-11-25, mm fp16 2560-3072 after 2304, sdpa
+# bf16 3500-4000 keys after 3100) it cut a new shape's first call from 2.1-3.1 s
+# to 1.5-1.9 s (the steady re-timing of the leaders is most of what is left),
+# and the kernel it chose was 0.2-4.2 % slower than a full search's at 2 of 5
+# shapes.  Every full search stores its class's shortlist; NTSYM_RETUNE=1
+# searches in full.
+SHORTLIST = 8
+
+
+def _full_search():
+    return os.environ.get("NTSYM_TUNE_SHORTLIST") != "1"
+
+
+def _load_shortlist(spec, key, persistent):
+    """The stored shortlist of ``key``'s size class, without configurations
+    this call cannot run; None where there is none."""
+    entry = tuning_store.load(spec, key, "classes")
+    configs = [_config(e) for e in entry.get("configs", [])] if entry else []
+    configs = [c for c in configs if c is not None and (not c.persistent or (
+        persistent is not None and persistent.ready(dict(c.meta))))]
+    if configs and any(c.advance for c in configs) and not spec.advance_flag:
+        configs = [c for c in configs if not c.advance]
+    return configs or None
+
+
+def _store_shortlist(spec, key, configs):
+    tuning_store.store(spec, key, {"configs": [_entry(c) for c in configs]}, "classes")
+
+
+def _compiled_sizes(spec):
+    """(tensor position, dimension) of the sizes the kernel is compiled for
+    (constexpr parameters): a size class keeps those exact."""
+    tensors = [p for p in spec.params if p.kind == "tensor"]
+    return frozenset((i, d) for i, p in enumerate(tensors) for d in range(p.ndim or 0)
+                     if f"{p.name}_size_{d}: tl.constexpr" in spec.kernel_source)
 
 
 def _time(spec, fn, rep=20, warmup=5):
@@ -434,15 +486,18 @@ RETIME_WARMUP = 25
 RETIME_REP = 100
 
 
-def _retime(spec, timed, run):
-    """The fastest of ``timed`` ((ms, config) pairs from one short timing each):
-    the leaders within RETIME_WITHIN of the best are timed RETIME_ROUNDS more
-    times, interleaved, and the one with the lowest median wins."""
+def _rank(spec, timed, run):
+    """The configurations of ``timed`` ((ms, config) pairs from one short timing
+    each), fastest first, and the first one's ms: the leaders within
+    RETIME_WITHIN of the best are timed RETIME_ROUNDS more times, interleaved,
+    and ordered by their medians; the rest follow in the order of their short
+    timing."""
     timed = sorted(timed, key=lambda t: t[0])
+    by_short = [c for _, c in timed]
     best_ms = timed[0][0]
     leaders = [c for ms, c in timed if ms <= best_ms * (1 + RETIME_WITHIN)][:RETIME_MAX]
     if len(leaders) < 2:
-        return timed[0][1], best_ms
+        return by_short, best_ms
     rounds = {c: [] for c in leaders}
     for _ in range(RETIME_ROUNDS):
         for c in leaders:
@@ -452,10 +507,16 @@ def _retime(spec, timed, run):
                 logger.debug("ntsym: %s config %s failed when timed again: %s", spec.name, c, e)
     medians = {c: sorted(t)[len(t) // 2] for c, t in rounds.items() if t}
     if not medians:
-        return timed[0][1], best_ms
-    best = min(medians, key=lambda c: (medians[c], leaders.index(c)))
+        return by_short, best_ms
+    ranked = sorted(medians, key=lambda c: (medians[c], leaders.index(c)))
     logger.debug("ntsym: %s timed again: %s", spec.name, ", ".join(f"{c} {medians[c]:.4f} ms" for c in medians))
-    return best, medians[best]
+    return ranked + [c for c in by_short if c not in medians], medians[ranked[0]]
+
+
+def _retime(spec, timed, run):
+    """The fastest of ``timed`` as ``_rank`` orders them, and its ms."""
+    ranked, ms = _rank(spec, timed, run)
+    return ranked[0], ms
 
 
 def compile_threads():
@@ -511,18 +572,21 @@ def _snapshot(t):
 
 
 def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False,
-               advance=None, launch=None):
-    """The fastest configuration.  ``advance`` True/False fixes how loops
-    address tiles; None (where the kernel has the flag) times pointer
-    advancing too, at the plain configurations that did best.  ``launch``
-    fixes ``num_warps`` and/or ``num_stages``: only the rest is tuned."""
+               advance=None, launch=None, shortlist=None):
+    """The fastest configuration, and the configurations timed, fastest first
+    (``_rank``).  ``advance`` True/False fixes how loops address tiles; None
+    (where the kernel has the flag) times pointer advancing too, at the plain
+    configurations that did best.  ``launch`` fixes ``num_warps`` and/or
+    ``num_stages``: only the rest is tuned.  ``shortlist``: the configurations
+    to time instead of every candidate (what led the tuning of another shape
+    of the call's size class)."""
     import time
 
     # Timing runs the kernel many times: keep what it writes, to restore it.
     names = [p.name for p in spec.params if p.kind == "tensor"]
     snapshot = [_snapshot(t) for name, t in zip(names, tensors) if name in spec.written]
     device = tensors[0].get_device() if tensors else -1
-    configs = candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
+    configs = list(shortlist) if shortlist else candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
     if launch:
         configs = list(dict.fromkeys(replace(c, **launch) for c in configs))
     if advance:
@@ -545,23 +609,24 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     timed = _time_all(spec, configs, parts, run, tensors, start, failures=failures)
     extra = []
     ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
-    if persistent is not None and timed and not only_persistent:
+    if persistent is not None and timed and not only_persistent and not shortlist:
         # The persistent variant, at the block shapes that did best and at
         # the largest ones: it pays off where tiles stream through a loop,
         # which timing decides, and most with large tiles, which its tensor
         # descriptors feed where plain pointer loads may not keep up (fp8
         # 8192^3: 128x256x128 persistent fastest of all, plain among the slowest).
         extra += _persistent_candidates(_leading(ranked) + _largest(ranked), persistent)
-    if spec.advance_flag and advance is None:
+    if spec.advance_flag and advance is None and not shortlist:
         # Advancing pointers, at the configurations that did best.
         extra += [replace(c, advance=True) for c in ranked[:ADVANCE_CONFIGS] if not c.persistent]
     if extra:
         timed += _time_all(spec, extra, parts, run, tensors, start, len(configs))
         configs = configs + extra
     if timed and not spec.interpreting:
-        best, best_time = _retime(spec, timed, run)
+        ranked, best_time = _rank(spec, timed, run)
     elif timed:
-        best_time, best = min(timed, key=lambda t: t[0])
+        ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
+        best_time = min(ms for ms, _ in timed)
     for t, saved in snapshot:
         t.copy_(saved)
     if not timed:
@@ -570,8 +635,10 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
             config, error = failures[0]
             why = f"; with {config}: {type(error).__name__}: {str(error).strip()[:2000]}"
         fail(f"kernel `{spec.name}`: no configuration could be compiled and run{why}")
-    logger.info("ntsym: %s tuned over %d configs: %s (%.4f ms)", spec.name, len(configs), best, best_time)
-    return best
+    best = ranked[0]
+    logger.info("ntsym: %s tuned over %d configs%s: %s (%.4f ms)", spec.name, len(configs),
+                " of its size class's shortlist" if shortlist else "", best, best_time)
+    return best, ranked
 
 
 # The fastest plain configurations that advancing pointers is timed at.

@@ -1,8 +1,11 @@
 """Tuned choices on disk: one JSON file per kernel source, Triton version and
 ntsym version under ``$NTSYM_CACHE_DIR/tuning/``, keyed by the call's facts as
-text (``disk_key``), so that a later process reuses what an earlier one timed.
-Writers lock the file and replace it atomically; a damaged file reads as empty
-and is rewritten.  ``tuning`` turns entries into configurations."""
+text (``disk_key``), so that a later process reuses what an earlier one timed;
+beside it a file of shortlists, keyed by the same facts with sizes in classes
+(``class_key``): the configurations that led a full tuning of one shape, which
+a new shape of the class times instead of every candidate.  Writers lock the
+file and replace it atomically; a damaged file reads as empty and is
+rewritten.  ``tuning`` turns entries into configurations."""
 
 import hashlib
 import json
@@ -26,24 +29,49 @@ def misalignment(t):
 
 def disk_key(fixed_items, int64, tensors, constexprs=()):
     """The same facts as text, stable across processes (device by name)."""
+    return _key(fixed_items, int64, tensors, constexprs, lambda i, d, n: n)
+
+
+def class_key(fixed_items, int64, tensors, constexprs=(), exact=frozenset()):
+    """``disk_key`` with each size replaced by its size class (``size_class``),
+    but the sizes in ``exact`` ((tensor position, dimension) pairs: those the
+    kernel is compiled for) kept as they are."""
+    return _key(fixed_items, int64, tensors, constexprs,
+                lambda i, d, n: n if (i, d) in exact else size_class(n))
+
+
+def size_class(n):
+    """The smallest of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (powers of two and
+    their halfway points) that is at least ``n``: sizes within a factor of
+    1.5 of each other share one."""
+    if n <= 2:
+        return n
+    power = 1 << (n - 1).bit_length()
+    return power * 3 // 4 if power * 3 // 4 >= n else power
+
+
+def _key(fixed_items, int64, tensors, constexprs, size):
     import torch
 
     parts = [f"fixed={list(fixed_items)}", f"int64={int64}"]
     if constexprs:
         parts.append(f"constexprs={list(constexprs)}")
-    for t in tensors:
+    for i, t in enumerate(tensors):
         device = torch.cuda.get_device_name(t.device) if t.device.type == "cuda" else t.device.type
         contiguous = [st == 1 for st in ints(t.stride())]
         base = misalignment(t) == 0
         aligned = base and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1])
+        shape = tuple(size(i, d, n) for d, n in enumerate(ints(t.shape)))
         parts.append(
-            f"{ints(t.shape)}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{base}:"
+            f"{shape}:{str(t.dtype)[6:]}:{contiguous}:{t.is_contiguous()}:{base}:"
             f"{aligned}:{device}"
         )
     return "|".join(parts)
 
 
-def _path(spec):
+def _path(spec, kind="choices"):
+    """The file of ``spec``'s stored entries of one kind: ``choices`` (a
+    configuration per call shape), ``classes`` (shortlists per size class)."""
     import triton
 
     from codegen import cache
@@ -52,7 +80,8 @@ def _path(spec):
     digest = hashlib.sha256(ident.encode()).hexdigest()[:24]
     folder = os.path.join(cache.cache_dir(), "tuning")
     os.makedirs(folder, exist_ok=True)
-    return os.path.join(folder, f"{spec.name}_{digest}.json")
+    suffix = "" if kind == "choices" else f".{kind}"
+    return os.path.join(folder, f"{spec.name}_{digest}{suffix}.json")
 
 
 def _read(path):
@@ -65,18 +94,18 @@ def _read(path):
     return data if isinstance(data, dict) else {}
 
 
-def load(spec, key):
-    """The stored choice for ``key`` (a dict as ``store`` was given it), or None."""
-    entry = _read(_path(spec)).get(key)
+def load(spec, key, kind="choices"):
+    """The stored entry for ``key`` (a dict as ``store`` was given it), or None."""
+    entry = _read(_path(spec, kind)).get(key)
     return entry if isinstance(entry, dict) else None
 
 
-def store(spec, key, entry):
-    """Add one choice to the file: locked read-modify-write, atomic replace."""
+def store(spec, key, entry, kind="choices"):
+    """Add one entry to the file: locked read-modify-write, atomic replace."""
     import fcntl
     import tempfile
 
-    path = _path(spec)
+    path = _path(spec, kind)
     with open(path + ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:

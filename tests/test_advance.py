@@ -212,7 +212,7 @@ def test_tuner_times_the_advancing_form_at_the_best_configurations(monkeypatch):
     a, b = torch.randn(40, 48), torch.randn(48, 24)
     spec = mm.kernel._spec
     grid = lambda meta: (1,)  # noqa: E731
-    best = tuning._benchmark(None, spec, grid, (), {}, (a, b, torch.empty(40, 24)), False, {})
+    best, _ = tuning._benchmark(None, spec, grid, (), {}, (a, b, torch.empty(40, 24)), False, {})
     plain = [c for c in timed if not c.advance]
     advancing = [c for c in timed if c.advance]
     assert len(advancing) == tuning.ADVANCE_CONFIGS

@@ -43,9 +43,14 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def run(tmp_path, n, **env):
+def choices_file(tmp_path):
+    """The tuning file of choices per call shape (beside it, the shortlists per size class)."""
+    return [p for p in (tmp_path / "cache" / "tuning").glob("*.json") if not p.name.endswith(".classes.json")]
+
+
+def run(tmp_path, n, _script=SCRIPT, **env):
     script = tmp_path / "tune.py"
-    script.write_text(SCRIPT.format(root=ROOT))
+    script.write_text(_script.format(root=ROOT))
     environment = dict(os.environ, NTSYM_CACHE_DIR=str(tmp_path / "cache"), NTSYM_TUNE_IN_INTERPRETER="1",
                        TRITON_INTERPRET="1", **env)
     out = subprocess.run([sys.executable, str(script), str(n)], capture_output=True, text=True, env=environment)
@@ -56,7 +61,7 @@ def run(tmp_path, n, **env):
 def test_tuning_result_is_reused_by_a_second_process(tmp_path):
     first, _ = run(tmp_path, 100)
     assert first == 3  # B in {16, 32, 64}, one warps/stages setting
-    files = list((tmp_path / "cache" / "tuning").glob("*.json"))
+    files = choices_file(tmp_path)
     assert len(files) == 1
     (entry,) = json.loads(files[0].read_text()).values()
     assert dict(entry["meta"])["B"] in (16, 32, 64)
@@ -65,6 +70,51 @@ def test_tuning_result_is_reused_by_a_second_process(tmp_path):
     third, _ = run(tmp_path, 200)
     assert third == 3  # another shape tunes again
     assert len(json.loads(files[0].read_text())) == 2
+
+
+def test_a_new_shape_of_a_tuned_size_class_times_only_its_shortlist(tmp_path):
+    # B in {16, ..., 1024}: seven candidates; a shortlist of five.
+    shortlist = 5
+    script = SCRIPT.replace("upper_bound=64", "upper_bound=1024").replace(
+        "kernel = ntsym.make(", f"tuning.SHORTLIST = {shortlist}\nkernel = ntsym.make(")
+    assert script.count("upper_bound=1024") == 1 and script.count("SHORTLIST") == 1
+
+    def tune(n, **env):
+        return run(tmp_path, n, _script=script, **dict({"NTSYM_TUNE_SHORTLIST": "1"}, **env))[0]
+
+    assert tune(100) == 7  # the first shape of its class (97..128): every candidate
+    (shortlists,) = (tmp_path / "cache" / "tuning").glob("*.classes.json")
+    (entry,) = json.loads(shortlists.read_text()).values()
+    assert len(entry["configs"]) == shortlist
+    assert tune(120) == shortlist  # same class: the configurations that led the first search
+    assert tune(200) == 7  # another class (193..256)
+    assert tune(110, NTSYM_TUNE_SHORTLIST="0") == 7  # off (the default): every candidate
+    assert tune(100, NTSYM_RETUNE="1") == 7  # re-tuning searches in full
+    assert tune(120) == 0  # stored: nothing timed
+    (path,) = choices_file(tmp_path)
+    assert len(json.loads(path.read_text())) == 4  # 100, 120, 200, 110
+
+
+def test_size_classes():
+    from codegen.tuning_store import size_class
+
+    assert [size_class(n) for n in (1, 2, 3, 5, 7, 9, 100, 1024, 1025, 2304, 3073)] == \
+        [1, 2, 3, 6, 8, 12, 128, 1024, 1536, 3072, 4096]
+    for n in range(1, 5000):
+        assert n <= size_class(n) < 1.5 * n + 1
+
+
+def test_compiled_sizes_stay_exact_in_a_size_class():
+    from examples import sdpa
+
+    spec = sdpa.kernel._spec
+    assert tuning._compiled_sizes(spec) == {(0, 3), (1, 3), (2, 3), (3, 3)}  # the head dimension of q, k, v, o
+    q = torch.empty(1, 2, 100, 48)
+    keys = {tuning.tuning_store.class_key((), False, (q,), (), tuning._compiled_sizes(spec)),
+            tuning.tuning_store.class_key((), False, (torch.empty(1, 2, 120, 48),), (), tuning._compiled_sizes(spec))}
+    assert len(keys) == 1 and "(1, 2, 128, 48)" in keys.pop()
+    other = tuning.tuning_store.class_key((), False, (torch.empty(1, 2, 100, 40),), (), tuning._compiled_sizes(spec))
+    assert "(1, 2, 128, 40)" in other
 
 
 def test_retune_and_print(tmp_path):
@@ -76,7 +126,7 @@ def test_retune_and_print(tmp_path):
 
 def test_corrupted_tuning_file_is_ignored_and_rewritten(tmp_path):
     run(tmp_path, 100)
-    (path,) = (tmp_path / "cache" / "tuning").glob("*.json")
+    (path,) = choices_file(tmp_path)
     path.write_text('{"truncated": ')
     count, _ = run(tmp_path, 100)
     assert count == 3
@@ -91,7 +141,7 @@ def test_concurrent_writers_never_corrupt(tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(4)]
     for p in procs:
         assert p.wait() == 0, p.stderr.read()
-    (path,) = (tmp_path / "cache" / "tuning").glob("*.json")
+    (path,) = choices_file(tmp_path)
     assert len(json.loads(path.read_text())) == 4
 
 
