@@ -389,7 +389,8 @@ def measure_ceilings():
 def _commit():
     """The checkout's commit, marked where tracked files differ from it (a copy
     of a working tree whose ``.git`` is older says so instead of naming a
-    commit it does not hold); NTSYM_BENCH_COMMIT names it where known."""
+    commit it does not hold).  The caller takes NTSYM_BENCH_COMMIT instead
+    where it is set."""
     def git(*args):
         return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10).stdout.strip()
 

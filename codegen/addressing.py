@@ -124,25 +124,14 @@ class AddressingMixin:
                 # give the pointers the tile's full shape.
                 shape = ast.Tuple(elts=[printer(ranges[v]) for v in address.vars], ctx=ast.Load())
             flag = self.records.contiguity_flags.setdefault(p.name, f"{p.name}_contiguous") if contiguous is not None else None
-            forms = [self._pointer_parts(p, offset, printer, set(ranges))]
+            forms = [self._pointer_parts(p, offset, printer, ranges)]
             if contiguous is not None:
                 # For a contiguous tensor (a constexpr flag, set at launch)
                 # the strides are products of sizes and flattened dimensions
                 # merge back: fewer divisions, and addresses Triton can see
                 # are consecutive (vectorized loads).
-                forms.insert(0, self._pointer_parts(p, contiguous, printer, set(ranges)))
-            base = f"{p.name}_ptr"
-            if all(first is None for first, _ in forms):
-                offsets = [o for _, o in forms]
-                offset_node = offsets[0] if len(offsets) == 1 else expr(
-                    "{contiguous} if {flag} else {general}", contiguous=offsets[0], flag=flag, general=offsets[1])
-                pointer = expr("{base} + {offset}", base=base, offset=offset_node)
-            else:
-                pointers = [expr("{base} + {offset}", base=base, offset=o) if first is None
-                            else expr("{base} + {first} + {offset}", base=base, first=first, offset=o)
-                            for first, o in forms]
-                pointer = pointers[0] if len(pointers) == 1 else expr(
-                    "{contiguous} if {flag} else {general}", contiguous=pointers[0], flag=flag, general=pointers[1])
+                forms.insert(0, self._pointer_parts(p, contiguous, printer, ranges))
+            pointer = _pointer_block(f"{p.name}_ptr", forms, flag)
             pointer = broadcast(pointer, shape)
             offsets = [(flag, contiguous), (None, offset)] if flag else [(None, offset)]
             carried = self._carried(p, offsets, printer, shape)
@@ -196,48 +185,51 @@ class AddressingMixin:
         return expr.free_symbols <= allowed
 
     def _hoisted_parts(self, p, offset, printer, vectorized):
-        """``offset`` as (the name of its loop-invariant part, the rest): inside
-        loops the part that no loop changes is computed once, before the
-        outermost statement (loop-invariant code motion for index math Triton
-        would otherwise redo every iteration).  (None, ``offset``) where
-        nothing or everything is invariant."""
+        """``offset`` as (the name of its loop-invariant part, that part, the
+        rest): inside loops the part that no loop changes is computed once,
+        before the outermost statement (loop-invariant code motion for index
+        math Triton would otherwise redo every iteration).  (None, None,
+        ``offset``) where nothing or everything is invariant."""
         if not self.loops.ranges:
-            return None, offset
+            return None, None, offset
         terms = distributed_terms(offset)
         invariant = [t for t in terms if self._invariant(t, vectorized)]
         if not invariant or len(invariant) == len(terms):
-            return None, offset
+            return None, None, offset
         part = sympy.Add(*invariant)
         key = (p.name, part, names_key(printer))
         if key not in self.hoist.computed:
             name = f"{p.name}_base_{len(self.hoist.computed)}"
             self.blocks.top_pre.append(generated_assign(name, printer(part)))
             self.hoist.computed[key] = name
-        return self.hoist.computed[key], sympy.Add(*[t for t in terms if t not in invariant])
+        return self.hoist.computed[key], part, sympy.Add(*[t for t in terms if t not in invariant])
 
     def _hoisted_sum(self, p, offset, printer, vectorized):
         """Print ``offset``, its loop-invariant part hoisted (``_hoisted_parts``)."""
-        base, rest = self._hoisted_parts(p, offset, printer, vectorized)
-        if base is None:
-            return printer(rest)
-        return expr("{base} + {rest}", base=base, rest=printer(rest))
+        return _sum(*self._pointer_parts(p, offset, printer, {v: None for v in vectorized}, split=False))
 
-    def _pointer_parts(self, p, offset, printer, vectorized):
-        """``offset`` printed for ``p``'s pointer block, as (a scalar offset
-        added to the pointer first, or None; the rest).  Where the part a
-        loop changes is the same for every element of the tile (a loop index
-        times a stride), the pointer is ``p_ptr + rest + base``: the scalar
-        pointer moves first and the hoisted offsets are added to it as they
-        are, instead of being added to first (an integer add per vector of
-        the tile and iteration less; on sm_90 sdpa's key loop then compiles
-        to as many instructions as with pointers advanced).  Both parts
-        are offsets within an element's own (the tile's first element's,
-        and the element's from it), so neither overflows where the sum
-        does not."""
-        base, rest = self._hoisted_parts(p, offset, printer, vectorized)
+    def _pointer_parts(self, p, offset, printer, ranges, split=True):
+        """``offset`` printed for ``p``'s pointer block over the tile variables
+        ``ranges``, as (a scalar offset added to the pointer first, or None;
+        the rest).  Where the part a loop changes is the same for every
+        element of the tile (a loop index times a stride), the pointer is
+        ``p_ptr + rest + base``: the scalar pointer moves first and the
+        hoisted offsets are added to it as they are, instead of being added
+        to first (an integer add per vector of the tile and iteration less;
+        on sm_90 sdpa's key loop then compiles to as many instructions as
+        with pointers advanced).  Only where both parts are proved
+        non-negative: each is then at most their sum, which 32-bit index
+        math holds for every element that exists, while a negative part
+        (a padded or shifted tile) could leave the other beyond it (the sum,
+        taken in 32 bits, wraps back; two parts each extended to 64 bits
+        do not)."""
+        vectorized = set(ranges)
+        base, part, rest = self._hoisted_parts(p, offset, printer, vectorized)
         if base is None:
             return None, printer(rest)
-        if not rest.free_symbols & vectorized:
+        known = {**self.base_ranges(), **{v: n for v, n in ranges.items() if n is not None}}
+        if (split and not rest.free_symbols & vectorized
+                and bounds.nonnegative(part, known) and bounds.nonnegative(rest, known)):
             return printer(rest), expr(base)
         return None, expr("{base} + {rest}", base=base, rest=printer(rest))
 
@@ -399,3 +391,25 @@ def _sizes_relation(a, b):
     if a1 == b1:
         return sympy.Eq(a, b)
     return sympy.Eq(a1, b1)
+
+
+def _sum(first, rest):
+    """``first + rest``, or ``rest`` alone (the two parts of ``_pointer_parts``)."""
+    return rest if first is None else expr("{first} + {rest}", first=first, rest=rest)
+
+
+def _pointer_block(base, forms, flag):
+    """The pointer block ``base`` plus each form's offset (``_pointer_parts``):
+    one form, or the contiguous one and the general one chosen by ``flag``.
+    Where no form moves the scalar pointer first, the choice is between the
+    offsets, ``base + (a if flag else b)``."""
+    if all(first is None for first, _ in forms):
+        offsets = [rest for _, rest in forms]
+        offset = offsets[0] if len(offsets) == 1 else expr(
+            "{contiguous} if {flag} else {general}", contiguous=offsets[0], flag=flag, general=offsets[1])
+        return expr("{base} + {offset}", base=base, offset=offset)
+    pointers = [expr("{base} + {offset}", base=base, offset=rest) if first is None
+                else expr("{base} + {first} + {offset}", base=base, first=first, offset=rest)
+                for first, rest in forms]
+    return pointers[0] if len(pointers) == 1 else expr(
+        "{contiguous} if {flag} else {general}", contiguous=pointers[0], flag=flag, general=pointers[1])

@@ -586,11 +586,8 @@ def call_key(args, metas, options, constexprs=()):
     key = [tuple(_hashable(args[i]) for i in constexprs if i < len(args))] if constexprs else []
     tensor_type = _call_types()[2]
     for a in args:
-        if type(a) is tensor_type:  # the common case first: a plain tensor
-            try:
-                key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
-            except RuntimeError:  # a nested tensor of the strided layout: check_arguments refuses it
-                key.append(type(a))
+        if type(a) is tensor_type and not a.is_nested:  # the common case first: a plain tensor
+            key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
             continue
         try:
             shape = getattr(a, "shape", None)

@@ -341,7 +341,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         restricted += "".join(f"|{name}={value}" for name, value in sorted(launch.items()))
         disk_key = tuning_store.disk_key(fixed_items, int64, tensors, given) + restricted
         retune = os.environ.get("NTSYM_RETUNE") == "1" and timed
-        config = None if retune else _load(spec, disk_key)
+        config = None if retune else _load(spec, disk_key, shortlisted=not _full_search())
         if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
             config = None
         if config is None and not timed:
@@ -353,7 +353,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
             shortlist = None if retune or _full_search() else _load_shortlist(spec, class_key, persistent)
             config, ranked = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent,
                                         bool(wanted), advance, launch, shortlist)
-            _store(spec, disk_key, config)
+            _store(spec, disk_key, config, shortlisted=shortlist is not None)
             if shortlist is None:  # only a full search sets its class's shortlist
                 _store_shortlist(spec, class_key, ranked[:SHORTLIST])
     _end_progress()
@@ -388,14 +388,21 @@ def _tensor_key(tensors):
     return tuple((ints(t.shape), ints(t.stride()), t.dtype, misalignment(t), t.device) for t in tensors)
 
 
-def _load(spec, key):
-    """The configuration stored for ``key``, or None (none stored, or an entry
-    this version cannot read)."""
-    return _config(tuning_store.load(spec, key))
+def _load(spec, key, shortlisted=False):
+    """The configuration stored for ``key``, or None (none stored, an entry
+    this version cannot read, or one chosen from a size class's shortlist
+    where ``shortlisted`` does not allow those)."""
+    entry = tuning_store.load(spec, key)
+    if entry is not None and entry.get("shortlist") and not shortlisted:
+        return None
+    return _config(entry)
 
 
-def _store(spec, key, config):
-    tuning_store.store(spec, key, _entry(config))
+def _store(spec, key, config, shortlisted=False):
+    entry = _entry(config)
+    if shortlisted:  # chosen among a shortlist: a full search replaces it
+        entry["shortlist"] = True
+    tuning_store.store(spec, key, entry)
 
 
 def _entry(config):
@@ -412,8 +419,8 @@ def _config(entry):
 
 
 # With NTSYM_TUNE_SHORTLIST=1, a call shape not tuned before whose size class
-# (``tuning_store.class_key``: each size within a factor of 1.5, the rest of the
-# call's facts the same) was searched in full for another shape times the
+# (``tuning_store.class_key``: the sizes of a class within a factor of 1.5 of
+# each other, the rest of the call's facts the same) was searched in full for another shape times the
 # SHORTLIST configurations that led that search instead of every candidate.
 # Off by default: on an H100 (2026-11-25, mm fp16 2560-3072 after 2304, sdpa
 # bf16 3500-4000 keys after 3100) it cut a new shape's first call from 2.1-3.1 s
@@ -435,8 +442,6 @@ def _load_shortlist(spec, key, persistent):
     configs = [_config(e) for e in entry.get("configs", [])] if entry else []
     configs = [c for c in configs if c is not None and (not c.persistent or (
         persistent is not None and persistent.ready(dict(c.meta))))]
-    if configs and any(c.advance for c in configs) and not spec.advance_flag:
-        configs = [c for c in configs if not c.advance]
     return configs or None
 
 
@@ -511,12 +516,6 @@ def _rank(spec, timed, run):
     ranked = sorted(medians, key=lambda c: (medians[c], leaders.index(c)))
     logger.debug("ntsym: %s timed again: %s", spec.name, ", ".join(f"{c} {medians[c]:.4f} ms" for c in medians))
     return ranked + [c for c in by_short if c not in medians], medians[ranked[0]]
-
-
-def _retime(spec, timed, run):
-    """The fastest of ``timed`` as ``_rank`` orders them, and its ms."""
-    ranked, ms = _rank(spec, timed, run)
-    return ranked[0], ms
 
 
 def compile_threads():
@@ -607,18 +606,23 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     start = time.perf_counter()
     failures = []
     timed = _time_all(spec, configs, parts, run, tensors, start, failures=failures)
+    if shortlist and not timed:  # none of them runs at this shape: search in full
+        for t, saved in snapshot:
+            t.copy_(saved)
+        return _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent,
+                          advance, launch)
     extra = []
-    ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
+    by_time = [c for _, c in sorted(timed, key=lambda t: t[0])]
     if persistent is not None and timed and not only_persistent and not shortlist:
         # The persistent variant, at the block shapes that did best and at
         # the largest ones: it pays off where tiles stream through a loop,
         # which timing decides, and most with large tiles, which its tensor
         # descriptors feed where plain pointer loads may not keep up (fp8
         # 8192^3: 128x256x128 persistent fastest of all, plain among the slowest).
-        extra += _persistent_candidates(_leading(ranked) + _largest(ranked), persistent)
+        extra += _persistent_candidates(_leading(by_time) + _largest(by_time), persistent)
     if spec.advance_flag and advance is None and not shortlist:
         # Advancing pointers, at the configurations that did best.
-        extra += [replace(c, advance=True) for c in ranked[:ADVANCE_CONFIGS] if not c.persistent]
+        extra += [replace(c, advance=True) for c in by_time[:ADVANCE_CONFIGS] if not c.persistent]
     if extra:
         timed += _time_all(spec, extra, parts, run, tensors, start, len(configs))
         configs = configs + extra

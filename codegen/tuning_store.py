@@ -42,8 +42,8 @@ def class_key(fixed_items, int64, tensors, constexprs=(), exact=frozenset()):
 
 def size_class(n):
     """The smallest of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (powers of two and
-    their halfway points) that is at least ``n``: sizes within a factor of
-    1.5 of each other share one."""
+    their halfway points) that is at least ``n``: the sizes of one class are
+    within a factor of 1.5 of each other."""
     if n <= 2:
         return n
     power = 1 << (n - 1).bit_length()
@@ -85,7 +85,7 @@ def _path(spec, kind="choices"):
 
 
 def _read(path):
-    """The stored choices, or {} when the file is missing or damaged."""
+    """The stored entries, or {} when the file is missing or damaged."""
     try:
         with open(path) as f:
             data = json.load(f)

@@ -80,6 +80,35 @@ def test_range_with_start_and_step():
         torch.testing.assert_close(y, want)
 
 
+def test_the_index_form_moves_the_scalar_pointer_first_where_both_parts_are_non_negative():
+    """``x_ptr + k * step + x_base`` widens the two offsets to 64 bits one by
+    one: right where each is at most their sum, which 32-bit index math
+    holds for every element that exists.  A shifted tile (``x[k - 2]``)
+    leaves a negative term in the hoisted part and a loop part that may pass
+    the tensor's end by as much: there the sum is taken first, in 32 bits,
+    as before (near 2**31 elements the split would address wrongly)."""
+    def plain(x, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        for k in range(x.shape[1]):
+            acc += x[0, k]
+        y = ntl.sum(acc, 1)  # noqa: F841
+
+    def shifted(x, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        for k in range(2, x.shape[1] + 2):
+            acc += x[0, k - 2]
+        y = ntl.sum(acc, 1)  # noqa: F841
+
+    x = torch.randn(3, 37)
+    for application, split in ((plain, True), (shifted, False)):
+        kernel = ntsym.make(row_blocks, application, (Tensor(2), Tensor(1)))
+        source = kernel.kernel_source
+        assert bool(re.search(r"else tl.broadcast_to\(x_ptr \+ 4 \* k \* x_stride_1 \+ x_base_\d+,", source)) == split
+        assert bool(re.search(r"else tl.broadcast_to\(x_ptr \+ \(x_base_\d+ \+ ", source)) == (not split), source
+        for y in both(kernel, x, torch.empty(3)):
+            torch.testing.assert_close(y, x.sum(1), atol=1e-5, rtol=1e-5)
+
+
 def test_nested_loops_advance_the_inner_pointers_from_where_the_outer_loop_is():
     def arrangement(x, y):
         return planes(x, y, B)

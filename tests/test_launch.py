@@ -84,26 +84,26 @@ def test_direct_launch_passes_launch_hooks_only_where_one_is_set(fake_driver, mo
 
     call = [object(), True, 32, 0.5, 100]
     direct = _direct(call)
-    enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
-    if type(enter).__name__ != "HookChain":  # a Triton whose hooks are None unless set
-        monkeypatch.setattr(knobs.runtime, "launch_enter_hook", None)
-        monkeypatch.setattr(knobs.runtime, "launch_exit_hook", None)
-    assert runtime._launch_direct(direct, (7,), call, 0)
-    assert direct.compiled.runs[-1][6:9] == (None, None, None)  # no metadata built, no hook called
-    seen = []
+    chains = type(knobs.runtime.launch_enter_hook).__name__ == "HookChain"  # else None unless set
 
     def hook(metadata):
-        seen.append(metadata)
+        pass
 
-    if type(enter).__name__ == "HookChain":
-        monkeypatch.setattr(enter, "calls", [hook])  # as enter.add(hook); the empty list is back after the test
-        hooks = (enter, leave)
-    else:
-        monkeypatch.setattr(knobs.runtime, "launch_enter_hook", hook)
-        hooks = (hook, None)
+    def set_hooks(enter, leave):
+        for name, value in (("launch_enter_hook", enter), ("launch_exit_hook", leave)):
+            if chains:  # a chain with or without the hook, the empty list back after the test
+                monkeypatch.setattr(getattr(knobs.runtime, name), "calls", [hook] if value else [])
+            else:
+                monkeypatch.setattr(knobs.runtime, name, hook if value else None)
+        return knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+
+    set_hooks(False, False)
     assert runtime._launch_direct(direct, (7,), call, 0)
-    assert direct.compiled.runs[-1][6:9] == (("METADATA", (7,), 1000), *hooks)
-    assert runtime._no_hook(knobs.runtime.launch_exit_hook)
+    assert direct.compiled.runs[-1][6:9] == (None, None, None)  # no metadata built, no hook passed
+    for enter, leave in ((True, False), (False, True), (True, True)):
+        hooks = set_hooks(enter, leave)
+        assert runtime._launch_direct(direct, (7,), call, 0)
+        assert direct.compiled.runs[-1][6:9] == (("METADATA", (7,), 1000), *hooks)
 
 
 @pytest.mark.parametrize(

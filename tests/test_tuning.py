@@ -92,7 +92,11 @@ def test_a_new_shape_of_a_tuned_size_class_times_only_its_shortlist(tmp_path):
     assert tune(100, NTSYM_RETUNE="1") == 7  # re-tuning searches in full
     assert tune(120) == 0  # stored: nothing timed
     (path,) = choices_file(tmp_path)
-    assert len(json.loads(path.read_text())) == 4  # 100, 120, 200, 110
+    stored = json.loads(path.read_text())
+    assert len(stored) == 4  # 100, 120, 200, 110
+    assert sum(1 for entry in stored.values() if entry.get("shortlist")) == 1  # 120's
+    assert tune(120, NTSYM_TUNE_SHORTLIST="0") == 7  # off: a choice among a shortlist is searched again
+    assert not any(entry.get("shortlist") for entry in json.loads(path.read_text()).values())
 
 
 def test_size_classes():
@@ -301,14 +305,15 @@ def test_near_ties_are_timed_again_and_the_lowest_median_wins(monkeypatch):
 
     monkeypatch.setattr(tuning, "_time", fake_time)
     timed = [(1.00, a), (1.02, b), (1.04, c), (1.50, d)]  # d is not within 15 % of the best
-    best, ms = tuning._retime(spec, timed, lambda config: (lambda: config))
-    assert best == b and ms == 0.99
+    ranked, ms = tuning._rank(spec, timed, lambda config: (lambda: config))
+    # the leaders by their medians (b 0.99, a 1.03, c 1.2), then the rest by the short timing
+    assert ranked == [b, a, c, d] and ms == 0.99
     assert [cfg for cfg, _ in calls] == [a, b, c] * 3  # interleaved rounds, leaders only
     # timed long, after a warm-up as long as a steady run's
     assert all(length == (tuning.RETIME_WARMUP, tuning.RETIME_REP) == (25, 100) for _, length in calls)
     # a clear winner is not timed again
     calls.clear()
-    assert tuning._retime(spec, [(1.0, a), (2.0, b)], lambda config: (lambda: config)) == (a, 1.0)
+    assert tuning._rank(spec, [(2.0, b), (1.0, a)], lambda config: (lambda: config)) == ([a, b], 1.0)
     assert calls == []
 
 
