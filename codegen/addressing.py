@@ -227,10 +227,10 @@ class AddressingMixin:
         base, part, rest = self._hoisted_parts(p, offset, printer, vectorized)
         if base is None:
             return None, printer(rest)
-        known = {**self.base_ranges(), **{v: n for v, n in ranges.items() if n is not None}}
-        if (split and not rest.free_symbols & vectorized
-                and bounds.nonnegative(part, known) and bounds.nonnegative(rest, known)):
-            return printer(rest), expr(base)
+        if split and not rest.free_symbols & vectorized:
+            known = {**self.base_ranges(), **{v: n for v, n in ranges.items() if n is not None}}
+            if bounds.nonnegative(part, known) and bounds.nonnegative(rest, known):
+                return printer(rest), expr(base)
         return None, expr("{base} + {rest}", base=base, rest=printer(rest))
 
     def _mask(self, conditions, printer, ranges):
