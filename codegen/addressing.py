@@ -206,9 +206,10 @@ class AddressingMixin:
 
     def _hoisted_sum(self, p, offset, printer, vectorized):
         """Print ``offset``, its loop-invariant part hoisted (``_hoisted_parts``)."""
-        return _sum(*self._pointer_parts(p, offset, printer, {v: None for v in vectorized}, split=False))
+        base, _, rest = self._hoisted_parts(p, offset, printer, vectorized)
+        return printer(rest) if base is None else expr("{base} + {rest}", base=base, rest=printer(rest))
 
-    def _pointer_parts(self, p, offset, printer, ranges, split=True):
+    def _pointer_parts(self, p, offset, printer, ranges):
         """``offset`` printed for ``p``'s pointer block over the tile variables
         ``ranges``, as (a scalar offset added to the pointer first, or None;
         the rest).  Where the part a loop changes is the same for every
@@ -227,8 +228,8 @@ class AddressingMixin:
         base, part, rest = self._hoisted_parts(p, offset, printer, vectorized)
         if base is None:
             return None, printer(rest)
-        if split and not rest.free_symbols & vectorized:
-            known = {**self.base_ranges(), **{v: n for v, n in ranges.items() if n is not None}}
+        if not rest.free_symbols & vectorized:
+            known = {**self.base_ranges(), **ranges}
             if bounds.nonnegative(part, known) and bounds.nonnegative(rest, known):
                 return printer(rest), expr(base)
         return None, expr("{base} + {rest}", base=base, rest=printer(rest))
@@ -391,11 +392,6 @@ def _sizes_relation(a, b):
     if a1 == b1:
         return sympy.Eq(a, b)
     return sympy.Eq(a1, b1)
-
-
-def _sum(first, rest):
-    """``first + rest``, or ``rest`` alone (the two parts of ``_pointer_parts``)."""
-    return rest if first is None else expr("{first} + {rest}", first=first, rest=rest)
 
 
 def _pointer_block(base, forms, flag):

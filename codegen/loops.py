@@ -61,8 +61,14 @@ class LoopsMixin:
             )
         var = sympy.Symbol(stmt.target.id, integer=True)
         args = it.args
+        # What proofs know of the variable's range holds only where the body
+        # leaves the variable to the loop: no `k = k - 2`, no inner loop over
+        # `k` (so no enclosing loop's range is ever that of an inner `k`).
+        rebound = stmt.target.id in assigned_names(stmt.body)
         ceiling = None  # the cdiv(n, b) the loop's stop is (or is at most)
-        if len(args) == 1:
+        if rebound:
+            pass
+        elif len(args) == 1:
             bound = self._range_value(args[0])
             if bound is not None:
                 self.loops.ranges[var] = bound

@@ -351,8 +351,12 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         if config is None:
             class_key = tuning_store.class_key(fixed_items, int64, tensors, given, _compiled_sizes(spec)) + restricted
             shortlist = None if retune or _full_search() else _load_shortlist(spec, class_key, persistent)
-            config, ranked = _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent,
-                                        bool(wanted), advance, launch, shortlist)
+            search = functools.partial(_benchmark, kernel, spec, grid, args, derived, tensors, int64, fixed,
+                                       persistent, bool(wanted), advance, launch)
+            config, ranked = search(shortlist) if shortlist else (None, [])
+            if config is None:  # no shortlist, or none of it runs at this shape
+                shortlist = None
+                config, ranked = search()
             _store(spec, disk_key, config, shortlisted=shortlist is not None)
             if shortlist is None:  # only a full search sets its class's shortlist
                 _store_shortlist(spec, class_key, ranked[:SHORTLIST])
@@ -573,7 +577,7 @@ def _snapshot(t):
 def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False,
                advance=None, launch=None, shortlist=None):
     """The fastest configuration, and the configurations timed, fastest first
-    (``_rank``).  ``advance`` True/False fixes how loops address tiles; None
+    (``_rank``); (None, []) where a ``shortlist`` was given and none of it runs.  ``advance`` True/False fixes how loops address tiles; None
     (where the kernel has the flag) times pointer advancing too, at the plain
     configurations that did best.  ``launch`` fixes ``num_warps`` and/or
     ``num_stages``: only the rest is tuned.  ``shortlist``: the configurations
@@ -606,11 +610,10 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     start = time.perf_counter()
     failures = []
     timed = _time_all(spec, configs, parts, run, tensors, start, failures=failures)
-    if shortlist and not timed:  # none of them runs at this shape: search in full
+    if shortlist and not timed:  # none of them runs at this shape: the caller searches in full
         for t, saved in snapshot:
             t.copy_(saved)
-        return _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent,
-                          advance, launch)
+        return None, []
     extra = []
     by_time = [c for _, c in sorted(timed, key=lambda t: t[0])]
     if persistent is not None and timed and not only_persistent and not shortlist:

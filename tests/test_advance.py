@@ -109,6 +109,63 @@ def test_the_index_form_moves_the_scalar_pointer_first_where_both_parts_are_non_
             torch.testing.assert_close(y, x.sum(1), atol=1e-5, rtol=1e-5)
 
 
+def test_a_loop_part_not_proved_non_negative_keeps_the_sum_first():
+    def application(x, y):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        for i in range(1):
+            for k in range(-1, x.shape[1] - 1):  # k < 0 at first: its range is not known
+                acc += x[0, k + 1]
+        y = ntl.sum(acc, 1)  # noqa: F841
+
+    kernel = ntsym.make(row_blocks, application, (Tensor(2), Tensor(1)))
+    assert re.search(r"x_ptr \+ \(x_base_\d+ \+ 4 \* k \* x_stride_1\)", kernel.kernel_source), kernel.kernel_source
+    x = torch.randn(3, 37)
+    for y in both(kernel, x, torch.empty(3)):
+        torch.testing.assert_close(y, x.sum(1), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("rebinding", ["assignment", "inner loop"])
+def test_a_loop_variable_the_body_rebinds_has_no_range_for_the_proofs(rebinding):
+    """A mask the loop's range would prove (``k >= 0``) stays where the body
+    moves ``k`` out of that range; the result equals the same program with
+    another name."""
+    if rebinding == "assignment":
+        def application(x, y):
+            acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+            for k in range(x.shape[1]):
+                k = k - 2
+                acc += x[0, k]
+            y = ntl.sum(acc, 1)  # noqa: F841
+
+        def renamed(x, y):
+            acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+            for k in range(x.shape[1]):
+                j = k - 2
+                acc += x[0, j]
+            y = ntl.sum(acc, 1)  # noqa: F841
+    else:
+        def application(x, y):
+            acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+            for k in range(2):
+                for k in range(-1, 1):
+                    acc += x[0, k]
+            y = ntl.sum(acc, 1)  # noqa: F841
+
+        def renamed(x, y):
+            acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+            for i in range(2):
+                for k in range(-1, 1):
+                    acc += x[0, k]
+            y = ntl.sum(acc, 1)  # noqa: F841
+
+    x = torch.arange(48, dtype=torch.float32).reshape(3, 16)
+    want = torch.empty(3)
+    ntsym.make(row_blocks, renamed, (Tensor(2), Tensor(1)))(x, want)
+    y = torch.empty(3)
+    ntsym.make(row_blocks, application, (Tensor(2), Tensor(1)))(x, y)
+    torch.testing.assert_close(y, want)
+
+
 def test_nested_loops_advance_the_inner_pointers_from_where_the_outer_loop_is():
     def arrangement(x, y):
         return planes(x, y, B)

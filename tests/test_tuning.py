@@ -99,6 +99,22 @@ def test_a_new_shape_of_a_tuned_size_class_times_only_its_shortlist(tmp_path):
     assert not any(entry.get("shortlist") for entry in json.loads(path.read_text()).values())
 
 
+def test_a_shortlist_that_does_not_run_falls_back_to_a_full_search(tmp_path):
+    script = SCRIPT.replace("upper_bound=64", "upper_bound=1024")
+    env = {"NTSYM_TUNE_SHORTLIST": "1"}
+    assert run(tmp_path, 100, _script=script, **env)[0] == 7
+    (shortlists,) = (tmp_path / "cache" / "tuning").glob("*.classes.json")
+    (key,) = json.loads(shortlists.read_text())
+    # A block of 3 elements: no power of two, so it cannot run.
+    shortlists.write_text(json.dumps({key: {"configs": [
+        {"meta": [["B", 3]], "num_warps": 4, "num_stages": 2, "persistent": False, "advance": False}]}}))
+    assert run(tmp_path, 120, _script=script, **env)[0] == 1 + 7  # the failed one, then every candidate
+    (path,) = choices_file(tmp_path)
+    assert not any(entry.get("shortlist") for entry in json.loads(path.read_text()).values())
+    (entry,) = json.loads(shortlists.read_text()).values()
+    assert len(entry["configs"]) == tuning.SHORTLIST - 1  # the full search's seven leaders replace it
+
+
 def test_size_classes():
     from codegen.tuning_store import size_class
 
