@@ -246,10 +246,11 @@ def check_shape(name, tensor, dim, expected):
 
 @functools.lru_cache(maxsize=None)
 def _call_types():
-    """(dtypes Triton kernels read, torch.bool, torch.Tensor): looked up once."""
+    """(dtypes Triton kernels read, torch.bool, torch.Tensor, torch.strided):
+    looked up once."""
     import torch
 
-    return frozenset(_supported()), torch.bool, torch.Tensor
+    return frozenset(_supported()), torch.bool, torch.Tensor, torch.strided
 
 
 def check_arguments(spec, args):
@@ -257,12 +258,15 @@ def check_arguments(spec, args):
     params = spec.call_params
     if len(args) != len(params):
         fail(f"kernel `{spec.name}` takes {len(params)} arguments ({', '.join(p[0] for p in params)}), got {len(args)}")
-    supported, bool_dtype, tensor_type = _call_types()
+    supported, bool_dtype, tensor_type, strided = _call_types()
     device = None
     tensors = []
     for (name, kind, ndim, written), a in zip(params, args):
         if kind in ("tensor", "shape") and getattr(a, "is_nested", False):
             fail(_nested_refusal(name, a, ndim))
+        if kind == "tensor" and isinstance(a, tensor_type) and a.layout is not strided:
+            fail(f"`{name}` is a {a.layout} tensor; kernels read strided (dense) tensors only: "
+                 f"pass {name}.to_dense()")
         if kind == "offsets":
             if not isinstance(a, tensor_type) or a.ndim != 1 or a.dtype not in _offset_dtypes():
                 fail(f"`{name}` must be a 1-D int32 or int64 tensor of sequence offsets")
@@ -584,13 +588,15 @@ def call_key(args, metas, options, constexprs=()):
     compiled kernel and so its tuned configuration).  None for a call traced
     with fake tensors (it is not remembered)."""
     key = [tuple(_hashable(args[i]) for i in constexprs if i < len(args))] if constexprs else []
-    tensor_type = _call_types()[2]
+    tensor_type, strided = _call_types()[2:]
     for a in args:
-        if type(a) is tensor_type and not a.is_nested:  # the common case first: a plain tensor
+        if type(a) is tensor_type and not a.is_nested and a.layout is strided:  # the common case first
             key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
             continue
         try:
             shape = getattr(a, "shape", None)
+            if shape is not None and getattr(a, "layout", strided) is not strided:
+                shape = None  # sparse: no strides, no data pointer; check_arguments refuses it
         except RuntimeError:  # a nested tensor of the strided layout: check_arguments refuses it
             key.append(type(a))
             continue
