@@ -64,17 +64,16 @@ class LoopsMixin:
         # What proofs know of the variable's range holds only where the body
         # leaves the variable to the loop: no `k = k - 2`, no inner loop over
         # `k` (so no enclosing loop's range is ever that of an inner `k`).
-        rebound = stmt.target.id in assigned_names(stmt.body)
+        body_assigned = assigned_names(stmt.body)
+        rebound = stmt.target.id in body_assigned
         ceiling = None  # the cdiv(n, b) the loop's stop is (or is at most)
-        if rebound:
-            pass
-        elif len(args) == 1:
+        if len(args) == 1 and not rebound:
             bound = self._range_value(args[0])
             if bound is not None:
                 self.loops.ranges[var] = bound
                 self.loops.trips[var] = bound
                 ceiling = bound if isinstance(bound, CeilDiv) else None
-        elif len(args) == 2 and not it.keywords:
+        elif len(args) == 2 and not it.keywords and not rebound:
             # range(a, b) with a >= 0: the variable lies in [0, b), which
             # is all the proofs of masks use of a loop variable's range.
             start_value, stop = self._range_value(args[0]), self._range_value(args[1])
@@ -84,7 +83,7 @@ class LoopsMixin:
                 ceiling = _ceiling_of(stop)
         self.names.locals.add(stmt.target.id)
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
-        assigned = assigned_names(stmt.body) | {stmt.target.id}
+        assigned = body_assigned | {stmt.target.id}
         start, step = self._range_start_step(it, assigned)
         self._forget(assigned)
         self._enter_loop()

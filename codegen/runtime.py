@@ -64,6 +64,9 @@ class Spec:
     call_params: tuple = field(init=False)
     written: frozenset = field(init=False)
     constexpr_slots: tuple = field(init=False)  # kernel argument positions of the constexprs a call gives
+    # The call's argument positions the kernel takes first, where it takes them
+    # as given (no scalar to convert, no fixed value): None otherwise.
+    gather: Any = field(init=False)
 
     def __post_init__(self):
         # A declared dtype is not required of the call: the kernel reads every
@@ -75,6 +78,8 @@ class Spec:
         object.__setattr__(self, "constexpr_slots", tuple(
             i for i, (kind, position) in enumerate(self.arg_template)
             if kind == "arg" and params[position].kind == "constexpr"))
+        object.__setattr__(self, "gather", tuple(position for _, position in self.arg_template)
+                           if all(kind == "arg" for kind, _ in self.arg_template) else None)
 
 
 @dataclass(eq=False)
@@ -623,13 +628,10 @@ def _hashable(value):
 class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
-    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "gather")
+    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel")
 
-    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, gather=None):
+    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None):
         self.kernel = kernel  # the persistent variant, or None: the plain kernel
-        # The call's argument positions the kernel takes first, where it takes
-        # them as given (no scalar to convert, no fixed value): None otherwise.
-        self.gather = gather
         self.grid = grid
         self.tail = tail
         self.kwargs = kwargs
@@ -746,8 +748,8 @@ def fast_launch(facts, entry, args):
                     break
     if entry.grid is None:
         return None
-    if entry.gather is not None:
-        call = [args[i] for i in entry.gather]
+    if spec.gather is not None:
+        call = [args[i] for i in spec.gather]
     else:
         call = []
         for kind, value in spec.arg_template:
@@ -793,11 +795,9 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
         for i in positions:
             start, end = _extent(user_args[i])
             spans.append(end - start)
-    template = facts.spec.arg_template
-    gather = tuple(value for _, value in template) if all(kind == "arg" for kind, _ in template) else None
+    params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
-    facts.cache.calls[key] = _Entry(grid, tuple(args[len(template):]), kwargs, spans, positions, device, direct, kernel,
-                                    gather)
+    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
 
 
 def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):

@@ -424,8 +424,9 @@ def _config(entry):
 
 # With NTSYM_TUNE_SHORTLIST=1, a call shape not tuned before whose size class
 # (``tuning_store.class_key``: the sizes of a class within a factor of 1.5 of
-# each other, the rest of the call's facts the same) was searched in full for another shape times the
-# SHORTLIST configurations that led that search instead of every candidate.
+# each other, the rest of the call's facts the same) was searched in full for
+# another shape times the SHORTLIST configurations that led that search
+# instead of every candidate.
 # Off by default: on an H100 (2026-11-25, mm fp16 2560-3072 after 2304, sdpa
 # bf16 3500-4000 keys after 3100) it cut a new shape's first call from 2.1-3.1 s
 # to 1.5-1.9 s (the steady re-timing of the leaders is most of what is left),
@@ -577,8 +578,9 @@ def _snapshot(t):
 def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False,
                advance=None, launch=None, shortlist=None):
     """The fastest configuration, and the configurations timed, fastest first
-    (``_rank``); (None, []) where a ``shortlist`` was given and none of it runs.  ``advance`` True/False fixes how loops address tiles; None
-    (where the kernel has the flag) times pointer advancing too, at the plain
+    (``_rank``); (None, []) where a ``shortlist`` was given and none of it
+    runs.  ``advance`` True/False fixes how loops address tiles; None (where
+    the kernel has the flag) times pointer advancing too, at the plain
     configurations that did best.  ``launch`` fixes ``num_warps`` and/or
     ``num_stages``: only the rest is tuned.  ``shortlist``: the configurations
     to time instead of every candidate (what led the tuning of another shape
