@@ -1,11 +1,10 @@
-"""Does a tensor-parallel MLP on ntsym kernels compute what one GPU does, and how
-much faster is it?  And does a kernel launched on another GPU than the current one
-run there, tuned there?
+"""A tensor-parallel MLP on ntsym kernels: does it compute what one GPU does, and
+how much faster is it?
 
-    torchrun --nproc-per-node 2 -m benchmarks.experiments.tensor_parallel
+    torchrun --nproc-per-node 2 -m examples.tensor_parallel
         [--hidden 4096] [--intermediate 14336] [--rows 2048,2] [--dtype float16]
         [--iters 50] [--warmup 5]
-    python -m benchmarks.experiments.tensor_parallel --dry-run      # one process, CPU or one GPU
+    python -m examples.tensor_parallel --dry-run      # one process, CPU or one GPU
 
 The MLP is Llama's (``down(silu(gate(x)) * up(x))``, no biases), split over the
 ranks Megatron's way: ``gate`` and ``up`` column-parallel (each rank holds
@@ -14,25 +13,17 @@ the rank's shard, ``down`` row-parallel (the same shard of its input features),
 and one all-reduce (sum) of the partial outputs over NCCL.  The matrix products
 are ``examples.llm.kernels.linear`` (``examples/mm.py`` for more than 16 rows, the
 GEMV-like tiling for fewer), the activation ``examples.llm.kernels.silu_and_mul``.
-Every rank builds the full weights from one seed and keeps its shard.
+Every rank builds the full weights from one seed and keeps its shard.  The same
+split of a whole Llama decode step is ``examples/llm/parallel.py``.
 
-Printed (rank 0), as markdown:
-
-1. The ranks' devices (name, capability), torch, Triton, ntsym, CUDA and NCCL versions.
-2. Per row count: milliseconds per forward of the MLP on one GPU (full weights, no
-   communication) and tensor-parallel over the ranks (the slowest rank, all-reduce
-   included), for ntsym and for torch (``F.linear``, ``F.silu``), and the largest
-   difference of each output from a float32 torch reference on one GPU (full weights).
-   The forward is checked: the tensor-parallel ntsym output must match the
-   reference within the dtype's tolerance.
-3. Checks of launches on another device than the current one (on rank 0, with at
-   least two GPUs visible): a fresh ``add`` and ``mm`` kernel handle called on
-   ``cuda:0``, then on ``cuda:1`` tensors while ``cuda:0`` stays current: results
-   equal torch's, the current device unchanged, validated call shapes and tuned
-   choices kept per device (``mm`` tuned again on ``cuda:1`` with
-   ``NTSYM_RETUNE=1``: its timed runs must run on ``cuda:1``), the launch on the
-   current stream of ``cuda:1`` (ordered after a sleep queued on that stream), and
-   tensors on both devices refused with a ``LaunchError`` and nothing written.
+Printed (rank 0), as markdown: the ranks' devices (name, capability), torch,
+Triton, ntsym, CUDA and NCCL versions; then per row count, milliseconds per
+forward of the MLP on one GPU (full weights, no communication) and
+tensor-parallel over the ranks (the slowest rank, all-reduce included), for ntsym
+and for torch (``F.linear``, ``F.silu``), and the largest difference of each
+output from a float32 torch reference on one GPU (full weights).  The forward is
+checked: the tensor-parallel ntsym output must match the reference within the
+dtype's tolerance.
 
 Timing: ``--warmup`` forwards (the first one tunes every kernel shape), a barrier,
 then ``--iters`` forwards between two CUDA events on each rank; the slowest rank's
@@ -40,10 +31,9 @@ time is reported.  A fixed count on every rank, not ``do_bench``, whose repetiti
 count is estimated per process and would leave a rank waiting in an all-reduce.
 
 ``--dry-run``: tiny sizes, float32, on the GPU of the rank (or the CPU, through
-Triton's interpreter and the gloo backend), no timing; the forward check and, with
-two GPUs, the device checks still run.  Without ``torchrun`` the script runs as a
-group of one process.  It needs torch, Triton and ntsym only.  Exits 1 when a check
-fails.
+Triton's interpreter and the gloo backend), no timing.  Without ``torchrun`` the
+script runs as a group of one process.  Exits 1 when a check fails.  Launches on
+a device other than the current one are tested in ``tests/test_multi_gpu.py``.
 """
 
 import argparse
@@ -223,110 +213,6 @@ def run_mlp(args, rank, world, device):
     return rows, ok
 
 
-# -- launches on another device -----------------------------------------------------------
-
-
-def check_other_device(log):
-    """The checks of part 3 on cuda:0 (current) and cuda:1; (name, passed, detail) each."""
-    import ntsym
-    from codegen import tuning
-    from examples import add as add_example
-    from examples import mm as mm_example
-    from ntsym import Tensor
-
-    results = []
-    cuda0, cuda1 = torch.device("cuda", 0), torch.device("cuda", 1)
-
-    def check(name, passed, detail=""):
-        results.append((name, bool(passed), detail))
-        log(f"  {'ok  ' if passed else 'FAIL'} {name}{': ' + detail if detail else ''}")
-
-    def per_device(cache):
-        calls = sorted({str(arg[3]) for key in cache.calls for arg in key[:1]})
-        tuned = sorted({str(key[3][-1]) for key in cache.tuned})
-        return calls, tuned
-
-    previous = torch.cuda.current_device()
-    torch.cuda.set_device(0)
-    try:
-        # add: validated on cuda:0, then cuda:1 tensors of the same shapes.
-        add = ntsym.make(add_example.arrangement, add_example.application, tuple(Tensor(1) for _ in range(3)))
-        n = 1 << 20
-        for device in (cuda0, cuda1):
-            x, y = torch.randn(n, device=device), torch.randn(n, device=device)
-            z = torch.empty_like(x)
-            add(x, y, z)
-            torch.cuda.synchronize(device)
-            check(f"add on {device} (cuda:0 current): result", torch.equal(z, x + y))
-        check("current device unchanged", torch.cuda.current_device() == 0, f"cuda:{torch.cuda.current_device()}")
-        calls, tuned = per_device(add._cache)
-        check("add: validated call shapes per device", calls == ["cuda:0", "cuda:1"], f"{calls}")
-        check("add: tuned choices per device", tuned == ["cuda:0", "cuda:1"], f"{tuned}")
-        check("add: call shapes validated (not device 0's fast path on cuda:1)", add._cache.checked_launches == 2,
-              f"checked_launches={add._cache.checked_launches}")
-
-        # mm: tuned on cuda:0, then tuned again (NTSYM_RETUNE=1) on cuda:1 from cuda:0.
-        mm = ntsym.make(mm_example.arrangement, mm_example.application, mm_example.tensors)
-        for device, retune in ((cuda0, False), (cuda1, True)):
-            a = torch.randn(1024, 512, device=device, dtype=torch.float16)
-            b = torch.randn(512, 768, device=device, dtype=torch.float16)
-            c = torch.empty(1024, 768, device=device, dtype=torch.float16)
-            before = tuning.BENCHMARKS_RUN
-            saved = os.environ.get("NTSYM_RETUNE")
-            if retune:
-                os.environ["NTSYM_RETUNE"] = "1"
-            try:
-                mm(a, b, c)
-            finally:
-                if retune:
-                    if saved is None:
-                        os.environ.pop("NTSYM_RETUNE", None)
-                    else:
-                        os.environ["NTSYM_RETUNE"] = saved
-            torch.cuda.synchronize(device)
-            good = torch.allclose(c.float(), (a.float() @ b.float()), atol=5e-2, rtol=1e-2)
-            timed = tuning.BENCHMARKS_RUN - before
-            check(f"mm on {device}: result" + (", tuned again there" if retune else ""), good and (timed or not retune),
-                  f"configurations timed: {timed}")
-        calls, tuned = per_device(mm._cache)
-        check("mm: tuned choices per device", tuned == ["cuda:0", "cuda:1"], f"{tuned}")
-        check("current device unchanged", torch.cuda.current_device() == 0)
-
-        # Streams: the launch on cuda:1 goes to cuda:1's current stream.
-        stream = torch.cuda.Stream(device=cuda1)
-        x = torch.ones(n, device=cuda1)
-        y = torch.empty_like(x)
-        torch.cuda.synchronize(cuda1)
-        with torch.cuda.device(1):
-            saved_stream = torch.cuda.current_stream()
-            torch.cuda.set_stream(stream)
-        try:
-            with torch.cuda.stream(stream):
-                torch.cuda._sleep(200_000_000)  # ~0.1 s: what runs beside the stream sees x == 1
-                x.fill_(2.0)
-            torch.cuda.set_device(0)
-            add(x, x, y)  # validated shape: the fast path, from cuda:0
-        finally:
-            with torch.cuda.device(1):
-                torch.cuda.set_stream(saved_stream)
-        torch.cuda.synchronize(cuda1)
-        check("add on cuda:1 runs on cuda:1's current stream (after its queued work)", bool((y == 4).all()),
-              f"y[0]={y[0].item()}")
-
-        # Tensors on two devices: refused, nothing written.
-        x0, y1 = torch.randn(n, device=cuda0), torch.randn(n, device=cuda1)
-        z1 = torch.zeros(n, device=cuda1)
-        try:
-            add(x0, y1, z1)
-            check("tensors on two devices refused", False, "no error")
-        except ntsym.LaunchError as error:
-            torch.cuda.synchronize(cuda1)
-            check("tensors on two devices refused", not z1.any().item(), str(error).splitlines()[0])
-    finally:
-        torch.cuda.set_device(previous)
-    return results
-
-
 # -- the report ---------------------------------------------------------------------------
 
 
@@ -356,7 +242,7 @@ def _ms(value):
     return "—" if value is None else f"{value:.3f}"
 
 
-def report(args, world, devices, rows, device_checks, log):
+def report(args, world, devices, rows, log):
     log(f"\n## Tensor-parallel MLP, {world} rank(s)\n")
     for rank, text in enumerate(devices):
         log(f"- rank {rank}: {text}")
@@ -372,11 +258,6 @@ def report(args, world, devices, rows, device_checks, log):
         log(f"| {count} | {_ms(one)} | {_ms(tp)} | {speedup} | {_ms(times[('torch', 1)])} | "
             f"{_ms(times[('torch', world)])} | {errors[('ntsym', world)]:.2e} | {errors[('ntsym', 1)]:.2e} | "
             f"{errors[('torch', 1)]:.2e} | {'ok' if passed else 'FAIL'} |")
-    if device_checks is None:
-        log("\nLaunches on another device: not checked (fewer than two GPUs visible to rank 0).")
-    else:
-        passed = sum(ok for _, ok, _ in device_checks)
-        log(f"\nLaunches on another device: {passed}/{len(device_checks)} checks passed.")
 
 
 def main(argv=None):
@@ -386,14 +267,8 @@ def main(argv=None):
         rows, ok = run_mlp(args, rank, world, device)
         devices = [None] * world
         dist.all_gather_object(devices, describe(device))
-        device_checks = None
         barrier(device)
-        if rank == 0 and torch.cuda.is_available() and torch.cuda.device_count() >= 2:
-            log("\nLaunches on another device than the current one:")
-            device_checks = check_other_device(log)
-            ok &= all(passed for _, passed, _ in device_checks)
-        barrier(device)
-        report(args, world, devices, rows, device_checks, log)
+        report(args, world, devices, rows, log)
         flags = torch.tensor([int(ok)], device=device)
         dist.all_reduce(flags, op=dist.ReduceOp.MIN)
         ok = bool(flags.item())
