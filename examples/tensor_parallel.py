@@ -117,9 +117,9 @@ def full_weights(hidden, intermediate, seed):
     """gate (I, H), up (I, H), down (H, I) in float32 on the CPU, the same on every
     rank; scaled by 1/sqrt(fan-in) so that activations stay near 1."""
     generator = torch.Generator().manual_seed(seed)
-    gate = torch.randn(intermediate, hidden, generator=generator) / hidden**0.5
-    up = torch.randn(intermediate, hidden, generator=generator) / hidden**0.5
-    down = torch.randn(hidden, intermediate, generator=generator) / intermediate**0.5
+    gate = torch.randn(intermediate, hidden, generator=generator, device="cpu") / hidden**0.5
+    up = torch.randn(intermediate, hidden, generator=generator, device="cpu") / hidden**0.5
+    down = torch.randn(hidden, intermediate, generator=generator, device="cpu") / intermediate**0.5
     return gate, up, down
 
 
@@ -202,7 +202,7 @@ def run_mlp(args, rank, world, device):
     rows, ok = [], True
     for count in args.rows:
         generator = torch.Generator().manual_seed(args.seed + count)
-        x = torch.randn(count, args.hidden, generator=generator).to(device, dtype)
+        x = torch.randn(count, args.hidden, generator=generator, device="cpu").to(device, dtype)
         expected = reference(weights, x)
         results = {name: model(x) for name, model in models.items()}
         errors = {name: (out.float() - expected).abs().max().item() for name, out in results.items()}

@@ -38,7 +38,8 @@ def _add():
 
 def _devices_of(cache):
     calls = sorted({str(key[0][3]) for key in cache.calls})
-    tuned = sorted({str(key[3][-1]) for key in cache.tuned})
+    tuned = sorted({str(part[-1]) for key in cache.tuned for part in key  # a tensor's key ends in its device
+                    if isinstance(part, tuple) and part and isinstance(part[-1], torch.device)})
     return calls, tuned
 
 

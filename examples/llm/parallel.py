@@ -192,28 +192,37 @@ def step_ms(generator, cached, replays=40):
     return ms.item()
 
 
-def collectives_ms(config, world, dtype, device, iters=200):
-    """ms of one step's collectives alone: two all-reduces of (B, 1, hidden) a layer and
-    the all-gather of the logits, each timed in a loop of its own."""
+def collectives_ms(config, world, dtype, device, replays=20):
+    """ms of one decode step's collectives alone, as the step runs them (captured in
+    a CUDA graph, no host time): two all-reduces of (B, 1, hidden) a layer and the
+    all-gather of the logits; and the ms of one all-reduce and of the all-gather."""
     hidden = torch.randn(BATCH, 1, config.hidden_size, dtype=dtype, device=device)
     local = torch.randn(BATCH, 1, config.vocab_size // world, dtype=dtype, device=device)
     parts = torch.empty((world * BATCH, *local.shape[1:]), dtype=dtype, device=device)
 
-    def timed(fn):
-        for _ in range(10):
+    def timed(fn, count):
+        for _ in range(3):
             fn()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(count):
+                fn()
+        graph.replay()
         torch.cuda.synchronize()
         barrier(device)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(iters):
-            fn()
+        for _ in range(replays):
+            graph.replay()
         end.record()
         torch.cuda.synchronize()
-        return start.elapsed_time(end) / iters
+        ms = torch.tensor([start.elapsed_time(end) / replays / count], device=device)
+        dist.all_reduce(ms, op=dist.ReduceOp.MAX)
+        return ms.item()
 
-    reduce = timed(lambda: dist.all_reduce(hidden))
-    gather = timed(lambda: _all_gather(parts, local))
+    reduce = timed(lambda: dist.all_reduce(hidden), 2 * config.num_hidden_layers)
+    gather = timed(lambda: _all_gather(parts, local), 8)
     return 2 * config.num_hidden_layers * reduce + gather, reduce, gather
 
 
@@ -233,10 +242,12 @@ def check_tokens(full, shard, prompt, steps, log):
     llm.patch(full, llm.NtsymBackend())
     ntsym_ref = generate(full, prompt, steps, graph=False, keep_logits=True)[1]
     parallel = generate(shard, prompt, steps, graph=False, keep_logits=True)[1]
-    log(f"| compared with | greedy steps equal (of {steps}) | max abs logit diff | max abs logit |")
-    log("|---|---:|---:|---:|")
-    rows = {"ntsym, one device": agreement(parallel, ntsym_ref), "torch, one device": agreement(parallel, torch_ref)}
-    for name, (agree, diff, top) in rows.items():
+    log(f"| tokens of | compared with | greedy steps equal (of {steps}) | max abs logit diff | max abs logit |")
+    log("|---|---|---:|---:|---:|")
+    rows = {"tensor-parallel ntsym | ntsym, one device": agreement(parallel, ntsym_ref),
+            "tensor-parallel ntsym | torch, one device": agreement(parallel, torch_ref)}
+    one_device = {"ntsym, one device | torch, one device": agreement(ntsym_ref, torch_ref)}
+    for name, (agree, diff, top) in {**rows, **one_device}.items():
         log(f"| {name} | {agree} | {diff:.3g} | {top:.3g} |")
     log()
     return all(agree == steps for agree, _, _ in rows.values())
@@ -248,7 +259,8 @@ def tiny(log):
         dtype = torch.float32 if device.type == "cpu" else torch.float16
         full = llm.build_model(llm.tiny_config(), dtype, device)
         shard = patch_parallel(shard_model(full, rank, world), llm.NtsymBackend(), world)
-        prompt = torch.randint(0, full.config.vocab_size, (BATCH, 8), generator=torch.Generator().manual_seed(1))
+        prompt = torch.randint(0, full.config.vocab_size, (BATCH, 8), generator=torch.Generator().manual_seed(1),
+                               device="cpu")
         log = log if rank == 0 else (lambda *a, **k: None)
         log(f"tiny Llama, {world} rank(s) on {device}, {dtype}: 12 greedy tokens\n")
         ok = check_tokens(full, shard, prompt.to(device), 12, log)
@@ -266,11 +278,13 @@ def bench(args, log):
         if device.type != "cuda":
             raise SystemExit("the benchmark needs GPUs: use --tiny on the CPU")
         log = log if rank == 0 else (lambda *a, **k: None)
+        began = time.perf_counter()
         dtype = torch.float16
         config = llm.llama_8b_config(num_hidden_layers=args.layers)
         full = llm.build_model(config, dtype, device)
         shard = patch_parallel(shard_model(full, rank, world), llm.NtsymBackend(), world)
-        prompt = torch.randint(0, config.vocab_size, (BATCH, args.prompt), generator=torch.Generator().manual_seed(0))
+        prompt = torch.randint(0, config.vocab_size, (BATCH, args.prompt), generator=torch.Generator().manual_seed(0),
+                               device="cpu")
         prompt = prompt.to(device)
         devices = [None] * world
         dist.all_gather_object(devices, describe(device))
@@ -280,8 +294,10 @@ def bench(args, log):
             log(f"- rank {r}: {text}")
         log(f"- {versions()}; `{environment()}`\n")
 
+        log(f"(model built and sharded: {time.perf_counter() - began:.0f} s)\n")
         start = time.perf_counter()
-        check_tokens(full, shard, prompt, 16, log)  # also the warm-up: tunes every kernel shape
+        # Also the warm-up: tunes every kernel shape at the generation's cache length.
+        check_tokens(full, shard, prompt, args.new_tokens, log)
         log(f"(warm-up and agreement: {time.perf_counter() - start:.0f} s)\n")
 
         graph = not args.no_graph
@@ -299,8 +315,8 @@ def bench(args, log):
         how = "CUDA-graph replay" if graph else "eager"
         log(f"Generation of {args.new_tokens} tokens (mean of {args.runs}); decode step as a {how} with "
             f"{cached} cached positions. Bound: weights read per GPU (all but the embedding) at the device "
-            f"copy bandwidth {bandwidth / 1e12:.2f} TB/s, plus, tensor-parallel, the step's collectives timed "
-            f"alone: {2 * args.layers} all-reduces of ({BATCH}, 1, {config.hidden_size}) at {reduce * 1e3:.1f} µs "
+            f"copy bandwidth {bandwidth / 1e12:.2f} TB/s, plus, tensor-parallel, the step's collectives alone "
+            f"(a CUDA graph of them): {2 * args.layers} all-reduces of ({BATCH}, 1, {config.hidden_size}) at {reduce * 1e3:.1f} µs "
             f"and one all-gather of the logits at {gather * 1e3:.1f} µs = {collectives:.3f} ms.\n")
         log("| variant | tokens/s | ms per step | weights read per GPU GB | bound ms | step / bound |")
         log("|---|---:|---:|---:|---:|---:|")
@@ -309,6 +325,10 @@ def bench(args, log):
                 f"{bounds[name]:.3f} | {steps[name] / bounds[name]:.2f} |")
         log(f"\ntensor-parallel speedup: {rates['tensor-parallel'] / rates['one GPU']:.2f}× tokens/s, "
             f"{steps['one GPU'] / steps['tensor-parallel']:.2f}× per decode step")
+        # The graphs hold the communicator's work: release them before the group goes.
+        del parallel, one
+        torch.cuda.synchronize()
+        barrier(device)
     return 0
 
 
@@ -321,18 +341,16 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-graph", action="store_true", help="eager decode steps, no CUDA graph")
     args = parser.parse_args(argv)
-    lines = []
+    out = os.environ.get("OUT")
+    path = os.path.join(out, "llm-parallel.md") if out else None
 
     def log(text=""):
         print(text, flush=True)
-        lines.append(text)
+        if path:  # line by line: what was measured stays if a later step fails
+            with open(path, "a") as f:
+                f.write(text + "\n")
 
-    code = tiny(log) if args.tiny else bench(args, log)
-    out = os.environ.get("OUT")
-    if out and lines:
-        with open(os.path.join(out, "llm-parallel.md"), "w") as f:
-            f.write("\n".join(lines) + "\n")
-    return code
+    return tiny(log) if args.tiny else bench(args, log)
 
 
 if __name__ == "__main__":
