@@ -30,6 +30,7 @@ tiny model's tokens differ from torch's.
 
 import argparse
 import copy
+import gc
 import os
 import sys
 import time
@@ -325,8 +326,14 @@ def bench(args, log):
                 f"{bounds[name]:.3f} | {steps[name] / bounds[name]:.2f} |")
         log(f"\ntensor-parallel speedup: {rates['tensor-parallel'] / rates['one GPU']:.2f}× tokens/s, "
             f"{steps['one GPU'] / steps['tensor-parallel']:.2f}× per decode step")
-        # The graphs hold the communicator's work: release them before the group goes.
+        # The graphs hold captured collectives: release them before the group goes
+        # (a generator refers to itself through its step function, so ``del`` is not enough).
+        for generator in (parallel, one):
+            if generator.graph is not None:
+                generator.graph.reset()
+                generator.graph = None
         del parallel, one
+        gc.collect()
         torch.cuda.synchronize()
         barrier(device)
     return 0
@@ -350,7 +357,11 @@ def main(argv=None):
             with open(path, "a") as f:
                 f.write(text + "\n")
 
-    return tiny(log) if args.tiny else bench(args, log)
+    if args.tiny:
+        return tiny(log)
+    code = bench(args, log)
+    sys.stdout.flush()
+    return code
 
 
 if __name__ == "__main__":
