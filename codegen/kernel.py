@@ -62,6 +62,16 @@ __all__ = ["EmitError", "KernelEmitter", "block_extent_expr"]
 FP32_MATH = {"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil"}
 
 
+def _gives_shape(positions, i):
+    """Whether argument ``i`` of a call gives a shape: ``positions`` is a set
+    of positions, "rest" (all but the first) or "all"."""
+    if positions == "all":
+        return True
+    if positions == "rest":
+        return i > 0
+    return i in positions
+
+
 class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, InliningMixin, GlobalNamesMixin,
                     PaddingMixin):
     """Rewrites the application into a kernel body: the visitor.
@@ -446,8 +456,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                         keywords=[],
                     )
         positions, keywords = self._shape_slots(func)
-        args = [self.shape_argument(a) if i in positions or (positions == "rest" and i) or positions == "all"
-                else self.expr(a) for i, a in enumerate(node.args)]
+        args = [self.shape_argument(a) if _gives_shape(positions, i) else self.expr(a)
+                for i, a in enumerate(node.args)]
         kwargs = [ast.keyword(arg=k.arg, value=self.shape_argument(k.value)) if k.arg in keywords else self.keyword(k)
                   for k in node.keywords]
         if isinstance(func, ast.Attribute) and func.attr == "store" and args:
