@@ -13,6 +13,7 @@ from typing import Any
 from codegen import tuning
 from codegen.errors import ApplicationError, LaunchError, fail
 from codegen.tracing import is_fake, traced
+from codegen.writes import check_no_overlap, note_writes
 
 logger = logging.getLogger("ntsym")
 
@@ -67,6 +68,7 @@ class Spec:
     # The call's argument positions the kernel takes first, where it takes them
     # as given (no scalar to convert, no fixed value): None otherwise.
     gather: Any = field(init=False)
+    written_positions: tuple = field(init=False)  # the call's argument positions of the tensors it writes
 
     def __post_init__(self):
         # A declared dtype is not required of the call: the kernel reads every
@@ -75,6 +77,8 @@ class Spec:
         params = [p for p in self.params if not (p.kind == "constexpr" and p.value is not None)]
         object.__setattr__(self, "call_params", tuple((p.name, p.kind, p.ndim, p.written) for p in params))
         object.__setattr__(self, "written", frozenset(p.name for p in self.params if p.written))
+        object.__setattr__(self, "written_positions", tuple(
+            i for i, p in enumerate(params) if p.written and p.kind == "tensor"))
         object.__setattr__(self, "constexpr_slots", tuple(
             i for i, (kind, position) in enumerate(self.arg_template)
             if kind == "arg" and params[position].kind == "constexpr"))
@@ -301,6 +305,8 @@ def check_arguments(spec, args):
                             "(an expanded view): several programs would write one element; pass a "
                             "contiguous tensor"
                         )
+            if written and name not in spec.jagged:
+                check_no_overlap(name, a)
             tensors.append((name, a))
         elif kind == "shape":
             if not isinstance(a, tensor_type):
@@ -746,6 +752,8 @@ def fast_launch(facts, entry, args):
                     # Possible overlap: let the full check decide (and raise).
                     _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
                     break
+    if spec.written_positions:
+        note_writes(spec, args, spec.written_positions)
     if entry.grid is None:
         return None
     if spec.gather is not None:
@@ -866,6 +874,8 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
     facts.cache.checked_launches += 1
+    if spec.written_positions and user_args is not None:
+        note_writes(spec, user_args, spec.written_positions)
     device = tensors[0].get_device() if tensors else -1
     # Tuning times launches with events and synchronisation of the current
     # device, and Triton launches on it: make it the tensors' one meanwhile.
