@@ -49,3 +49,145 @@ def test_bincount_with_reshape_and_broadcast_to():
     y = torch.empty(5, dtype=torch.int64)
     k(x, y, B=4)
     assert torch.equal(y, torch.bincount(x, minlength=5))
+
+
+# -- version counters and autograd -----------------------------------------------------------
+
+def _double():
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    return ntsym.make(lambda x, y: (x.tile((4,)), y.tile((4,))), application, (Tensor(1), Tensor(1)))
+
+
+def test_a_kernel_write_bumps_the_version_so_backward_sees_the_overwrite():
+    k = _double()
+    a = torch.randn(6, requires_grad=True)
+    saved = (a * 1.0).exp()  # exp saves its output for backward
+    version = saved._version
+    with torch.no_grad():
+        k(torch.randn(6), saved)
+    assert saved._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        saved.sum().backward()
+    y = torch.empty(6)
+    k(torch.randn(6), y)  # the warm launch bumps it too
+    version = y._version
+    k(torch.randn(6), y)
+    assert y._version == version + 1
+
+
+def test_writing_a_tensor_that_requires_grad_is_refused_under_grad_mode():
+    k = _double()
+    x = torch.randn(6)
+    k(x, torch.empty(6))  # warm: the refusal holds on the validated call shape too
+    leaf = torch.zeros(6, requires_grad=True)
+    with pytest.raises(ntsym.LaunchError, match="`y` .* leaf tensor that requires grad"):
+        k(x, leaf)
+    with pytest.raises(ntsym.LaunchError, match="view of a leaf"):
+        k(x, torch.zeros(12, requires_grad=True)[:6])
+    with pytest.raises(ntsym.LaunchError, match="requires grad"):
+        k(x, leaf * 1.0)
+    assert torch.equal(leaf, torch.zeros(6))
+    with torch.no_grad():
+        k(x, leaf)
+    torch.testing.assert_close(leaf.detach(), x * 2)
+
+
+# -- overlapping writes ----------------------------------------------------------------------
+
+def test_an_output_whose_elements_overlap_in_memory_is_refused():
+    def application(x, y):
+        y = x + 1  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((2, 2)), y.tile((2, 2))), application, (Tensor(2), Tensor(2)))
+    x = torch.randn(4, 4)
+    with pytest.raises(ntsym.LaunchError, match="`y` .* overlap in memory"):
+        k(x, torch.zeros(16).as_strided((4, 4), (1, 1)))
+    y = torch.zeros(40).as_strided((4, 4), (1, 10))  # strided, without overlap: fine
+    k(x, y)
+    torch.testing.assert_close(y, x + 1)
+    y = torch.zeros(8, 8)[::2, 1::2]
+    k(x, y)
+    torch.testing.assert_close(y, x + 1)
+
+
+def test_written_tiles_overlapping_across_programs_are_refused():
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    windows = (lambda x, y: (x.tile((4,), strides=(2,)), y.tile((4,), strides=(2,))))
+    k = ntsym.make(windows, application, (Tensor(1), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match="`y` is written .* overlap"):
+        k(torch.arange(8.0), torch.zeros(8))
+    y = torch.zeros(4)
+    k(torch.arange(4.0), y)  # one window: nothing overlaps
+    torch.testing.assert_close(y, torch.arange(4.0) * 2)
+    with pytest.raises(ntsym.ArrangementError, match="overlap"):
+        ntsym.make(windows, application, (Tensor(shape=(8,)), Tensor(shape=(8,))))
+    sized = (lambda x, y: (x.tile((B,), strides=(2,)), y.tile((B,), strides=(2,))))
+    k = ntsym.make(sized, application, (Tensor(1), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match="overlap"):
+        k(torch.arange(8.0), torch.zeros(8), B=4)
+    y = torch.zeros(8)
+    k(torch.arange(8.0), y, B=2)  # windows as wide as their step: disjoint
+    torch.testing.assert_close(y, torch.arange(8.0) * 2)
+
+    expanded = (lambda x, y: (x.tile((4,)), y.tile((-1,)).expand(x.tile((4,)).shape)))
+    k = ntsym.make(expanded, application, (Tensor(1), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match="every program along it writes the same elements"):
+        k(torch.arange(8.0), torch.zeros(8))
+
+
+# -- stored tuning entries and the cache directory -------------------------------------------
+
+def _tuned_double(monkeypatch, cache):
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(cache))
+    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
+    block = ntsym.block_size(lower_bound=16, upper_bound=32)
+
+    def arrangement(x, y, B=block):
+        return x.tile((B,)), y.tile((B,))
+
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    return ntsym.make(arrangement, application, (Tensor(1), Tensor(1)), num_warps=4, num_stages=2)
+
+
+@pytest.mark.parametrize("damage", [
+    {"meta": [["B", -64]]}, {"meta": [["B", 3]]}, {"meta": [["B", 0]]}, {"meta": [["B", 2**40]]},
+    {"meta": []}, {"num_warps": 3}, {"num_stages": 0},
+], ids=["negative", "three", "zero", "huge", "missing", "warps", "stages"])
+def test_a_damaged_tuning_entry_is_tuned_again_with_a_warning(tmp_path, monkeypatch, damage):
+    import json
+
+    x = torch.arange(40.0)
+    _tuned_double(monkeypatch, tmp_path)(x, torch.empty(40))
+    (path,) = [p for p in (tmp_path / "tuning").glob("*.json") if not p.name.endswith(".classes.json")]
+    entries = json.loads(path.read_text())
+    (key,) = entries
+    entries[key].update(damage)
+    path.write_text(json.dumps(entries))
+    y = torch.zeros(40)
+    with pytest.warns(UserWarning, match="not usable .* tuning again"):
+        _tuned_double(monkeypatch, tmp_path)(x, y)
+    assert torch.equal(y, x * 2)
+    assert json.loads(path.read_text())[key]["meta"][0][1] in (16, 32)  # stored again, valid
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_an_unusable_cache_directory_falls_back_with_a_warning(tmp_path, monkeypatch, where):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(blocker if where == "a file" else blocker / "cache"))
+
+    def application(x, y):
+        y = x + 3  # noqa: F841
+
+    with pytest.warns(UserWarning, match="NTSYM_CACHE_DIR"):
+        k = ntsym.make(lambda x, y: (x.tile((8,)), y.tile((8,))), application, (Tensor(1), Tensor(1)))
+    x = torch.randn(10)
+    y = torch.empty(10)
+    k(x, y)
+    torch.testing.assert_close(y, x + 3)
