@@ -629,11 +629,23 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     ``num_stages``: only the rest is tuned.  ``shortlist``: the configurations
     to time instead of every candidate (what led the tuning of another shape
     of the call's size class)."""
-    import time
-
-    # Timing runs the kernel many times: keep what it writes, to restore it.
+    # Timing runs the kernel many times: keep what it writes, to restore it
+    # however the search ends (a failure, an interrupt: KeyboardInterrupt).
     names = [p.name for p in spec.params if p.kind == "tensor"]
     snapshot = [_snapshot(t) for name, t in zip(names, tensors) if name in spec.written]
+    try:
+        return _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent,
+                       advance, launch, shortlist)
+    finally:
+        for t, saved in snapshot:
+            t.copy_(saved)
+
+
+def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent, advance, launch,
+            shortlist):
+    """``_benchmark``'s search, which may overwrite the written tensors."""
+    import time
+
     device = tensors[0].get_device() if tensors else -1
     configs = list(shortlist) if shortlist else candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
     if launch:
@@ -657,8 +669,6 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     failures = []
     timed = _time_all(spec, configs, parts, run, tensors, start, failures=failures)
     if shortlist and not timed:  # none of them runs at this shape: the caller searches in full
-        for t, saved in snapshot:
-            t.copy_(saved)
         return None, []
     extra = []
     by_time = [c for _, c in sorted(timed, key=lambda t: t[0])]
@@ -680,8 +690,6 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     elif timed:
         ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
         best_time = min(ms for ms, _ in timed)
-    for t, saved in snapshot:
-        t.copy_(saved)
     if not timed:
         why = ""
         if failures:  # the first one says what went wrong

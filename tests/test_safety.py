@@ -191,3 +191,32 @@ def test_an_unusable_cache_directory_falls_back_with_a_warning(tmp_path, monkeyp
     y = torch.empty(10)
     k(x, y)
     torch.testing.assert_close(y, x + 3)
+
+
+# -- interrupted tuning ----------------------------------------------------------------------
+
+def test_an_interrupted_tuning_leaves_an_in_place_output_as_it_was(tmp_path, monkeypatch):
+    from codegen import tuning
+
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
+    block = ntsym.block_size(lower_bound=16, upper_bound=32)
+
+    def application(x):
+        x = x + 1  # noqa: F841
+
+    k = ntsym.make(lambda x, B=block: (x.tile((B,)),), application, (Tensor(1),))
+
+    def interrupted(spec, fn, *args, **kwargs):
+        fn()  # one timed run has written the tensor
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tuning, "_time", interrupted)
+    x = torch.arange(40.0)
+    with pytest.raises(KeyboardInterrupt):
+        k(x)
+    assert torch.equal(x, torch.arange(40.0))
+    monkeypatch.undo()
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
+    k(x)
+    assert torch.equal(x, torch.arange(40.0) + 1)
