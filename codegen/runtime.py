@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from codegen import tuning
+from codegen import serial, tuning
 from codegen.errors import ApplicationError, LaunchError, fail
 from codegen.tracing import is_fake, traced
 from codegen.writes import check_no_overlap, note_writes
@@ -599,6 +599,14 @@ def call_key(args, metas, options, constexprs=()):
     compiled kernel and so its tuned configuration).  None for a call traced
     with fake tensors (it is not remembered)."""
     key = [tuple(_hashable(args[i]) for i in constexprs if i < len(args))] if constexprs else []
+    try:
+        return _call_key(key, args, metas, options)
+    except RuntimeError:
+        refuse_transformed(args)
+        raise
+
+
+def _call_key(key, args, metas, options):
     tensor_type, strided = _call_types()[2:]
     for a in args:
         if type(a) is tensor_type and not a.is_nested and a.layout is strided:  # the common case first
@@ -621,6 +629,22 @@ def call_key(args, metas, options, constexprs=()):
     if options:
         key.append(tuple(sorted(options.items())))
     return tuple(key)
+
+
+def refuse_transformed(args):
+    """Refuse tensors of a ``torch.func`` transform (``vmap``'s batched
+    tensors, ``grad``'s wrapped ones): they have no memory a kernel could
+    read, and the kernel has no batching or differentiation rule."""
+    import torch
+
+    wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
+    batched = getattr(torch._C._functorch, "is_batchedtensor", None)
+    for a in args:
+        if isinstance(a, torch.Tensor) and wrapped is not None and wrapped(a):
+            what = "torch.vmap" if batched is not None and batched(a) else "a torch.func transform (grad, jvp, vmap)"
+            fail(f"a kernel was called on a tensor inside {what}: ntsym kernels do not support torch.func "
+                 "transforms (the tensor has no memory of its own to launch on); call the kernel outside the "
+                 "transform, e.g. on the whole batch, with the batch as a dimension of the arrangement")
 
 
 def _hashable(value):
@@ -787,7 +811,8 @@ def _run(kernel, grid, args, kwargs, spec, device):
     current CUDA device: switch to the tensors' one when it differs).  Returns
     Triton's compiled kernel where it gives one."""
     if spec.interpreting:
-        _interpret(kernel, grid, args, kwargs, spec)
+        with serial.INTERPRETER:
+            _interpret(kernel, grid, args, kwargs, spec)
         return None
     with on_device(device, spec):
         return kernel[grid](*args, **kwargs)

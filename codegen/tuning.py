@@ -17,7 +17,7 @@ import sys
 import warnings
 from dataclasses import dataclass, replace
 
-from codegen import tuning_store
+from codegen import serial, tuning_store
 from codegen.tuning_store import ints, misalignment
 from codegen.errors import fail
 
@@ -641,6 +641,11 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
             t.copy_(saved)
 
 
+def _interpreted(kernel, grid, args, kwargs):
+    with serial.INTERPRETER:
+        kernel[grid](*args, **kwargs)
+
+
 def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent, advance, launch,
             shortlist):
     """``_benchmark``'s search, which may overwrite the written tensors."""
@@ -663,6 +668,8 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
 
     def run(config):
         k, g, a, kw = parts(config)
+        if spec.interpreting:  # one interpreted launch at a time (codegen/serial.py)
+            return lambda: _interpreted(k, g, a, kw)
         return lambda: k[g](*a, **kw)
 
     start = time.perf_counter()
