@@ -220,3 +220,62 @@ def test_an_interrupted_tuning_leaves_an_in_place_output_as_it_was(tmp_path, mon
     monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
     k(x)
     assert torch.equal(x, torch.arange(40.0) + 1)
+
+
+# -- jagged offsets rewritten between calls --------------------------------------------------
+
+def test_offsets_rewritten_without_a_version_bump_are_validated_again():
+    from examples import jagged as ex
+
+    values = torch.randn(10, 4)
+    offsets = torch.tensor([0, 3, 10])
+    out = torch.zeros(10, 4)
+    ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+    torch.testing.assert_close(out, 2 * values)
+    offsets.data[2] = 14  # no version bump: a remembered validation would let the launch write 4 rows past out
+    assert offsets._version == 0
+    with pytest.raises(ntsym.LaunchError, match="last offset is 14"):
+        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+    offsets.data[1:] = torch.tensor([11, 10])
+    with pytest.raises(ntsym.LaunchError, match="must not decrease"):
+        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+
+
+# -- threads and torch.func ------------------------------------------------------------------
+
+def test_threads_launching_one_kernel_at_once():
+    import threading
+
+    k = _double()
+    failures = []
+
+    def work(n):
+        try:
+            for _ in range(8):
+                x = torch.randn(n)
+                y = torch.empty_like(x)
+                k(x, y)
+                assert torch.equal(y, x * 2)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (6, 7, 6, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[0]
+
+
+def test_a_kernel_inside_torch_func_transforms_is_refused_by_name():
+    k = _double()
+
+    def doubled(x):
+        y = torch.empty_like(x)
+        k(x, y)
+        return y
+
+    with pytest.raises(ntsym.LaunchError, match="torch.vmap"):
+        torch.vmap(doubled)(torch.randn(3, 6))
+    with pytest.raises(ntsym.LaunchError, match="torch.func transform"):
+        torch.func.grad(lambda x: doubled(x).sum())(torch.randn(6))
