@@ -28,14 +28,36 @@ def note_writes(spec, args, positions):
     """Before a launch: refuse a written tensor autograd would get wrong, then
     bump the version counter of every written one (``args[i]`` for ``i`` in
     ``positions``, the call's written tensors)."""
-    import torch  # the back end imports torch where it runs, not at import
+    if _TORCH is None:
+        _bind()
+    grad = _TORCH.grad_enabled()
+    written = []
+    for i in positions:
+        t = args[i]
+        if grad and t.requires_grad:
+            _refuse_grad(spec.call_params[i][0], t)
+        written.append(t)
+    _TORCH.increment_version(written)
 
-    written = tuple(args[i] for i in positions)
-    if torch.is_grad_enabled():
-        for i, t in zip(positions, written):
-            if t.requires_grad:
-                _refuse_grad(spec.call_params[i][0], t)
-    torch._C._increment_version(written)
+
+class _Torch:
+    """torch's functions that ``note_writes`` calls, bound once: the back end
+    imports torch where it runs, not at import, and a warm launch pays for
+    no attribute look-ups."""
+
+    def __init__(self):
+        import torch
+
+        self.grad_enabled = torch._C.is_grad_enabled
+        self.increment_version = torch._C._increment_version
+
+
+_TORCH = None
+
+
+def _bind():
+    global _TORCH
+    _TORCH = _Torch()
 
 
 def _refuse_grad(name, t):
