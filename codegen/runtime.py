@@ -305,7 +305,7 @@ def check_arguments(spec, args):
                             "(an expanded view): several programs would write one element; pass a "
                             "contiguous tensor"
                         )
-            if written and name not in spec.jagged:
+            if written and name not in spec.jagged and not is_fake(a):  # fake tensors have no memory
                 check_no_overlap(name, a)
             tensors.append((name, a))
         elif kind == "shape":
