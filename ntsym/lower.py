@@ -124,6 +124,12 @@ def _arrange(arrangement, tensors, app_names, app_def):
         raise ArrangementError(f"calling the arrangement failed: {e}") from e
     if isinstance(arranged, Tensor):
         arranged = (arranged,)
+    if not isinstance(arranged, (tuple, list)):
+        where = _where(arrangement)
+        raise ArrangementError(
+            f"the arrangement{where} returned {arranged!r}, not the arranged tensors: end it with "
+            f"`return {', '.join(f'{n}_arranged' for n in app_names)}` (one tensor per parameter of the "
+            "application, in order)")
     arranged = tuple(arranged)
     if len(arranged) != len(app_names):
         raise ArrangementError(
@@ -156,6 +162,15 @@ def _arrange(arrangement, tensors, app_names, app_def):
             )
         by_tensor[index] = result
     return names, by_tensor
+
+
+def _where(fn):
+    """`` `name` (file, line n)`` of a function, where known."""
+    fn = getattr(fn, "func", fn)  # functools.partial
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    return f" `{fn.__name__}` ({code.co_filename}, line {code.co_firstlineno})"
 
 
 def _shape_only_names(arrangement, count, app_names, app_def):
