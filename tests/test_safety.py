@@ -279,3 +279,136 @@ def test_a_kernel_inside_torch_func_transforms_is_refused_by_name():
         torch.vmap(doubled)(torch.randn(3, 6))
     with pytest.raises(ntsym.LaunchError, match="torch.func transform"):
         torch.func.grad(lambda x: doubled(x).sum())(torch.randn(6))
+
+
+# -- messages that name the line and the fix -------------------------------------------------
+
+def test_a_loop_over_fewer_tiles_than_the_level_has_runs():
+    def arrangement(x, y):
+        return x.tile((B,)).tile((-1,)), y.tile((B,)).tile((-1,))
+
+    def application(x, y):
+        for k in range(x.shape[0] - 1):
+            y[k] = x[k] + x[k + 1]
+
+    k = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    x = torch.randn(32)
+    y = torch.zeros(32)
+    k(x, y, B=8)
+    torch.testing.assert_close(y[:24], x[:24] + x[8:])
+    assert torch.equal(y[24:], torch.zeros(8))
+
+    def past_the_end(x, y):
+        for k in range(x.shape[0] + 1):
+            y[k] = x[k]
+
+    with pytest.raises(ntsym.ApplicationError, match=r"(?s)runs over range\(.*\+ 1\).*past its end"):
+        ntsym.make(arrangement, past_the_end, (Tensor(1), Tensor(1)))
+
+
+def _jit_double():
+    import triton
+
+    @triton.jit
+    def twice(v):
+        return v * 2
+
+    return twice
+
+
+TWICE = _jit_double()
+
+
+def test_a_triton_jit_helper_is_inlined():
+    def application(x, y):
+        y = TWICE(x) + 1  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    x = torch.randn(10)
+    y = torch.empty(10)
+    k(x, y, B=4)
+    torch.testing.assert_close(y, x * 2 + 1)
+
+
+def test_an_arrangement_returning_none_is_named():
+    def arrangement(x, y):
+        x.tile((B,)), y.tile((B,))
+
+    def application(x, y):
+        y = x  # noqa: F841
+
+    with pytest.raises(ntsym.ArrangementError, match=r"`arrangement` .* returned None.*return x_arranged, y_arranged"):
+        ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+
+
+def _recursive(x, y):
+    _recursive(x, y)
+
+
+def _halve_forever(v):
+    return _halve_forever(v / 2)
+
+
+def test_recursion_is_refused_at_make_with_the_line():
+    arrangement = (lambda x, y: (x.tile((B,)), y.tile((B,))))
+    with pytest.raises(ntsym.ApplicationError, match=r"(?s)`_recursive` calls itself.*_recursive\(x, y\)"):
+        ntsym.make(arrangement, _recursive, (Tensor(1), Tensor(1)))
+
+    def application(x, y):
+        y = _halve_forever(x)  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match="`_halve_forever` calls itself"):
+        ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+
+
+def test_nested_functions_torch_calls_and_offsets_of_locals_are_named():
+    arrangement = (lambda x, y: (x.tile((B,)), y.tile((B,))))
+
+    def nested(x, y):
+        def inner(v):
+            return v * 2
+
+        y = inner(x)  # noqa: F841
+
+    def with_lambda(x, y):
+        f = lambda v: v * 2  # noqa: E731
+        y = f(x)  # noqa: F841
+
+    def with_torch(x, y):
+        y = torch.exp(x)  # noqa: F841
+
+    def local_offsets(x, y):
+        t = x
+        y = t + t.offsets(0)  # noqa: F841
+
+    for application, message in ((nested, "nested function `inner`.*module level"),
+                                 (with_lambda, "a lambda is defined"),
+                                 (with_torch, r"`torch.exp` is a PyTorch function.*ntl.exp"),
+                                 (local_offsets, r"`t` is a local.*x\[k\].offsets")):
+        with pytest.raises(ntsym.ApplicationError, match=message):
+            ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+
+
+def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked():
+    bm, bn, bk1, bk2 = (Symbol(n, constexpr=True) for n in ("BM", "BN", "BK1", "BK2"))
+
+    def arrangement(a, b, c):
+        ct = c.tile((bm, bn))
+        at = a.tile((bm, bk1)).tile((1, -1)).expand((-1, ct.shape[1]))
+        at.dtype = at.dtype.squeeze(0)
+        bt = b.tile((bk2, bn)).tile((-1, 1)).expand((ct.shape[0], -1))
+        bt.dtype = bt.dtype.squeeze(1)
+        return at, bt, ct
+
+    def application(a, b, c):
+        acc = ntl.zeros(c.shape, dtype=ntl.float32)
+        for k in range(a.shape[0]):
+            acc += ntl.dot(a[k], b[k])
+        c = acc  # noqa: F841
+
+    k = ntsym.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2)))
+    a, b, c = torch.randn(32, 32), torch.randn(32, 32), torch.empty(32, 32)
+    k(a, b, c, BM=16, BN=16, BK1=16, BK2=16)
+    torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
+    with pytest.raises(ntsym.LaunchError, match=r"BK1 \(=16\) must equal BK2 \(=32\).*ntl.dot\(a\[k\], b\[k\]\)"):
+        k(a, b, c, BM=16, BN=16, BK1=16, BK2=32)
