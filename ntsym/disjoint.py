@@ -10,10 +10,11 @@ written tensor, the index map is read:
   same elements; refused unless ``G == 1`` (at make where ``G`` is a number,
   else a launch check).
 - ``pid_g`` in one source dimension, as ``s * pid_g + r`` with ``r`` a sum of
-  the tile's own index variables: neighbouring programs' windows overlap
-  where ``s`` is below the extent of ``r``; likewise refused unless ``G == 1``.
-  Where ``s`` exceeds the extent of ``r`` (over every other index, programs'
-  included), ``pid_g`` is recovered from the element: proved disjoint.
+  the tile's own index variables: where ``s`` is at least the extent of
+  ``r``, each element names its program (proved disjoint, nothing checked);
+  where ``s`` is provably below it, neighbouring programs' windows overlap
+  and it is refused unless ``G == 1``; where the block sizes a call gives
+  decide, the launch checks ``G <= 1`` or ``s >=`` the extent.
 - Anything else (a flattened grid, read through ``//`` and ``%``) is not
   decided here and is accepted as before.
 """
