@@ -175,18 +175,23 @@ def _refuse_nested_functions(fn_def):
 
 
 def _refuse_torch_function(module, path, node, fn_def):
-    """``torch.exp(x)`` and the like: PyTorch functions run on torch tensors,
-    not inside a kernel; name the ``ntsym.language`` function instead."""
+    """``torch.exp(x)``, ``torch.float32`` and the like: PyTorch's functions
+    and dtypes mean nothing inside a kernel; name ``ntsym.language``'s."""
     if not getattr(module, "__name__", "").split(".")[0] == "torch":
         return
+    import torch
+
+    import ntsym.language as ntl
+
     value = module
     for attr in path[1:]:
         value = getattr(value, attr, None)
-    if not inspect.isroutine(value):  # torch.float32 and other constants are read as before
-        return
-    import ntsym.language as ntl
-
     name = ".".join(path)
+    if isinstance(value, torch.dtype):
+        raise _error(f"`{name}` is a PyTorch dtype, which Triton cannot read in a kernel; use "
+                     f"`ntl.{path[-1]}` (ntsym.language)", node, fn_def)
+    if not inspect.isroutine(value):  # other values are read as before
+        return
     instead = f"use `ntl.{path[-1]}` (ntsym.language)" if hasattr(ntl, path[-1]) else \
         "use the ntsym.language (ntl) functions on tiles"
     raise _error(f"`{name}` is a PyTorch function, which a kernel cannot call on its tiles; {instead}", node, fn_def)

@@ -377,6 +377,9 @@ def test_nested_functions_torch_calls_and_offsets_of_locals_are_named():
     def with_torch(x, y):
         y = torch.exp(x)  # noqa: F841
 
+    def torch_dtype(x, y):
+        y = x.to(torch.float32)  # noqa: F841
+
     def local_offsets(x, y):
         t = x
         y = t + t.offsets(0)  # noqa: F841
@@ -384,6 +387,7 @@ def test_nested_functions_torch_calls_and_offsets_of_locals_are_named():
     for application, message in ((nested, "nested function `inner`.*module level"),
                                  (with_lambda, "a lambda is defined"),
                                  (with_torch, r"`torch.exp` is a PyTorch function.*ntl.exp"),
+                                 (torch_dtype, r"`torch.float32` is a PyTorch dtype.*ntl.float32"),
                                  (local_offsets, r"`t` is a local.*x\[k\].offsets")):
         with pytest.raises(ntsym.ApplicationError, match=message):
             ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
