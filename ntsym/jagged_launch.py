@@ -16,6 +16,7 @@ masks with its length (see docs/jagged.md).  The offsets are validated here
 every call, from the data.
 """
 
+import numpy
 import torch
 
 from codegen.errors import LaunchError
@@ -86,8 +87,9 @@ def _offset_facts(name, offsets, rows):
     Validated on every call, from the data itself: a cache keyed by the
     tensor's version would outlive a rewrite that does not bump it (through
     ``.data``, or memory a kernel wrote), and the launch would then write rows
-    past the end of the values.  Small offsets on the CPU are read as a list
-    (a few microseconds); others cost one synchronisation."""
+    past the end of the values.  Offsets on the CPU are read on the host (a
+    list, or numpy for many: microseconds); on a GPU they cost one
+    synchronisation."""
     if offsets.numel() < 1:
         raise LaunchError(f"`{name}`: the offsets are empty; a batch of B sequences has B + 1 offsets")
     first, last, smallest, longest = _offset_stats(offsets)
@@ -107,7 +109,7 @@ def _offset_facts(name, offsets, rows):
     return first, last, longest
 
 
-_LISTED = 4096  # offsets on the CPU up to this many entries are read as a list
+_LISTED = 32  # offsets on the CPU up to this many entries are read as a list, more through numpy
 
 
 def _offset_stats(offsets):
@@ -115,10 +117,14 @@ def _offset_stats(offsets):
     if offsets.numel() == 1:
         first = int(offsets[0])
         return first, first, 0, 0
-    if offsets.device.type == "cpu" and offsets.numel() <= _LISTED:
-        values = offsets.tolist()
-        steps = [b - a for a, b in zip(values, values[1:])]
-        return values[0], values[-1], min(steps), max(steps)
+    if offsets.device.type == "cpu":
+        if offsets.numel() <= _LISTED:
+            values = offsets.tolist()
+            steps = [b - a for a, b in zip(values, values[1:])]
+            return values[0], values[-1], min(steps), max(steps)
+        values = offsets.detach().numpy()
+        steps = numpy.diff(values)
+        return int(values[0]), int(values[-1]), int(steps.min()), int(steps.max())
     diff = offsets.diff()
     return tuple(torch.stack([offsets[0], offsets[-1], diff.min(), diff.max()]).tolist())
 

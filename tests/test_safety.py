@@ -416,3 +416,16 @@ def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked():
     torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
     with pytest.raises(ntsym.LaunchError, match=r"BK1 \(=16\) must equal BK2 \(=32\).*ntl.dot\(a\[k\], b\[k\]\)"):
         k(a, b, c, BM=16, BN=16, BK1=16, BK2=32)
+
+
+def test_many_offsets_rewritten_without_a_version_bump_are_validated_again():
+    from examples import jagged as ex
+
+    values = torch.randn(40, 2)
+    offsets = torch.arange(41)  # more offsets than are read as a list
+    out = torch.zeros(40, 2)
+    ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+    torch.testing.assert_close(out, 2 * values)
+    offsets.data[40] = 44
+    with pytest.raises(ntsym.LaunchError, match="last offset is 44"):
+        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
