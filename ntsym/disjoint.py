@@ -7,8 +7,10 @@ grid dimension ``g`` (program index ``pid_g`` of extent ``G``) and each
 written tensor, the index map is read:
 
 - ``pid_g`` in no source dimension: every program along ``g`` writes the
-  same elements; refused unless ``G == 1`` (at make where ``G`` is a number,
-  else a launch check).
+  same elements; where some tensor's tiles depend on ``pid_g`` (the values
+  written may differ), refused unless ``G == 1`` (at make where ``G`` is a
+  number, else a launch check).  Where none does, the programs along ``g``
+  do the same work and write the same values: accepted.
 - ``pid_g`` in one source dimension, as ``s * pid_g + r`` with ``r`` a sum of
   the tile's own index variables: where ``s`` is at least the extent of
   ``r``, each element names its program (proved disjoint, nothing checked);
@@ -24,10 +26,13 @@ import sympy
 from codegen import bounds
 
 
-def overlap_checks(param, grid, program_vars):
+def overlap_checks(param, grid, program_vars, varying=None):
     """(relation, grid dimension, reason) for each grid dimension along which
     the written tensor ``param``'s tiles overlap: the relation (``G <= 1``) is
-    what keeps it from racing."""
+    what keeps it from racing.  ``varying``: the program indices some
+    tensor's tiles depend on; along another grid dimension every program
+    reads the same tiles and so writes the same values, which no order
+    changes (None: all of them)."""
     ranges = dict(zip(program_vars, grid))
     inner = {}
     for depth in range(1, len(param.levels)):
@@ -41,7 +46,9 @@ def overlap_checks(param, grid, program_vars):
             continue
         dims = [d for d, e in enumerate(index) if pid in e.free_symbols]
         if not dims:
-            checks.append((sympy.Le(extent, 1), g, "every program along it writes the same elements"))
+            if varying is None or pid in varying:
+                checks.append((sympy.Le(extent, 1), g, "every program along it writes the same elements, "
+                               "from tiles of other tensors that differ between them"))
             continue
         if len(dims) != 1:
             continue

@@ -85,10 +85,14 @@ def _refuse_overlapping_writes(proof, params, app_def, inline):
     tensors = {p.name for p in params if p.kind == "tensor"}
     written = assigned_parameters(app_def, inline, tensors)
     jagged = {name for name, src in zip(proof.names, proof.sources) if src.tensor.jagged_dim is not None}
+    varying = set()
+    for p in params:
+        if p.kind == "tensor":
+            varying.update(*(sympy.sympify(e).free_symbols for e in p.index))
     for p in params:
         if p.kind != "tensor" or p.name not in written or p.name in jagged:
             continue
-        for relation, g, reason in overlap_checks(p, proof.grid, proof.program_vars):
+        for relation, g, reason in overlap_checks(p, proof.grid, proof.program_vars, varying):
             extent = proof.describe(proof.grid[g])
             proof._require(
                 relation,

@@ -138,6 +138,13 @@ def test_written_tiles_overlapping_across_programs_are_refused():
     with pytest.raises(ntsym.LaunchError, match="every program along it writes the same elements"):
         k(torch.arange(8.0), torch.zeros(8))
 
+    # Every program reads the same tiles too: they all write the same values.
+    same = (lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)), y.tile((-1,)).unsqueeze(0).expand((3, -1))))
+    k = ntsym.make(same, application, (Tensor(1), Tensor(1)))
+    y = torch.zeros(8)
+    k(torch.arange(8.0), y)
+    torch.testing.assert_close(y, torch.arange(8.0) * 2)
+
 
 # -- stored tuning entries and the cache directory -------------------------------------------
 
