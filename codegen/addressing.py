@@ -279,6 +279,12 @@ class AddressingMixin:
         relation = _sizes_relation(size, bound)
         if relation is sympy.true:
             return
+        if relation is sympy.false or sympy.sympify(bound).as_coeff_Add()[0] != 0:
+            # Never the level's count, or a count shifted by a constant
+            # (``range(x.shape[0] - 1)``): the loop reads a sub-range on
+            # purpose, which is fine while it never passes the last tile.
+            self._loop_within(value, bound, size, param, node)
+            return
         if not relation.free_symbols <= set(self.ir.symbols.values()):
             return  # the bound involves values of the application: not checkable
         if isinstance(relation, sympy.Eq) and relation.lhs.is_Symbol and relation.rhs.is_Symbol:
@@ -291,6 +297,26 @@ class AddressingMixin:
             f"the loop over `{value}` reads `{param.name}`",
         )
         if check not in self.records.checks:  # a peeled loop body is emitted twice
+            self.records.checks.append(check)
+
+    def _loop_within(self, value, bound, size, param, node):
+        """``x[k]`` with ``k`` over ``range(bound)``, a bound that differs from
+        the level's ``size`` tiles: refused at make where the loop provably
+        runs past the last tile, checked at launch where that is not decided."""
+        if bounds.nonnegative(size - bound, {}):
+            return
+        message = (f"`{param.name}` is indexed by `{value}`, which runs over range({bound}), but that level of "
+                   f"`{param.name}` has {size} tiles: the last iterations would read tiles past its end; "
+                   f"bound the loop by `{param.name}.shape` of that level")
+        relation = sympy.Le(bound, size)
+        if relation is sympy.true:
+            return
+        if relation is sympy.false or bounds.nonnegative(bound - size - 1, {}):
+            raise self.error(message, node)
+        if not relation.free_symbols <= set(self.ir.symbols.values()):
+            return  # the bound involves values of the application: the tile's mask keeps the reads in
+        check = Check(relation, message, f"the loop over `{value}` reads `{param.name}`")
+        if check not in self.records.checks:
             self.records.checks.append(check)
 
     # -- names of tile index blocks; x.source[...] and x.offsets(d) ------------

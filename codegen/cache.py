@@ -6,6 +6,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import warnings
 
 
 def package_version():
@@ -20,9 +21,39 @@ def package_version():
 
 
 def cache_dir():
+    """Where generated modules and tuning files go: ``$NTSYM_CACHE_DIR``, else
+    ``~/.cache/ntsym``; where that cannot be used (a file, no permission), a
+    temporary directory of this process, with a warning naming the variable."""
     path = os.environ.get("NTSYM_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ntsym")
-    os.makedirs(path, exist_ok=True)
-    return path
+    try:
+        os.makedirs(path, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(f"no permission to write in {path}")
+        return path
+    except OSError as error:
+        if path in _WARNED:
+            return _fallback()
+        _WARNED.add(path)
+        resolved = _fallback()
+        warnings.warn(f"ntsym: the cache directory {path!r} (NTSYM_CACHE_DIR, default ~/.cache/ntsym) cannot be "
+                      f"used ({type(error).__name__}: {error}); generated kernels and tuning choices go to "
+                      f"{resolved} for this process; set NTSYM_CACHE_DIR to a writable directory",
+                      stacklevel=2)
+        return resolved
+
+
+_WARNED = set()  # unusable cache directories already warned about
+
+
+def _fallback():
+    """A temporary directory, made once per process."""
+    global _TEMPORARY
+    if _TEMPORARY is None or not os.path.isdir(_TEMPORARY):
+        _TEMPORARY = tempfile.mkdtemp(prefix="ntsym-cache-")
+    return _TEMPORARY
+
+
+_TEMPORARY = None
 
 
 def _marker(source):

@@ -47,6 +47,7 @@ from codegen.context import (
     ShapeState,
 )
 from codegen.emit_error import EmitError, source_lines
+from codegen.ir import Check
 from codegen.inline import InliningMixin
 from codegen.loops import LoopsMixin
 from codegen.padding import LaneState, PaddingMixin
@@ -60,6 +61,16 @@ __all__ = ["EmitError", "KernelEmitter", "block_extent_expr"]
 # ``tl`` math functions that take fp32/fp64 only: other arguments go through
 # ``ntsym_math_arg`` of the generated module.
 FP32_MATH = {"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil"}
+
+
+def _gives_shape(positions, i):
+    """Whether argument ``i`` of a call gives a shape: ``positions`` is a set
+    of positions, "rest" (all but the first) or "all"."""
+    if positions == "all":
+        return True
+    if positions == "rest":
+        return i > 0
+    return i in positions
 
 
 class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, InliningMixin, GlobalNamesMixin,
@@ -320,6 +331,11 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 return copy.deepcopy(self.shapes.padded_locals[node.id])
             if node.id in self.params and node.id not in self.names.locals:
                 return ast.Name(id=node.id, ctx=ast.Load())
+            if node.id in self.ir.inline_functions and node.id not in self.names.locals:
+                raise self.error(
+                    f"the function `{node.id}` is passed as a value: ntsym inlines the functions an application "
+                    f"calls, so none exists in the kernel to pass; call it instead, or for a reduction use "
+                    f"ntl.sum, ntl.max, ntl.min (or write the combination out)", node)
             named = self.global_name(node)
             return node if named is None else named
         if isinstance(node, ast.Attribute):
@@ -349,6 +365,26 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             elif isinstance(value, list):
                 setattr(new, field, [self.expr(v) if isinstance(v, ast.expr) else v for v in value])
         return new
+
+    def _dot_check(self, node):
+        """``ntl.dot(a, b)`` of two tiles whose inner extents are not the same
+        expression (``BK1`` columns, ``BK2`` rows): checked at launch, where
+        Triton would fail on the shapes at some block sizes."""
+        refs = [self.resolve(a) for a in node.args[:2]]
+        if not all(isinstance(r, TileRef) and r.innermost for r in refs):
+            return
+        a, b = (self.ref_shape(r) for r in refs)
+        if len(a) < 2 or len(b) < 2 or sympy.expand(a[-1] - b[-2]) == 0:
+            return
+        left, right = (ast.unparse(n) for n in node.args[:2])
+        relation = sympy.Eq(a[-1], b[-2])
+        if relation is sympy.false:
+            raise self.error(f"`{ast.unparse(node)}`: `{left}` has {a[-1]} columns but `{right}` has {b[-2]} rows; "
+                             "a dot needs them equal: tile both with one block size", node)
+        check = Check(relation, f"`{left}` must have as many columns as `{right}` has rows",
+                      f"`{ast.unparse(node)}` (line {node.lineno}) multiplies them; tile both with one block size")
+        if check not in self.records.checks:
+            self.records.checks.append(check)
 
     def attribute(self, node):
         ref = self.resolve(node.value)
@@ -389,6 +425,12 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             ref = self.resolve(func.value)
             if isinstance(ref, TileRef) and func.attr == "offsets":
                 return self.offsets(ref, node)
+            if ref is None and func.attr == "offsets" and isinstance(func.value, ast.Name) \
+                    and func.value.id in self.names.locals:
+                raise self.error(
+                    f"`{func.value.id}` is a local holding a tile's values, which have no offsets; call "
+                    f"`offsets` on the parameter's tile itself (e.g. `x[k].offsets(1)` rather than "
+                    f"`t = x[k]; t.offsets(1)`)", node)
             if isinstance(ref, SourceRef):
                 p = ref.param
                 if func.attr == "data_ptr" and not node.args:
@@ -428,6 +470,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
 
                 if not hasattr(tl, func.attr) and func.attr != "libdevice":
                     raise self.error(f"`{ast.unparse(func)}` does not exist in ntsym.language", func)
+                if func.attr == "dot" and len(node.args) >= 2:
+                    self._dot_check(node)
                 if func.attr == "where" and len(node.args) == 3 and self.proved(node.args[0]):
                     # Proved for every element: Triton folds the select away.
                     return ast.Call(
@@ -446,8 +490,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                         keywords=[],
                     )
         positions, keywords = self._shape_slots(func)
-        args = [self.shape_argument(a) if i in positions or (positions == "rest" and i) or positions == "all"
-                else self.expr(a) for i, a in enumerate(node.args)]
+        args = [self.shape_argument(a) if _gives_shape(positions, i) else self.expr(a)
+                for i, a in enumerate(node.args)]
         kwargs = [ast.keyword(arg=k.arg, value=self.shape_argument(k.value)) if k.arg in keywords else self.keyword(k)
                   for k in node.keywords]
         if isinstance(func, ast.Attribute) and func.attr == "store" and args:

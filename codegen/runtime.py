@@ -10,9 +10,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from codegen import tuning
+from codegen import serial, tuning
 from codegen.errors import ApplicationError, LaunchError, fail
 from codegen.tracing import is_fake, traced
+from codegen.writes import check_no_overlap, note_writes
 
 logger = logging.getLogger("ntsym")
 
@@ -67,6 +68,7 @@ class Spec:
     # The call's argument positions the kernel takes first, where it takes them
     # as given (no scalar to convert, no fixed value): None otherwise.
     gather: Any = field(init=False)
+    written_positions: tuple = field(init=False)  # the call's argument positions of the tensors it writes
 
     def __post_init__(self):
         # A declared dtype is not required of the call: the kernel reads every
@@ -75,6 +77,8 @@ class Spec:
         params = [p for p in self.params if not (p.kind == "constexpr" and p.value is not None)]
         object.__setattr__(self, "call_params", tuple((p.name, p.kind, p.ndim, p.written) for p in params))
         object.__setattr__(self, "written", frozenset(p.name for p in self.params if p.written))
+        object.__setattr__(self, "written_positions", tuple(
+            i for i, p in enumerate(params) if p.written and p.kind == "tensor"))
         object.__setattr__(self, "constexpr_slots", tuple(
             i for i, (kind, position) in enumerate(self.arg_template)
             if kind == "arg" and params[position].kind == "constexpr"))
@@ -301,6 +305,8 @@ def check_arguments(spec, args):
                             "(an expanded view): several programs would write one element; pass a "
                             "contiguous tensor"
                         )
+            if written and name not in spec.jagged and not is_fake(a):  # fake tensors have no memory
+                check_no_overlap(name, a)
             tensors.append((name, a))
         elif kind == "shape":
             if not isinstance(a, tensor_type):
@@ -593,6 +599,14 @@ def call_key(args, metas, options, constexprs=()):
     compiled kernel and so its tuned configuration).  None for a call traced
     with fake tensors (it is not remembered)."""
     key = [tuple(_hashable(args[i]) for i in constexprs if i < len(args))] if constexprs else []
+    try:
+        return _call_key(key, args, metas, options)
+    except RuntimeError:
+        refuse_transformed(args)
+        raise
+
+
+def _call_key(key, args, metas, options):
     tensor_type, strided = _call_types()[2:]
     for a in args:
         if type(a) is tensor_type and not a.is_nested and a.layout is strided:  # the common case first
@@ -615,6 +629,22 @@ def call_key(args, metas, options, constexprs=()):
     if options:
         key.append(tuple(sorted(options.items())))
     return tuple(key)
+
+
+def refuse_transformed(args):
+    """Refuse tensors of a ``torch.func`` transform (``vmap``'s batched
+    tensors, ``grad``'s wrapped ones): they have no memory a kernel could
+    read, and the kernel has no batching or differentiation rule."""
+    import torch
+
+    wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
+    batched = getattr(torch._C._functorch, "is_batchedtensor", None)
+    for a in args:
+        if isinstance(a, torch.Tensor) and wrapped is not None and wrapped(a):
+            what = "torch.vmap" if batched is not None and batched(a) else "a torch.func transform (grad, jvp, vmap)"
+            fail(f"a kernel was called on a tensor inside {what}: ntsym kernels do not support torch.func "
+                 "transforms (the tensor has no memory of its own to launch on); call the kernel outside the "
+                 "transform, e.g. on the whole batch, with the batch as a dimension of the arrangement")
 
 
 def _hashable(value):
@@ -746,6 +776,8 @@ def fast_launch(facts, entry, args):
                     # Possible overlap: let the full check decide (and raise).
                     _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
                     break
+    if spec.written_positions:
+        note_writes(spec, args, spec.written_positions)
     if entry.grid is None:
         return None
     if spec.gather is not None:
@@ -779,7 +811,8 @@ def _run(kernel, grid, args, kwargs, spec, device):
     current CUDA device: switch to the tensors' one when it differs).  Returns
     Triton's compiled kernel where it gives one."""
     if spec.interpreting:
-        _interpret(kernel, grid, args, kwargs, spec)
+        with serial.INTERPRETER:
+            _interpret(kernel, grid, args, kwargs, spec)
         return None
     with on_device(device, spec):
         return kernel[grid](*args, **kwargs)
@@ -866,6 +899,8 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
     facts.cache.checked_launches += 1
+    if spec.written_positions and user_args is not None:
+        note_writes(spec, user_args, spec.written_positions)
     device = tensors[0].get_device() if tensors else -1
     # Tuning times launches with events and synchronisation of the current
     # device, and Triton launches on it: make it the tensors' one meanwhile.

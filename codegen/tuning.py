@@ -14,9 +14,10 @@ import logging
 import math
 import os
 import sys
+import warnings
 from dataclasses import dataclass, replace
 
-from codegen import tuning_store
+from codegen import serial, tuning_store
 from codegen.tuning_store import ints, misalignment
 from codegen.errors import fail
 
@@ -342,6 +343,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         disk_key = tuning_store.disk_key(fixed_items, int64, tensors, given) + restricted
         retune = os.environ.get("NTSYM_RETUNE") == "1" and timed
         config = None if retune else _load(spec, disk_key, shortlisted=not _full_search())
+        config = _usable(spec, config, fixed, launch, "a stored choice")
         if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
             config = None
         if config is None and not timed:
@@ -350,7 +352,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
                           launch.get("num_stages", probe.num_stages), False, bool(advance))
         if config is None:
             class_key = tuning_store.class_key(fixed_items, int64, tensors, given, _compiled_sizes(spec)) + restricted
-            shortlist = None if retune or _full_search() else _load_shortlist(spec, class_key, persistent)
+            shortlist = None if retune or _full_search() else _load_shortlist(spec, class_key, persistent, fixed_items)
             search = functools.partial(_benchmark, kernel, spec, grid, args, derived, tensors, int64, fixed,
                                        persistent, bool(wanted), advance, launch)
             config, ranked = search(shortlist) if shortlist else (None, [])
@@ -422,6 +424,46 @@ def _config(entry):
         return None
 
 
+def _usable(spec, config, fixed, launch, what):
+    """``config`` where a launch may take it, else None with a warning: a
+    stored entry is read back from a file anyone may have edited, and a block
+    size of -64 would run no program (the output left as it was), one of 3 or
+    0 fail inside Triton."""
+    if config is None:
+        return None
+    problem = _entry_problem(spec, config, fixed, launch)
+    if problem is None:
+        return config
+    path = tuning_store.location(spec)
+    warnings.warn(f"ntsym: {what} for kernel `{spec.name}` in {path} is not usable ({problem}); tuning again",
+                  stacklevel=2)
+    return None
+
+
+def _entry_problem(spec, config, fixed, launch):
+    """Why a stored configuration cannot run this call, or None."""
+    meta = dict(config.meta)
+    tuned = {m.symbol.name: m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None}
+    if set(meta) != set(tuned) | set(fixed):
+        return f"it sets {sorted(meta)}, the kernel takes {sorted(set(tuned) | set(fixed))}"
+    for name, value in fixed.items():
+        if meta[name] != value:
+            return f"{name}={meta[name]} where the call gives {value}"
+    for name, m in tuned.items():
+        if m.candidates and meta[name] not in m.candidates:
+            return f"{name}={meta[name]} is not one of the candidates {list(m.candidates)}"
+        if not m.candidates and (meta[name] < 1 or meta[name] & (meta[name] - 1)):
+            return f"{name}={meta[name]} is not a positive power of two"
+    if config.num_warps not in (1, 2, 4, 8, 16, 32):
+        return f"num_warps={config.num_warps} is not 1, 2, 4, 8, 16 or 32"
+    if not 1 <= config.num_stages <= 8:
+        return f"num_stages={config.num_stages} is not from 1 to 8"
+    for name, value in launch.items():
+        if getattr(config, name) != value:
+            return f"{name}={getattr(config, name)} where the call asks for {value}"
+    return None
+
+
 # With NTSYM_TUNE_SHORTLIST=1, a call shape not tuned before whose size class
 # (``tuning_store.class_key``: the sizes of a class within a factor of 1.5 of
 # each other, the rest of the call's facts the same) was searched in full for
@@ -440,13 +482,15 @@ def _full_search():
     return os.environ.get("NTSYM_TUNE_SHORTLIST") != "1"
 
 
-def _load_shortlist(spec, key, persistent):
+def _load_shortlist(spec, key, persistent, key_fixed=None):
     """The stored shortlist of ``key``'s size class, without configurations
     this call cannot run; None where there is none."""
     entry = tuning_store.load(spec, key, "classes")
     configs = [_config(e) for e in entry.get("configs", [])] if entry else []
     configs = [c for c in configs if c is not None and (not c.persistent or (
         persistent is not None and persistent.ready(dict(c.meta))))]
+    fixed = dict(key_fixed) if key_fixed is not None else None
+    configs = [c for c in configs if fixed is None or _usable(spec, c, fixed, {}, "a stored shortlist") is not None]
     return configs or None
 
 
@@ -585,11 +629,28 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     ``num_stages``: only the rest is tuned.  ``shortlist``: the configurations
     to time instead of every candidate (what led the tuning of another shape
     of the call's size class)."""
-    import time
-
-    # Timing runs the kernel many times: keep what it writes, to restore it.
+    # Timing runs the kernel many times: keep what it writes, to restore it
+    # however the search ends (a failure, an interrupt: KeyboardInterrupt).
     names = [p.name for p in spec.params if p.kind == "tensor"]
     snapshot = [_snapshot(t) for name, t in zip(names, tensors) if name in spec.written]
+    try:
+        return _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent,
+                       advance, launch, shortlist)
+    finally:
+        for t, saved in snapshot:
+            t.copy_(saved)
+
+
+def _interpreted(kernel, grid, args, kwargs):
+    with serial.INTERPRETER:
+        kernel[grid](*args, **kwargs)
+
+
+def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent, advance, launch,
+            shortlist):
+    """``_benchmark``'s search, which may overwrite the written tensors."""
+    import time
+
     device = tensors[0].get_device() if tensors else -1
     configs = list(shortlist) if shortlist else candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
     if launch:
@@ -607,14 +668,14 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
 
     def run(config):
         k, g, a, kw = parts(config)
+        if spec.interpreting:  # one interpreted launch at a time (codegen/serial.py)
+            return lambda: _interpreted(k, g, a, kw)
         return lambda: k[g](*a, **kw)
 
     start = time.perf_counter()
     failures = []
     timed = _time_all(spec, configs, parts, run, tensors, start, failures=failures)
     if shortlist and not timed:  # none of them runs at this shape: the caller searches in full
-        for t, saved in snapshot:
-            t.copy_(saved)
         return None, []
     extra = []
     by_time = [c for _, c in sorted(timed, key=lambda t: t[0])]
@@ -636,8 +697,6 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     elif timed:
         ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
         best_time = min(ms for ms, _ in timed)
-    for t, saved in snapshot:
-        t.copy_(saved)
     if not timed:
         why = ""
         if failures:  # the first one says what went wrong

@@ -84,6 +84,11 @@ def _path(spec, kind="choices"):
     return os.path.join(folder, f"{spec.name}_{digest}{suffix}.json")
 
 
+def location(spec):
+    """Where ``spec``'s stored choices are (for messages)."""
+    return _path(spec)
+
+
 def _read(path):
     """The stored entries, or {} when the file is missing or damaged."""
     try:

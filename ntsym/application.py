@@ -93,6 +93,7 @@ def _resolve_globals(func, names):
     inline, aliases, constants, seen = {}, {}, {}, set()
 
     def visit(fn_def, scope):
+        _refuse_nested_functions(fn_def)
         local = _local_names(fn_def)
         for node in ast.walk(fn_def):
             if isinstance(node, ast.Name) and node.id not in seen and node.id not in local:
@@ -108,8 +109,8 @@ def _resolve_globals(func, names):
                 kind = _module_kind(value)
                 if kind is not None:
                     aliases[node.id] = kind
-                elif isinstance(value, types.FunctionType) and not _is_jit(value):
-                    sub, sub_scope = parse_application(value)
+                elif _inlined_function(value) is not None:
+                    sub, sub_scope = parse_application(_inlined_function(value))
                     inline[node.id] = (sub, sub_scope)
                     visit(sub, sub_scope)
                 elif _is_constant(value):
@@ -127,6 +128,7 @@ def _resolve_globals(func, names):
                 value = scope[path[0]]
                 if not isinstance(value, types.ModuleType) or _module_kind(value) in ("tl", "libdevice"):
                     continue
+                _refuse_torch_function(value, path, node, fn_def)
                 for k, attr in enumerate(path[1:], start=2):
                     value = getattr(value, attr, None)
                     key = ".".join(path[:k])
@@ -136,9 +138,9 @@ def _resolve_globals(func, names):
                         break
                     if kind is not None:
                         aliases.setdefault(key, kind)
-                    elif isinstance(value, types.FunctionType) and not _is_jit(value):
+                    elif _inlined_function(value) is not None:
                         if key not in inline:
-                            sub, sub_scope = parse_application(value)
+                            sub, sub_scope = parse_application(_inlined_function(value))
                             inline[key] = (sub, sub_scope)
                             visit(sub, sub_scope)
                         break
@@ -149,7 +151,75 @@ def _resolve_globals(func, names):
                         break
 
     visit(func, names)
+    _refuse_recursion(func, inline)
     return inline, aliases, constants
+
+
+def _error(message, node, fn_def):
+    """An ApplicationError naming the line of ``node`` in ``fn_def``'s file."""
+    return ApplicationError(str(EmitError(message, node, fn_def.ntsym_filename,
+                                          source_lines(fn_def.ntsym_filename))))
+
+
+def _refuse_nested_functions(fn_def):
+    """A ``def`` or ``lambda`` inside an application (or a function it
+    calls): the kernel has no closures to make of it."""
+    for node in ast.walk(fn_def):
+        if node is fn_def:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            what = "a lambda" if isinstance(node, ast.Lambda) else f"the nested function `{node.name}`"
+            raise _error(f"{what} is defined inside `{fn_def.name}`: a kernel cannot make functions at run time; "
+                         "define it at module level (ntsym inlines calls of module-level functions) or write its "
+                         "body in place", node, fn_def)
+
+
+def _refuse_torch_function(module, path, node, fn_def):
+    """``torch.exp(x)``, ``torch.float32`` and the like: PyTorch's functions
+    and dtypes mean nothing inside a kernel; name ``ntsym.language``'s."""
+    if not getattr(module, "__name__", "").split(".")[0] == "torch":
+        return
+    import torch
+
+    import ntsym.language as ntl
+
+    value = module
+    for attr in path[1:]:
+        value = getattr(value, attr, None)
+    name = ".".join(path)
+    if isinstance(value, torch.dtype):
+        raise _error(f"`{name}` is a PyTorch dtype, which Triton cannot read in a kernel; use "
+                     f"`ntl.{path[-1]}` (ntsym.language)", node, fn_def)
+    if not inspect.isroutine(value):  # other values are read as before
+        return
+    instead = f"use `ntl.{path[-1]}` (ntsym.language)" if hasattr(ntl, path[-1]) else \
+        "use the ntsym.language (ntl) functions on tiles"
+    raise _error(f"`{name}` is a PyTorch function, which a kernel cannot call on its tiles; {instead}", node, fn_def)
+
+
+def _refuse_recursion(func, inline):
+    """A function that calls itself, directly or through others: calls are
+    inlined, so recursion would never end."""
+    defs = {key: sub for key, (sub, _) in inline.items()}
+    origin = {(sub.ntsym_filename, sub.lineno): key for key, sub in defs.items()}
+    root = origin.get((func.ntsym_filename, func.lineno))  # the application calling itself
+
+    def calls(fn_def):
+        for node in ast.walk(fn_def):
+            if isinstance(node, ast.Call):
+                key = ast.unparse(node.func)
+                if key in defs:
+                    yield key, node
+
+    def walk(key, fn_def, stack):
+        for callee, node in calls(fn_def):
+            if callee in stack or callee == root:
+                chain = " -> ".join([*stack, callee])
+                raise _error(f"`{callee}` calls itself ({chain}): ntsym inlines the functions an application "
+                             "calls, so a recursive call would never end; write it as a loop", node, fn_def)
+            walk(callee, defs[callee], stack + [callee])
+
+    walk(root or func.name, func, [root or func.name])
 
 
 def _local_names(fn_def):
@@ -201,6 +271,20 @@ def _constant_value(value):
 
 def _is_jit(fn):
     return type(fn).__module__.startswith("triton")
+
+
+def _inlined_function(value):
+    """The Python function a call of ``value`` inlines, or None: a plain
+    function, or the function a ``@triton.jit`` helper wraps (its body is
+    Triton code already, which the kernel takes as NineToothed's generated
+    module takes the helper's source)."""
+    if isinstance(value, types.FunctionType) and not _is_jit(value):
+        return value
+    fn = getattr(value, "fn", None)
+    wrapper = type(value).__name__ in ("JITFunction", "InterpretedFunction")  # the interpreter's jit
+    if _is_jit(value) and wrapper and isinstance(fn, types.FunctionType):
+        return fn
+    return None
 
 
 def _bound_names(fn):

@@ -12,12 +12,11 @@ Before the launch, each jagged argument becomes a dense view of its values,
 ``(B, longest, ...)`` with stride 0 along the batch, and its offsets are
 passed beside it; the kernel moves each program's pointer to its sequence and
 masks with its length (see docs/jagged.md).  The offsets are validated here
-(integers, on the values' device, non-decreasing, within the values): one
-synchronisation per offsets tensor, remembered until it is modified.
+(integers, on the values' device, non-decreasing, within the values) on
+every call, from the data.
 """
 
-import weakref
-
+import numpy
 import torch
 
 from codegen.errors import LaunchError
@@ -82,44 +81,52 @@ def jagged(values, offsets, *, jagged_dim=1, max_length=None):
     return Jagged(values, offsets, jagged_dim, max_length)
 
 
-# id(offsets tensor) -> (a weak reference to it, (its version, data pointer,
-# shape), its facts): validated once until modified in place.  (Tensors
-# compare element-wise, so they cannot key a WeakKeyDictionary.)
-_VALIDATED = {}
-
-
 def _offset_facts(name, offsets, rows):
-    """(first, last, longest) of valid offsets; a LaunchError otherwise."""
-    key = (offsets._version, offsets.data_ptr(), tuple(offsets.shape))
-    known = _VALIDATED.get(id(offsets))
-    if known is not None and known[0]() is offsets and known[1] == key:
-        first, last, longest = known[2]
-    else:
-        if offsets.numel() < 1:
-            raise LaunchError(f"`{name}`: the offsets are empty; a batch of B sequences has B + 1 offsets")
-        if offsets.numel() == 1:
-            first = last = int(offsets[0])
-            longest = 0
-        else:
-            diff = offsets.diff()
-            stats = torch.stack([offsets[0], offsets[-1], diff.min(), diff.max()]).tolist()
-            first, last, smallest, longest = stats
-            if smallest < 0:
-                bad = int((diff < 0).nonzero()[0])
-                raise LaunchError(
-                    f"`{name}`: the offsets must not decrease, but offsets[{bad + 1}] = "
-                    f"{int(offsets[bad + 1])} < offsets[{bad}] = {int(offsets[bad])}: sequence {bad} "
-                    "would have a negative length")
-        if first < 0:
-            raise LaunchError(f"`{name}`: offsets[0] = {first} is negative")
-        if len(_VALIDATED) > 4096:
-            _VALIDATED.clear()
-        _VALIDATED[id(offsets)] = (weakref.ref(offsets), key, (first, last, longest))
+    """(first, last, longest) of valid offsets; a LaunchError otherwise.
+
+    Validated on every call, from the data itself: a cache keyed by the
+    tensor's version would outlive a rewrite that does not bump it (through
+    ``.data``, or memory a kernel wrote), and the launch would then write rows
+    past the end of the values.  Offsets on the CPU are read on the host (a
+    list, or numpy for many: microseconds); on a GPU they cost one
+    synchronisation."""
+    if offsets.numel() < 1:
+        raise LaunchError(f"`{name}`: the offsets are empty; a batch of B sequences has B + 1 offsets")
+    first, last, smallest, longest = _offset_stats(offsets)
+    if smallest < 0:
+        diff = offsets.diff()
+        bad = int((diff < 0).nonzero()[0])
+        raise LaunchError(
+            f"`{name}`: the offsets must not decrease, but offsets[{bad + 1}] = "
+            f"{int(offsets[bad + 1])} < offsets[{bad}] = {int(offsets[bad])}: sequence {bad} "
+            "would have a negative length")
+    if first < 0:
+        raise LaunchError(f"`{name}`: offsets[0] = {first} is negative")
     if last > rows:
         raise LaunchError(
             f"`{name}`: the last offset is {last} but the values hold {rows} rows: the sequences "
             "would read past the end of the values")
     return first, last, longest
+
+
+_LISTED = 32  # offsets on the CPU up to this many entries are read as a list, more through numpy
+
+
+def _offset_stats(offsets):
+    """(first, last, smallest and largest difference) of non-empty offsets."""
+    if offsets.numel() == 1:
+        first = int(offsets[0])
+        return first, first, 0, 0
+    if offsets.device.type == "cpu":
+        if offsets.numel() <= _LISTED:
+            values = offsets.tolist()
+            steps = [b - a for a, b in zip(values, values[1:])]
+            return values[0], values[-1], min(steps), max(steps)
+        values = offsets.detach().numpy()
+        steps = numpy.diff(values)
+        return int(values[0]), int(values[-1]), int(steps.min()), int(steps.max())
+    diff = offsets.diff()
+    return tuple(torch.stack([offsets[0], offsets[-1], diff.min(), diff.max()]).tolist())
 
 
 def _unpack(name, a, dim, ndim):

@@ -15,8 +15,10 @@ import sympy
 
 from codegen import bounds
 from codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorParam
+from codegen.analysis import assigned_parameters
 from codegen.kernel import block_extent_expr
 from ntsym.application import _bound_names, _resolve_globals, parse_application
+from ntsym.disjoint import overlap_checks
 from ntsym.errors import ArrangementError
 from ntsym.symbol import Symbol
 from ntsym.tensor import Tensor
@@ -46,13 +48,14 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     proof = _Proof(names, arranged, sources)
     proof.run()
     params = proof.params()
+    inline, aliases, constants = _resolve_globals(app_def, app_globals)
+    _refuse_overlapping_writes(proof, params, app_def, inline)
     jagged = proof.jagged_params(app_def)
     params += tuple(TensorParam(name=j.offsets, kind="offsets", ndim=1) for j in jagged)
     meta_params = _meta_params(proof)
     kernel_name = kernel_name or getattr(application, "__name__", "kernel")
     if not kernel_name.isidentifier():
         raise ArrangementError(f"kernel_name {kernel_name!r} is not an identifier")
-    inline, aliases, constants = _resolve_globals(app_def, app_globals)
     return KernelIR(
         name=kernel_name,
         params=params,
@@ -74,6 +77,32 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         jagged=jagged,
         same_rows=proof.same_rows(jagged),
     )
+
+
+def _refuse_overlapping_writes(proof, params, app_def, inline):
+    """A launch check (a refusal, where it can never hold) for each written
+    tensor whose tiles overlap across programs (``ntsym.disjoint``)."""
+    tensors = {p.name for p in params if p.kind == "tensor"}
+    written = assigned_parameters(app_def, inline, tensors)
+    jagged = {name for name, src in zip(proof.names, proof.sources) if src.tensor.jagged_dim is not None}
+    varying = set()
+    for p in params:
+        if p.kind == "tensor":
+            varying.update(*(sympy.sympify(e).free_symbols for e in p.index))
+    for p in params:
+        if p.kind != "tensor" or p.name not in written or p.name in jagged:
+            continue
+        for relation, g, reason in overlap_checks(p, proof.grid, proof.program_vars, varying):
+            extent = proof.describe(proof.grid[g])
+            proof._require(
+                relation,
+                f"`{p.name}` is written by the kernel and its tiles overlap across the programs of grid "
+                f"dimension {g} ({reason}), so the grid's extent there, {extent}, must be 1",
+                f"`{p.name}` is written by the kernel and its tiles overlap across the programs of grid "
+                f"dimension {g} ({reason})",
+                "programs run in no fixed order, so an element several programs store to would end with "
+                "an unspecified one's values; arrange the written tensor so that each program has its own "
+                "tile (no expand across programs, tile strides no smaller than the tile)")
 
 
 # -- running the arrangement -----------------------------------------------
@@ -99,6 +128,12 @@ def _arrange(arrangement, tensors, app_names, app_def):
         raise ArrangementError(f"calling the arrangement failed: {e}") from e
     if isinstance(arranged, Tensor):
         arranged = (arranged,)
+    if not isinstance(arranged, (tuple, list)):
+        where = _where(arrangement)
+        raise ArrangementError(
+            f"the arrangement{where} returned {arranged!r}, not the arranged tensors: end it with "
+            f"`return {', '.join(f'{n}_arranged' for n in app_names)}` (one tensor per parameter of the "
+            "application, in order)")
     arranged = tuple(arranged)
     if len(arranged) != len(app_names):
         raise ArrangementError(
@@ -131,6 +166,15 @@ def _arrange(arrangement, tensors, app_names, app_def):
             )
         by_tensor[index] = result
     return names, by_tensor
+
+
+def _where(fn):
+    """`` `name` (file, line n)`` of a function, where known."""
+    fn = getattr(fn, "func", fn)  # functools.partial
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    return f" `{fn.__name__}` ({code.co_filename}, line {code.co_firstlineno})"
 
 
 def _shape_only_names(arrangement, count, app_names, app_def):

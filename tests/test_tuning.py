@@ -105,10 +105,12 @@ def test_a_shortlist_that_does_not_run_falls_back_to_a_full_search(tmp_path):
     assert run(tmp_path, 100, _script=script, **env)[0] == 7
     (shortlists,) = (tmp_path / "cache" / "tuning").glob("*.classes.json")
     (key,) = json.loads(shortlists.read_text())
-    # A block of 3 elements: no power of two, so it cannot run.
+    # A block of 3 elements: not a candidate, so it is dropped (with a warning)
+    # and the search runs every candidate.
     shortlists.write_text(json.dumps({key: {"configs": [
         {"meta": [["B", 3]], "num_warps": 4, "num_stages": 2, "persistent": False, "advance": False}]}}))
-    assert run(tmp_path, 120, _script=script, **env)[0] == 1 + 7  # the failed one, then every candidate
+    count, err = run(tmp_path, 120, _script=script, **env)
+    assert count == 7 and "not usable" in err
     (path,) = choices_file(tmp_path)
     assert not any(entry.get("shortlist") for entry in json.loads(path.read_text()).values())
     (entry,) = json.loads(shortlists.read_text()).values()

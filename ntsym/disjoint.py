@@ -1,0 +1,99 @@
+"""Whether the tiles a written tensor gives different programs overlap.
+
+Programs run in no fixed order, so two programs storing to one element race:
+which value the tensor ends with is unspecified (an output ``expand``-ed
+across programs, windows tiled with a stride below their extent).  For each
+grid dimension ``g`` (program index ``pid_g`` of extent ``G``) and each
+written tensor, the index map is read:
+
+- ``pid_g`` in no source dimension: every program along ``g`` writes the
+  same elements; where some tensor's tiles depend on ``pid_g`` (the values
+  written may differ), refused unless ``G == 1`` (at make where ``G`` is a
+  number, else a launch check).  Where none does, the programs along ``g``
+  do the same work and write the same values: accepted.
+- ``pid_g`` in one source dimension, as ``s * pid_g + r`` with ``r`` a sum of
+  the tile's own index variables: where ``s`` is at least the extent of
+  ``r``, each element names its program (proved disjoint, nothing checked);
+  where ``s`` is provably below it, neighbouring programs' windows overlap
+  and it is refused unless ``G == 1``; where the block sizes a call gives
+  decide, the launch checks ``G <= 1`` or ``s >=`` the extent.
+- Anything else (a flattened grid, read through ``//`` and ``%``) is not
+  decided here and is accepted as before.
+"""
+
+import sympy
+
+from codegen import bounds
+
+
+def overlap_checks(param, grid, program_vars, varying=None):
+    """(relation, grid dimension, reason) for each grid dimension along which
+    the written tensor ``param``'s tiles overlap: the relation (``G <= 1``) is
+    what keeps it from racing.  ``varying``: the program indices some
+    tensor's tiles depend on; along another grid dimension every program
+    reads the same tiles and so writes the same values, which no order
+    changes (None: all of them)."""
+    ranges = dict(zip(program_vars, grid))
+    inner = {}
+    for depth in range(1, len(param.levels)):
+        for v, n in zip(param.level_vars[depth], param.levels[depth]):
+            inner[v] = sympy.sympify(n)
+    ranges.update(inner)
+    index = [sympy.expand(sympy.sympify(e)) for e in param.index]
+    checks = []
+    for g, (pid, extent) in enumerate(zip(program_vars, grid)):
+        if sympy.sympify(extent) == 1:
+            continue
+        dims = [d for d, e in enumerate(index) if pid in e.free_symbols]
+        if not dims:
+            if varying is None or pid in varying:
+                checks.append((sympy.Le(extent, 1), g, "every program along it writes the same elements, "
+                               "from tiles of other tensors that differ between them"))
+            continue
+        if len(dims) != 1:
+            continue
+        e = index[dims[0]]
+        if not e.is_polynomial(pid) or sympy.degree(e, pid) != 1:
+            continue
+        stride = e.coeff(pid, 1)
+        rest = sympy.expand(e - stride * pid)
+        if stride.free_symbols & set(ranges) or not bounds.nonnegative(stride - 1, {}):
+            continue
+        span = _exact_span(rest, inner)
+        if span is None:
+            continue
+        if _proved_positive(stride - span + 1):
+            continue  # proved: windows no wider than the step between them
+        why = (f"neighbouring programs' windows overlap where they start {stride} elements apart along "
+               f"source dimension {dims[0]} and span {span}")
+        if _proved_positive(span - stride):
+            checks.append((sympy.Le(extent, 1), g, why))
+        else:  # decided by the block sizes a call chooses
+            checks.append((sympy.Or(sympy.Le(extent, 1), sympy.Ge(stride, span)), g, why))
+    return checks
+
+
+def _exact_span(rest, inner):
+    """How many consecutive positions ``rest`` (a sum of terms ``c * u`` over
+    the tile's index variables ``u`` with coefficients free of them, plus a
+    constant) spans; None for anything else."""
+    span = sympy.S.One
+    for term in sympy.Add.make_args(rest):
+        atoms = term.free_symbols & set(inner)
+        if not atoms:
+            continue
+        if len(atoms) != 1:
+            return None
+        (u,) = atoms
+        if not term.is_polynomial(u) or sympy.degree(term, u) != 1:
+            return None
+        coeff = term.coeff(u, 1)
+        if not _proved_positive(coeff):
+            return None
+        span += coeff * (inner[u] - 1)
+    return sympy.expand(span)
+
+
+def _proved_positive(expr):
+    expr = sympy.expand(expr)
+    return expr.is_positive is True or bounds.nonnegative(expr - 1, {})

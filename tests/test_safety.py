@@ -1,0 +1,438 @@
+"""Launch and make-time safety: shape calls in applications, version counters,
+overlapping writes, tuning entries, the cache directory, interrupted tuning,
+jagged offsets rewritten between calls, concurrent launches."""
+
+import pytest
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Symbol, Tensor
+
+B = Symbol("B", constexpr=True)
+
+
+# -- reshape, view, broadcast_to -------------------------------------------------------------
+
+def test_reshape_view_and_broadcast_to_in_an_application():
+    def arrangement(x, y):
+        return x.tile((B, B)), y.tile((B, B))
+
+    def application(x, y):
+        t = ntl.reshape(x, (x.shape[0] * x.shape[1],))
+        u = t.reshape((x.shape[0], x.shape[1]))
+        v = ntl.view(u, (x.shape[0], x.shape[1]))
+        s = ntl.sum(x, 1)
+        y = v + ntl.broadcast_to(ntl.reshape(s, (x.shape[0], 1)), (x.shape[0], x.shape[1]))  # noqa: F841
+
+    k = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
+    x = torch.randn(8, 8)
+    y = torch.empty_like(x)
+    k(x, y, B=4)
+    rows = x.reshape(2, 4, 2, 4).sum(3, keepdim=True).expand(2, 4, 2, 4).reshape(8, 8)
+    torch.testing.assert_close(y, x + rows)
+
+
+def test_bincount_with_reshape_and_broadcast_to():
+    def arrangement(input, output):
+        out = output.tile((B,))
+        return input.tile((-1,)).expand(out.shape), out
+
+    def application(input, output):
+        bins = output.offsets(0)
+        column = ntl.reshape(input, (input.shape[0], 1))
+        row = ntl.broadcast_to(ntl.reshape(bins, (1, output.shape[0])), (input.shape[0], output.shape[0]))
+        output = ntl.sum((column == row).to(ntl.int64), 0)  # noqa: F841
+
+    k = ntsym.make(arrangement, application, (Tensor(1, dtype=ntsym.int64), Tensor(1, dtype=ntsym.int64)))
+    x = torch.tensor([0, 3, 1, 1, 4, 3, 1, 0])
+    y = torch.empty(5, dtype=torch.int64)
+    k(x, y, B=4)
+    assert torch.equal(y, torch.bincount(x, minlength=5))
+
+
+# -- version counters and autograd -----------------------------------------------------------
+
+def _double():
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    return ntsym.make(lambda x, y: (x.tile((4,)), y.tile((4,))), application, (Tensor(1), Tensor(1)))
+
+
+def test_a_kernel_write_bumps_the_version_so_backward_sees_the_overwrite():
+    k = _double()
+    a = torch.randn(6, requires_grad=True)
+    saved = (a * 1.0).exp()  # exp saves its output for backward
+    version = saved._version
+    with torch.no_grad():
+        k(torch.randn(6), saved)
+    assert saved._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        saved.sum().backward()
+    y = torch.empty(6)
+    k(torch.randn(6), y)  # the warm launch bumps it too
+    version = y._version
+    k(torch.randn(6), y)
+    assert y._version == version + 1
+
+
+def test_writing_a_tensor_that_requires_grad_is_refused_under_grad_mode():
+    k = _double()
+    x = torch.randn(6)
+    k(x, torch.empty(6))  # warm: the refusal holds on the validated call shape too
+    leaf = torch.zeros(6, requires_grad=True)
+    with pytest.raises(ntsym.LaunchError, match="`y` .* leaf tensor that requires grad"):
+        k(x, leaf)
+    with pytest.raises(ntsym.LaunchError, match="view of a leaf"):
+        k(x, torch.zeros(12, requires_grad=True)[:6])
+    with pytest.raises(ntsym.LaunchError, match="requires grad"):
+        k(x, leaf * 1.0)
+    assert torch.equal(leaf, torch.zeros(6))
+    with torch.no_grad():
+        k(x, leaf)
+    torch.testing.assert_close(leaf.detach(), x * 2)
+
+
+# -- overlapping writes ----------------------------------------------------------------------
+
+def test_an_output_whose_elements_overlap_in_memory_is_refused():
+    def application(x, y):
+        y = x + 1  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((2, 2)), y.tile((2, 2))), application, (Tensor(2), Tensor(2)))
+    x = torch.randn(4, 4)
+    with pytest.raises(ntsym.LaunchError, match="`y` .* overlap in memory"):
+        k(x, torch.zeros(16).as_strided((4, 4), (1, 1)))
+    y = torch.zeros(40).as_strided((4, 4), (1, 10))  # strided, without overlap: fine
+    k(x, y)
+    torch.testing.assert_close(y, x + 1)
+    y = torch.zeros(8, 8)[::2, 1::2]
+    k(x, y)
+    torch.testing.assert_close(y, x + 1)
+
+
+def test_written_tiles_overlapping_across_programs_are_refused():
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    windows = (lambda x, y: (x.tile((4,), strides=(2,)), y.tile((4,), strides=(2,))))
+    k = ntsym.make(windows, application, (Tensor(1), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match="`y` is written .* overlap"):
+        k(torch.arange(8.0), torch.zeros(8))
+    y = torch.zeros(4)
+    k(torch.arange(4.0), y)  # one window: nothing overlaps
+    torch.testing.assert_close(y, torch.arange(4.0) * 2)
+    with pytest.raises(ntsym.ArrangementError, match="overlap"):
+        ntsym.make(windows, application, (Tensor(shape=(8,)), Tensor(shape=(8,))))
+    sized = (lambda x, y: (x.tile((B,), strides=(2,)), y.tile((B,), strides=(2,))))
+    k = ntsym.make(sized, application, (Tensor(1), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match="overlap"):
+        k(torch.arange(8.0), torch.zeros(8), B=4)
+    y = torch.zeros(8)
+    k(torch.arange(8.0), y, B=2)  # windows as wide as their step: disjoint
+    torch.testing.assert_close(y, torch.arange(8.0) * 2)
+
+    expanded = (lambda x, y: (x.tile((4,)), y.tile((-1,)).expand(x.tile((4,)).shape)))
+    k = ntsym.make(expanded, application, (Tensor(1), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match="every program along it writes the same elements"):
+        k(torch.arange(8.0), torch.zeros(8))
+
+    # Every program reads the same tiles too: they all write the same values.
+    same = (lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)), y.tile((-1,)).unsqueeze(0).expand((3, -1))))
+    k = ntsym.make(same, application, (Tensor(1), Tensor(1)))
+    y = torch.zeros(8)
+    k(torch.arange(8.0), y)
+    torch.testing.assert_close(y, torch.arange(8.0) * 2)
+
+
+# -- stored tuning entries and the cache directory -------------------------------------------
+
+def _tuned_double(monkeypatch, cache):
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(cache))
+    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
+    block = ntsym.block_size(lower_bound=16, upper_bound=32)
+
+    def arrangement(x, y, B=block):
+        return x.tile((B,)), y.tile((B,))
+
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    return ntsym.make(arrangement, application, (Tensor(1), Tensor(1)), num_warps=4, num_stages=2)
+
+
+@pytest.mark.parametrize("damage", [
+    {"meta": [["B", -64]]}, {"meta": [["B", 3]]}, {"meta": [["B", 0]]}, {"meta": [["B", 2**40]]},
+    {"meta": []}, {"num_warps": 3}, {"num_stages": 0},
+], ids=["negative", "three", "zero", "huge", "missing", "warps", "stages"])
+def test_a_damaged_tuning_entry_is_tuned_again_with_a_warning(tmp_path, monkeypatch, damage):
+    import json
+
+    x = torch.arange(40.0)
+    _tuned_double(monkeypatch, tmp_path)(x, torch.empty(40))
+    (path,) = [p for p in (tmp_path / "tuning").glob("*.json") if not p.name.endswith(".classes.json")]
+    entries = json.loads(path.read_text())
+    (key,) = entries
+    entries[key].update(damage)
+    path.write_text(json.dumps(entries))
+    y = torch.zeros(40)
+    with pytest.warns(UserWarning, match="not usable .* tuning again"):
+        _tuned_double(monkeypatch, tmp_path)(x, y)
+    assert torch.equal(y, x * 2)
+    assert json.loads(path.read_text())[key]["meta"][0][1] in (16, 32)  # stored again, valid
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_an_unusable_cache_directory_falls_back_with_a_warning(tmp_path, monkeypatch, where):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(blocker if where == "a file" else blocker / "cache"))
+
+    def application(x, y):
+        y = x + 3  # noqa: F841
+
+    with pytest.warns(UserWarning, match="NTSYM_CACHE_DIR"):
+        k = ntsym.make(lambda x, y: (x.tile((8,)), y.tile((8,))), application, (Tensor(1), Tensor(1)))
+    x = torch.randn(10)
+    y = torch.empty(10)
+    k(x, y)
+    torch.testing.assert_close(y, x + 3)
+
+
+# -- interrupted tuning ----------------------------------------------------------------------
+
+def test_an_interrupted_tuning_leaves_an_in_place_output_as_it_was(tmp_path, monkeypatch):
+    from codegen import tuning
+
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
+    block = ntsym.block_size(lower_bound=16, upper_bound=32)
+
+    def application(x):
+        x = x + 1  # noqa: F841
+
+    k = ntsym.make(lambda x, B=block: (x.tile((B,)),), application, (Tensor(1),))
+
+    def interrupted(spec, fn, *args, **kwargs):
+        fn()  # one timed run has written the tensor
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tuning, "_time", interrupted)
+    x = torch.arange(40.0)
+    with pytest.raises(KeyboardInterrupt):
+        k(x)
+    assert torch.equal(x, torch.arange(40.0))
+    monkeypatch.undo()
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
+    k(x)
+    assert torch.equal(x, torch.arange(40.0) + 1)
+
+
+# -- jagged offsets rewritten between calls --------------------------------------------------
+
+def test_offsets_rewritten_without_a_version_bump_are_validated_again():
+    from examples import jagged as ex
+
+    values = torch.randn(10, 4)
+    offsets = torch.tensor([0, 3, 10])
+    out = torch.zeros(10, 4)
+    ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+    torch.testing.assert_close(out, 2 * values)
+    offsets.data[2] = 14  # no version bump: a remembered validation would let the launch write 4 rows past out
+    assert offsets._version == 0
+    with pytest.raises(ntsym.LaunchError, match="last offset is 14"):
+        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+    offsets.data[1:] = torch.tensor([11, 10])
+    with pytest.raises(ntsym.LaunchError, match="must not decrease"):
+        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+
+
+# -- threads and torch.func ------------------------------------------------------------------
+
+def test_threads_launching_one_kernel_at_once():
+    import threading
+
+    k = _double()
+    failures = []
+
+    def work(n):
+        try:
+            for _ in range(8):
+                x = torch.randn(n)
+                y = torch.empty_like(x)
+                k(x, y)
+                assert torch.equal(y, x * 2)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (6, 7, 6, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[0]
+
+
+def test_a_kernel_inside_torch_func_transforms_is_refused_by_name():
+    k = _double()
+
+    def doubled(x):
+        y = torch.empty_like(x)
+        k(x, y)
+        return y
+
+    with pytest.raises(ntsym.LaunchError, match="torch.vmap"):
+        torch.vmap(doubled)(torch.randn(3, 6))
+    with pytest.raises(ntsym.LaunchError, match="torch.func transform"):
+        torch.func.grad(lambda x: doubled(x).sum())(torch.randn(6))
+
+
+# -- messages that name the line and the fix -------------------------------------------------
+
+def test_a_loop_over_fewer_tiles_than_the_level_has_runs():
+    def arrangement(x, y):
+        return x.tile((B,)).tile((-1,)), y.tile((B,)).tile((-1,))
+
+    def application(x, y):
+        for k in range(x.shape[0] - 1):
+            y[k] = x[k] + x[k + 1]
+
+    k = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    x = torch.randn(32)
+    y = torch.zeros(32)
+    k(x, y, B=8)
+    torch.testing.assert_close(y[:24], x[:24] + x[8:])
+    assert torch.equal(y[24:], torch.zeros(8))
+
+    def past_the_end(x, y):
+        for k in range(x.shape[0] + 1):
+            y[k] = x[k]
+
+    with pytest.raises(ntsym.ApplicationError, match=r"(?s)runs over range\(.*\+ 1\).*past its end"):
+        ntsym.make(arrangement, past_the_end, (Tensor(1), Tensor(1)))
+
+
+def _jit_double():
+    import triton
+
+    @triton.jit
+    def twice(v):
+        return v * 2
+
+    return twice
+
+
+TWICE = _jit_double()
+
+
+def test_a_triton_jit_helper_is_inlined():
+    def application(x, y):
+        y = TWICE(x) + 1  # noqa: F841
+
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    x = torch.randn(10)
+    y = torch.empty(10)
+    k(x, y, B=4)
+    torch.testing.assert_close(y, x * 2 + 1)
+
+
+def test_an_arrangement_returning_none_is_named():
+    def arrangement(x, y):
+        x.tile((B,)), y.tile((B,))
+
+    def application(x, y):
+        y = x  # noqa: F841
+
+    with pytest.raises(ntsym.ArrangementError, match=r"`arrangement` .* returned None.*return x_arranged, y_arranged"):
+        ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+
+
+def _recursive(x, y):
+    _recursive(x, y)
+
+
+def _halve_forever(v):
+    return _halve_forever(v / 2)
+
+
+def test_recursion_is_refused_at_make_with_the_line():
+    arrangement = (lambda x, y: (x.tile((B,)), y.tile((B,))))
+    with pytest.raises(ntsym.ApplicationError, match=r"(?s)`_recursive` calls itself.*_recursive\(x, y\)"):
+        ntsym.make(arrangement, _recursive, (Tensor(1), Tensor(1)))
+
+    def application(x, y):
+        y = _halve_forever(x)  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match="`_halve_forever` calls itself"):
+        ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+
+
+def test_nested_functions_torch_calls_and_offsets_of_locals_are_named():
+    arrangement = (lambda x, y: (x.tile((B,)), y.tile((B,))))
+
+    def nested(x, y):
+        def inner(v):
+            return v * 2
+
+        y = inner(x)  # noqa: F841
+
+    def with_lambda(x, y):
+        f = lambda v: v * 2  # noqa: E731
+        y = f(x)  # noqa: F841
+
+    def with_torch(x, y):
+        y = torch.exp(x)  # noqa: F841
+
+    def torch_dtype(x, y):
+        y = x.to(torch.float32)  # noqa: F841
+
+    def local_offsets(x, y):
+        t = x
+        y = t + t.offsets(0)  # noqa: F841
+
+    for application, message in ((nested, "nested function `inner`.*module level"),
+                                 (with_lambda, "a lambda is defined"),
+                                 (with_torch, r"`torch.exp` is a PyTorch function.*ntl.exp"),
+                                 (torch_dtype, r"`torch.float32` is a PyTorch dtype.*ntl.float32"),
+                                 (local_offsets, r"`t` is a local.*x\[k\].offsets")):
+        with pytest.raises(ntsym.ApplicationError, match=message):
+            ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+
+
+def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked():
+    bm, bn, bk1, bk2 = (Symbol(n, constexpr=True) for n in ("BM", "BN", "BK1", "BK2"))
+
+    def arrangement(a, b, c):
+        ct = c.tile((bm, bn))
+        at = a.tile((bm, bk1)).tile((1, -1)).expand((-1, ct.shape[1]))
+        at.dtype = at.dtype.squeeze(0)
+        bt = b.tile((bk2, bn)).tile((-1, 1)).expand((ct.shape[0], -1))
+        bt.dtype = bt.dtype.squeeze(1)
+        return at, bt, ct
+
+    def application(a, b, c):
+        acc = ntl.zeros(c.shape, dtype=ntl.float32)
+        for k in range(a.shape[0]):
+            acc += ntl.dot(a[k], b[k])
+        c = acc  # noqa: F841
+
+    k = ntsym.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2)))
+    a, b, c = torch.randn(32, 32), torch.randn(32, 32), torch.empty(32, 32)
+    k(a, b, c, BM=16, BN=16, BK1=16, BK2=16)
+    torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
+    with pytest.raises(ntsym.LaunchError, match=r"BK1 \(=16\) must equal BK2 \(=32\).*ntl.dot\(a\[k\], b\[k\]\)"):
+        k(a, b, c, BM=16, BN=16, BK1=16, BK2=32)
+
+
+def test_many_offsets_rewritten_without_a_version_bump_are_validated_again():
+    from examples import jagged as ex
+
+    values = torch.randn(40, 2)
+    offsets = torch.arange(41)  # more offsets than are read as a list
+    out = torch.zeros(40, 2)
+    ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+    torch.testing.assert_close(out, 2 * values)
+    offsets.data[40] = 44
+    with pytest.raises(ntsym.LaunchError, match="last offset is 44"):
+        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
