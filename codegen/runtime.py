@@ -12,6 +12,7 @@ from typing import Any
 
 from codegen import tuning
 from codegen.errors import ApplicationError, LaunchError, fail
+from codegen.placeholders import substitute, substitute_call, untouched_positions
 from codegen.tracing import is_fake, traced
 
 logger = logging.getLogger("ntsym")
@@ -59,6 +60,7 @@ class Spec:
     interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
     arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.analysis.arithmetic_parameters)
     jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
+    untouched: frozenset = frozenset()  # tensors the kernel neither reads nor writes (codegen/placeholders.py)
     # Derived from ``params``: the call's parameters (name, kind, ndim, written),
     # the compiled values left out, and the names of the tensors the kernel writes.
     call_params: tuple = field(init=False)
@@ -67,6 +69,11 @@ class Spec:
     # The call's argument positions the kernel takes first, where it takes them
     # as given (no scalar to convert, no fixed value): None otherwise.
     gather: Any = field(init=False)
+    # The untouched tensors' kernel argument slots and positions among the
+    # tensors, and the slot of the first tensor the kernel touches.
+    untouched_slots: tuple = field(init=False)
+    untouched_tensors: tuple = field(init=False)
+    touched_slot: Any = field(init=False)
 
     def __post_init__(self):
         # A declared dtype is not required of the call: the kernel reads every
@@ -80,6 +87,10 @@ class Spec:
             if kind == "arg" and params[position].kind == "constexpr"))
         object.__setattr__(self, "gather", tuple(position for _, position in self.arg_template)
                            if all(kind == "arg" for kind, _ in self.arg_template) else None)
+        slots, positions, touched = untouched_positions(self.params, self.untouched)
+        object.__setattr__(self, "untouched_slots", slots)
+        object.__setattr__(self, "untouched_tensors", positions)
+        object.__setattr__(self, "touched_slot", touched)
 
 
 @dataclass(eq=False)
@@ -287,6 +298,8 @@ def check_arguments(spec, args):
                 fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values: "
                      "Triton adds booleans as 1-bit integers (True + True is False), torch does not; "
                      f"pass `{name}` as an integer tensor (e.g. {name}.to(torch.int8))")
+            if name in spec.untouched:
+                continue  # never read nor written: any device (codegen/placeholders.py)
             if device is None:
                 device = a.device
                 if device.type == "cpu" and not spec.interpreting:
@@ -760,6 +773,8 @@ def fast_launch(facts, entry, args):
             else:
                 call.append(value)
     call.extend(entry.tail)
+    if spec.untouched_slots:
+        substitute_call(spec, call)
     if entry.kernel is not None:
         kernel = entry.kernel
         if not spec.interpreting:
@@ -863,6 +878,8 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
     call's arguments; ``late_checks(meta)``: the launch checks that read the
     chosen block sizes."""
     spec = facts.spec
+    if spec.untouched_slots:
+        args, tensors = substitute(spec, args, tensors)
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
     facts.cache.checked_launches += 1
