@@ -28,16 +28,17 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     two (the launcher asks for this variant when given other values)."""
     app_def, app_globals = parse_application(application)
     app_names = [a.arg for a in app_def.args.args]
-    tensors = tuple(tensors)
+    # Entries of ``tensors`` that are not Tensors (a tuple of slices, a
+    # number) go to the arrangement as they are, as in NineToothed; they are
+    # no parameter of the kernel.
+    values = tuple(tensors)
+    tensors = tuple(t for t in values if isinstance(t, Tensor))
     if len(app_names) > len(tensors):
         raise ArrangementError(
             f"the application takes {len(app_names)} parameters ({', '.join(app_names)}) but "
             f"{len(tensors)} tensors were given"
         )
-    for i, tensor in enumerate(tensors):
-        if not isinstance(tensor, Tensor):
-            raise ArrangementError(f"tensors[{i}]: expected an ntsym.Tensor, got {tensor!r}")
-    names, arranged = _arrange(arrangement, tensors, app_names, app_def)
+    names, arranged = _arrange(arrangement, values, app_names, app_def)
     renames = _canonical_names(arrangement, tensors, [t for t in arranged if t is not None], names)
     renames.update(_positive_twins([t for t in arranged if t is not None]))
     renames.update(_padded_twins([t for t in arranged if t is not None], renames, padded))
@@ -79,22 +80,24 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
 # -- running the arrangement -----------------------------------------------
 
 
-def _arrange(arrangement, tensors, app_names, app_def):
-    """Run the arrangement: each tensor's parameter name, and its arranged
-    form (None for a tensor the arrangement does not return).
+def _arrange(arrangement, values, app_names, app_def):
+    """Run the arrangement on ``values``: each Tensor's parameter name, and
+    its arranged form (None for a tensor the arrangement does not return).
 
     As in NineToothed, the arrangement's results pair with the application's
     parameters in order.  It may return fewer tensors than it takes: the
     others (used for their sizes) are still arguments of the kernel, named
     after the arrangement's parameters."""
+    positions = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
+    tensors = [values[i] for i in positions]
     names = list(app_names)
     if len(app_names) != len(tensors):
-        names = _shape_only_names(arrangement, len(tensors), app_names, app_def)
+        names = _shape_only_names(arrangement, positions, app_names, app_def)
     for name, tensor in zip(names, tensors):
         if tensor._auto_named:
             tensor._display = name
     try:
-        arranged = arrangement(*tensors)
+        arranged = arrangement(*values)
     except TypeError as e:
         raise ArrangementError(f"calling the arrangement failed: {e}") from e
     if isinstance(arranged, Tensor):
@@ -133,9 +136,10 @@ def _arrange(arrangement, tensors, app_names, app_def):
     return names, by_tensor
 
 
-def _shape_only_names(arrangement, count, app_names, app_def):
-    """Names for tensors the arrangement may not return: its own parameter
-    names, unless the application uses the name (then ``<name>_shape``)."""
+def _shape_only_names(arrangement, positions, app_names, app_def):
+    """Names for tensors the arrangement may not return (at ``positions`` of
+    its arguments): its own parameter names, unless the application uses the
+    name (then ``<name>_shape``)."""
     try:
         params = [p.name for p in inspect.signature(arrangement).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
@@ -143,7 +147,7 @@ def _shape_only_names(arrangement, count, app_names, app_def):
         params = []
     used = {n.id for n in ast.walk(app_def) if isinstance(n, ast.Name)} | set(app_names)
     names = []
-    for i in range(count):
+    for i in positions:
         name = params[i] if i < len(params) and params[i].isidentifier() else f"tensor_{i}"
         while name in used or name in names:
             name += "_shape"

@@ -44,3 +44,22 @@ def test_the_branch_taken_reads_the_tensor():
     kernel(x, m, out, BLOCK=32)
     torch.testing.assert_close(out, x + m)
 
+
+# -- plain values among `tensors` ----------------------------------------------
+
+
+def _window(input, output, window, BLOCK=ntsym.block_size()):
+    return input[window].tile((BLOCK, BLOCK)), output.tile((BLOCK, BLOCK))
+
+
+def _doubled(input, output):
+    output = input * 2  # noqa: F841
+
+
+def test_a_tuple_of_slices_among_the_tensors_goes_to_the_arrangement():
+    window = (slice(0, 8), slice(2, 9))
+    kernel = ntsym.make(_window, _doubled, (Tensor(2), Tensor(2), window))
+    x = torch.randn(8, 11)
+    out = torch.empty(8, 7)
+    kernel(x, out, BLOCK=32)  # the launcher takes the tensors only, as NineToothed's
+    torch.testing.assert_close(out, x[window] * 2)
