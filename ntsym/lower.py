@@ -8,12 +8,14 @@ SymPy proves always true; fill in :mod:`codegen.ir`.
 """
 
 import ast
+import dataclasses
 import inspect
 import itertools
 
 import sympy
 
 from codegen import bounds
+from codegen.intfuncs import CeilDiv
 from codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorParam
 from codegen.kernel import block_extent_expr
 from ntsym.application import _bound_names, _resolve_globals, parse_application
@@ -324,6 +326,7 @@ class _Proof:
         for name, t in zip(self.names, self.arranged):
             for req in t.requirements if t is not None else ():
                 self._require(req, f"`{name}`: a meta-operation assumed {self.describe(req)}", "")
+        requirements = len(self.checks)
         if not arrays:
             raise ArrangementError("no arranged tensor to launch programs over")
         ref_name, ref = arrays[0]
@@ -337,9 +340,32 @@ class _Proof:
                     if target == g:
                         self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
         self.grid = tuple(self._apply(s) for s in ref_shape)
+        self._moot_when_empty(requirements)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
         )
+
+    def _moot_when_empty(self, count):
+        """The first ``count`` checks are the meta-operations' requirements; a
+        tensor's dimension an ``expand`` or ``squeeze`` assumed of size 1 may
+        be of size 0 where the launch runs no program (an empty batch: a bias of
+        shape (0, N) beside an input of shape (0, N)): nothing is read or
+        written then, so the launcher launches nothing and returns."""
+        programs = sympy.Mul(*(self._empty_without_blocks(n) for n in self.grid))
+        if programs.is_number:
+            return
+        for i, c in enumerate(self.checks[:count]):
+            if isinstance(c.relation, sympy.Eq) and c.relation.rhs == 1 and c.relation.lhs.is_Symbol:
+                self.checks[i] = dataclasses.replace(c, unless=programs)
+
+    def _empty_without_blocks(self, extent):
+        """An expression that is 0 where the grid ``extent`` is (or, on
+        negative sizes, more strictly so), free of block sizes where it can
+        be: ``cdiv(n, B)`` is 0 exactly where ``n`` is, so the check runs
+        before a configuration is chosen."""
+        if isinstance(extent, CeilDiv) and not self._block_symbols(extent.args[0]):
+            return extent.args[0]
+        return extent
 
     def _block_symbols(self, e):
         """Compile-time symbols that are not tensor sizes: block sizes the tuner

@@ -3,9 +3,11 @@ right only where the program, at the sizes given, would compute a wrong
 result.  Each test is written from the construct, at tiny sizes, and
 compares with torch."""
 
+import pytest
 import torch
 
 import ntsym
+import ntsym.language as ntl
 from ntsym import Tensor
 
 
@@ -63,3 +65,36 @@ def test_a_tuple_of_slices_among_the_tensors_goes_to_the_arrangement():
     out = torch.empty(8, 7)
     kernel(x, out, BLOCK=32)  # the launcher takes the tensors only, as NineToothed's
     torch.testing.assert_close(out, x[window] * 2)
+
+
+# -- expand over a dimension of size 0 -----------------------------------------
+
+
+def _bias_add_arrangement(x, bias, out, BLOCK=ntsym.block_size()):
+    x_arranged = x.tile((1, BLOCK))
+    bias_arranged = bias.tile((1, BLOCK)).expand((x_arranged.shape[0], -1))
+    return x_arranged, bias_arranged, out.tile((1, BLOCK))
+
+
+def _add(x, bias, out):
+    out = x + bias  # noqa: F841
+
+
+def test_expand_of_an_empty_dimension_launches_nothing():
+    kernel = ntsym.make(_bias_add_arrangement, _add, (Tensor(2), Tensor(2), Tensor(2)))
+    x, bias = torch.randn(3, 5), torch.randn(1, 5)
+    out = torch.empty(3, 5)
+    kernel(x, bias, out, BLOCK=32)
+    torch.testing.assert_close(out, x + bias)
+    # An empty batch: torch broadcasts (0, 5) with (0, 5); no program runs.
+    x, bias, out = torch.randn(0, 5), torch.randn(0, 5), torch.empty(0, 5)
+    kernel(x, bias, out, BLOCK=32)
+    assert out.shape == (x + bias).shape
+
+
+def test_expand_of_an_empty_dimension_beside_programs_is_refused():
+    kernel = ntsym.make(_bias_add_arrangement, _add, (Tensor(2), Tensor(2), Tensor(2)))
+    x, bias, out = torch.randn(3, 5), torch.randn(0, 5), torch.empty(3, 5)
+    with pytest.raises(ntsym.LaunchError, match=r"bias.shape\[0\] \(=0\) must equal 1"):
+        kernel(x, bias, out, BLOCK=32)  # torch cannot broadcast (0, 5) to (3, 5) either
+
