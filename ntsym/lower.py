@@ -333,7 +333,9 @@ class _Proof:
         ref_shape = ref.levels[0][0]
         self.alignment = {ref_name: tuple(range(len(ref_shape)))}
         for name, t in arrays[1:]:
-            self.alignment[name] = _align(ref_name, ref_shape, name, t.levels[0][0])
+            self.alignment[name], ones = _align(ref_name, ref_shape, name, t.levels[0][0])
+            for owner, d, extent in ones:
+                self._require_unit(ref_name, ref_shape, name, t.levels[0][0], owner, d, extent)
         for g in range(len(ref_shape)):
             for name, t in arrays[1:]:
                 for d, target in enumerate(self.alignment[name]):
@@ -344,6 +346,20 @@ class _Proof:
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
         )
+
+    def _require_unit(self, ref_name, ref_shape, name, shape, owner, d, extent):
+        """Check at launch that ``owner``'s outermost dimension ``d`` is of
+        size 1: the dimension that ``_align`` found no counterpart for."""
+        message = f"`{owner}` outermost dim {d}: {self.describe(extent)} must equal 1"
+        reason = (f"`{ref_name}`'s outermost shape {self._shape_text(ref_shape)} and `{name}`'s "
+                  f"{self._shape_text(shape)} agree only where it is 1")
+        why = (f"one program runs per element of `{ref_name}`'s outermost shape, and a dimension "
+               "with no counterpart in the other shape takes index 0 in every program: its other "
+               "tiles would be read or written by no program")
+        self._require(sympy.Eq(extent, 1), message, reason, why)
+
+    def _shape_text(self, shape):
+        return _shape_text([self.describe(n) for n in shape])
 
     def _moot_when_empty(self, count):
         """The first ``count`` checks are the meta-operations' requirements; a
@@ -670,27 +686,50 @@ class _Proof:
 
 def _align(ref_name, ref_shape, name, shape):
     """For each outermost dimension of ``name``, the dimension of the grid
-    (``ref_shape``) whose program index it takes, or None for a unit one.
+    (``ref_shape``) whose program index it takes, or None for a unit one;
+    and the dimensions that must be 1 at launch for that pairing, as
+    (tensor name, dimension, extent).
 
     One program per element: NineToothed splits the program id over each
     tensor's own outermost shape, so dimensions of size 1 take index 0 and the
     others are paired in order.  Shapes that keep their unit dimensions in the
     same places pair position by position (then unequal sizes are for the
-    proof to decide)."""
+    proof to decide).  Where one shape has more dimensions not of size 1 than
+    the other, the extra ones must be of size 1 at launch (a sort's input
+    arranged to ``(1,)`` beside quantiles arranged to ``(n, 1)``: ``n == 1``),
+    if there is one choice of them."""
     units = [d for d, n in enumerate(shape) if n == 1]
     ref_units = [d for d, n in enumerate(ref_shape) if n == 1]
     if len(shape) == len(ref_shape) and (units == ref_units or len(shape) - len(units) != len(ref_shape) - len(ref_units)):
-        return tuple(range(len(shape)))
+        return tuple(range(len(shape))), ()
     kept = [d for d in range(len(ref_shape)) if d not in ref_units]
-    if len(shape) - len(units) != len(kept):
-        raise ArrangementError(
-            f"outermost shapes differ in length: `{ref_name}` has {_shape_text(ref_shape)} but "
-            f"`{name}` has {_shape_text(shape)}, even without their dimensions of size 1; every "
-            "arranged tensor must have the same outermost shape (one program per element), up "
-            "to dimensions of size 1"
-        )
+    others = [d for d in range(len(shape)) if d not in units]
+    ones = ()
+    if len(others) != len(kept):
+        longer, owner, extents = (others, name, shape) if len(others) > len(kept) else (kept, ref_name, ref_shape)
+        drop = _must_be_one(longer, extents, abs(len(others) - len(kept)))
+        if drop is None:
+            raise ArrangementError(
+                f"outermost shapes differ in length: `{ref_name}` has {_shape_text(ref_shape)} but "
+                f"`{name}` has {_shape_text(shape)}, even without their dimensions of size 1, and no one "
+                f"choice of `{owner}`'s dimensions could be 1 to make them agree; every arranged tensor "
+                "must have the same outermost shape (one program per element), up to dimensions of size 1"
+            )
+        ones = tuple((owner, d, extents[d]) for d in drop)
+        if owner == name and longer is others:
+            units = sorted(units + list(drop))
+        else:
+            kept = [d for d in kept if d not in drop]
     pairs = iter(kept)
-    return tuple(None if d in units else next(pairs) for d in range(len(shape)))
+    return tuple(None if d in units else next(pairs) for d in range(len(shape))), ones
+
+
+def _must_be_one(dims, extents, count):
+    """The ``count`` of ``dims`` that must be of size 1, where exactly that
+    many could be (the others are proved larger); None otherwise."""
+    could = [d for d in dims if sympy.Eq(extents[d], 1) is not sympy.false
+             and (extents[d] - 1).is_positive is not True]
+    return tuple(could) if len(could) == count or count == len(dims) == len(could) else None
 
 
 def _shape_text(shape):

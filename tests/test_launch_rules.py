@@ -98,3 +98,29 @@ def test_expand_of_an_empty_dimension_beside_programs_is_refused():
     with pytest.raises(ntsym.LaunchError, match=r"bias.shape\[0\] \(=0\) must equal 1"):
         kernel(x, bias, out, BLOCK=32)  # torch cannot broadcast (0, 5) to (3, 5) either
 
+
+# -- outermost shapes of different lengths -------------------------------------
+
+
+def _quantile_like_arrangement(input, q, output):
+    input_arranged = input.tile((-1,))  # (1,)
+    output_arranged = output.permute((1, 0)).tile((1, -1))  # (output.shape[1], 1)
+    output_arranged.dtype = output_arranged.dtype.squeeze(0)
+    q_arranged = q.tile((-1,)).squeeze(0).unsqueeze(0).unsqueeze(0)
+    q_arranged = q_arranged.expand(output_arranged.shape)
+    return input_arranged, q_arranged, output_arranged
+
+
+def _scaled_sum(input, q, output):
+    output = q * ntl.sum(input, 0)  # noqa: F841
+
+
+def test_outermost_shapes_of_different_lengths_agree_where_a_size_is_one():
+    kernel = ntsym.make(_quantile_like_arrangement, _scaled_sum, (Tensor(1), Tensor(1), Tensor(2)))
+    x, q = torch.randn(7), torch.rand(3)
+    out = torch.empty(3, 1)  # torch.quantile(x, q, dim=0, keepdim=True)'s shape
+    kernel(x, q, out)
+    torch.testing.assert_close(out, (q * x.sum())[:, None])
+    # Two columns: one program (`input` has one tile) would write the first only.
+    with pytest.raises(ntsym.LaunchError, match=r"output.shape\[1\] \(=2\) must equal 1"):
+        kernel(x, q, torch.empty(3, 2))
