@@ -15,6 +15,7 @@ import itertools
 import sympy
 
 from codegen import bounds
+from codegen.analysis import assigned_parameters
 from codegen.intfuncs import CeilDiv
 from codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorParam
 from codegen.kernel import block_extent_expr
@@ -46,7 +47,8 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     renames.update(_padded_twins([t for t in arranged if t is not None], renames, padded))
     arranged = [None if t is None else _rename_hierarchy(t, renames) for t in arranged]
     sources = [_rename_source(t, renames) for t in tensors]
-    proof = _Proof(names, arranged, sources)
+    inline, aliases, constants = _resolve_globals(app_def, app_globals)
+    proof = _Proof(names, arranged, sources, _maybe_written(app_def, inline, app_names))
     proof.run()
     params = proof.params()
     jagged = proof.jagged_params(app_def)
@@ -55,7 +57,6 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     kernel_name = kernel_name or getattr(application, "__name__", "kernel")
     if not kernel_name.isidentifier():
         raise ArrangementError(f"kernel_name {kernel_name!r} is not an identifier")
-    inline, aliases, constants = _resolve_globals(app_def, app_globals)
     return KernelIR(
         name=kernel_name,
         params=params,
@@ -295,10 +296,11 @@ def _rename_source(tensor, renames):
 class _Proof:
     """Outermost-shape consistency, launch checks and mask pruning."""
 
-    def __init__(self, names, arranged, sources):
+    def __init__(self, names, arranged, sources, written=None):
         self.names = names
         self.arranged = arranged
         self.sources = sources
+        self.written = set(names) if written is None else set(written)  # tensors the application may write
         self.checks = []
         self.facts = []
         self.subs = {}  # size symbol -> representative (unified sizes)
@@ -339,7 +341,9 @@ class _Proof:
         for g in range(len(ref_shape)):
             for name, t in arrays[1:]:
                 for d, target in enumerate(self.alignment[name]):
-                    if target == g:
+                    if target == g and self._read_past_programs(name, d):
+                        self._cover(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
+                    elif target == g:
                         self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
         self.grid = tuple(self._apply(s) for s in ref_shape)
         self._moot_when_empty(requirements)
@@ -360,6 +364,70 @@ class _Proof:
 
     def _shape_text(self, shape):
         return _shape_text([self.describe(n) for n in shape])
+
+    def _read_past_programs(self, name, d):
+        """Whether ``name``'s outermost dimension ``d`` may have more tiles than
+        the grid has programs along it: ``name`` is only read, and ``d`` is
+        its first dimension not of size 1, where NineToothed's split of the
+        program id over the tensor's own shape gives the index the grid's
+        does (no program computes a wrong result by not reading a tile)."""
+        first = next((k for k, g in enumerate(self.alignment[name]) if g is not None), None)
+        if name in self.written or d != first:
+            return False
+        t = self.arranged[self.names.index(name)]
+        return self._apply(t.levels[0][0][d]) in self._size_symbols(self._apply(t.levels[0][0][d]))
+
+    def _cover(self, name_a, a, name_b, b, dim, dim_b):
+        """``b``, the tiles of the read-only ``name_b`` along its outermost
+        dimension ``dim_b``, must be at least ``a``, the programs along the
+        grid's dimension ``dim``: every program reads a tile there."""
+        a, b = self._apply(a), self._apply(b)
+        if a == b or sympy.expand(a - b) == 0:
+            self.facts.append(("proved", sympy.Eq(a, b, evaluate=False), f"outer(`{name_a}`)[{dim}] == outer(`{name_b}`)[{dim}]"))
+            return
+        where = f"outermost dim {dim}: `{name_a}` {self.describe(a)} vs `{name_b}` {self.describe(b)}"
+        reason = f"`{name_b}` is only read: each program reads its tile at the program's index"
+        why = (f"one program runs per element of `{name_a}`'s outermost shape; a program past "
+               f"`{name_b}`'s last tile along its outermost dim {dim_b} would read none of its elements "
+               "(a wrong result); more tiles than programs are fine, those are not read")
+        self._require(sympy.Le(a, b), f"{where} must be at most equal", reason, why)
+        if self._confined(name_b, b, a):
+            self.subs = {k: v.xreplace({b: a}) for k, v in self.subs.items()}
+            self.subs[b] = a
+
+    def _confined(self, name, b, a):
+        """Whether the proofs may take the size ``b`` (``name``'s outermost
+        extent, at least ``a`` at launch) for ``a``: ``b`` appears nowhere but
+        there and in ``name``'s conditions ``... < b``, each of which holds
+        with ``a`` in its place (a tile of size 1 along that dimension: the
+        index is the program's, below ``a``).  Those conditions then hold
+        with ``b`` too; the kernel's code is the one of equal sizes."""
+        t = self.arranged[self.names.index(name)]
+        others = [e for u, n in zip(self.arranged, self.names) if u is not None and n != name
+                  for shape, _ in u.levels for e in shape]
+        others += [e for u in self.arranged if u is not None for e in u.index]
+        others += [e for u, n in zip(self.arranged, self.names) if u is not None and n != name for e in u.conditions]
+        others += [e for k, (shape, _) in enumerate(t.levels) for j, e in enumerate(shape) if (k, j) != (0, self._first(name))]
+        if any(b in self._apply(e).free_symbols for e in others):
+            return False
+        ranges = {}
+        for k, (shape, vars) in enumerate(t.levels):
+            innermost = k == len(t.levels) - 1
+            for v, n in zip(vars, shape):
+                n = self._apply(n).xreplace({b: a})
+                ranges[v] = block_extent_expr(n, {}) if innermost else n
+        for c in t.conditions:
+            c = self._apply(c)
+            if b not in c.free_symbols:
+                continue
+            if not (isinstance(c, sympy.StrictLessThan) and c.rhs == b and b not in c.lhs.free_symbols):
+                return False
+            if not bounds.holds(c.xreplace({b: a}), ranges):
+                return False
+        return True
+
+    def _first(self, name):
+        return next(k for k, g in enumerate(self.alignment[name]) if g is not None)
 
     def _moot_when_empty(self, count):
         """The first ``count`` checks are the meta-operations' requirements; a
@@ -722,6 +790,21 @@ def _align(ref_name, ref_shape, name, shape):
             kept = [d for d in kept if d not in drop]
     pairs = iter(kept)
     return tuple(None if d in units else next(pairs) for d in range(len(shape))), ones
+
+
+def _maybe_written(app_def, inline, names):
+    """The parameters the application may write: assigned (``x = ...``,
+    ``x[k] = ...``, ``x.source[...] = ...``) here or in an inlined function,
+    or whose pointer it takes (``x.source.data_ptr()``, for ``ntl.store``)."""
+    written = assigned_parameters(app_def, inline, set(names))
+    for node in ast.walk(app_def):
+        if isinstance(node, ast.Attribute) and node.attr == "data_ptr":
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in names:
+                written.add(root.id)
+    return written
 
 
 def _must_be_one(dims, extents, count):

@@ -124,3 +124,29 @@ def test_outermost_shapes_of_different_lengths_agree_where_a_size_is_one():
     # Two columns: one program (`input` has one tile) would write the first only.
     with pytest.raises(ntsym.LaunchError, match=r"output.shape\[1\] \(=2\) must equal 1"):
         kernel(x, q, torch.empty(3, 2))
+
+
+# -- a tensor only read may have more outer tiles than there are programs --------
+
+
+def _rows_arrangement(x, m, out, BLOCK=ntsym.block_size()):
+    return x.tile((1, BLOCK)), m.tile((1, BLOCK)), out.tile((1, BLOCK))
+
+
+def _add_rows(x, m, out):
+    out = x + m  # noqa: F841
+
+
+def test_a_tensor_only_read_may_have_more_tiles_than_programs():
+    kernel = ntsym.make(_rows_arrangement, _add_rows, (Tensor(2), Tensor(2), Tensor(2)))
+    x, m = torch.randn(2, 5), torch.randn(4, 5)  # programs read the first two rows of `m`
+    out = torch.empty(2, 5)
+    kernel(x, m, out, BLOCK=32)
+    torch.testing.assert_close(out, x + m[:2])
+    # Fewer rows than programs: the last program would read none.
+    with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] \(=2\) must be <= m.shape\[0\] \(=1\)"):
+        kernel(x, torch.randn(1, 5), out, BLOCK=32)
+    # A written tensor with more rows: no program would write the extra ones.
+    with pytest.raises(ntsym.LaunchError, match=r"must equal"):
+        kernel(x, m, torch.empty(4, 5), BLOCK=32)
+
