@@ -150,3 +150,22 @@ def test_a_tensor_only_read_may_have_more_tiles_than_programs():
     with pytest.raises(ntsym.LaunchError, match=r"must equal"):
         kernel(x, m, torch.empty(4, 5), BLOCK=32)
 
+
+# -- shape_options bounds -------------------------------------------------------
+
+
+def _row_sum_arrangement(x, out):
+    return x.tile((1, -1)), out.tile((1,))
+
+
+def _row_sum(x, out):
+    out = ntl.sum(x, 1)  # noqa: F841
+
+
+def test_a_size_beyond_its_shape_options_upper_bound_computes():
+    row = {"constexpr": True, "upper_bound": 8}
+    kernel = ntsym.make(_row_sum_arrangement, _row_sum, (Tensor(2, shape_options=(None, row)), Tensor(1)))
+    for n in (8, 20):  # the bound, and past it: NineToothed tunes with the bound, the result is the same
+        x, out = torch.randn(3, n), torch.empty(3)
+        kernel(x, out)
+        torch.testing.assert_close(out, x.sum(1))
