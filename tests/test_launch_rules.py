@@ -169,3 +169,61 @@ def test_a_size_beyond_its_shape_options_upper_bound_computes():
         x, out = torch.randn(3, n), torch.empty(3)
         kernel(x, out)
         torch.testing.assert_close(out, x.sum(1))
+
+
+# -- the module names NineToothed users import ---------------------------------
+
+
+def test_naming_marks_a_symbol_as_ninetoothed_names_do():
+    from ntsym import naming
+
+    block = naming.make_constexpr("BLOCK")
+    assert naming.is_constexpr(block) and not naming.is_meta(block)
+    assert naming.remove_prefixes(block) == "BLOCK"
+    assert naming.is_meta(naming.make_meta("B")) and naming.is_constexpr(naming.make_meta("B"))
+    symbol = ntsym.Symbol(block)  # the same as Symbol("BLOCK", constexpr=True)
+    assert symbol.name == "BLOCK" and symbol.constexpr and not symbol.meta
+
+    def arrangement(x, out, BLOCK=symbol):
+        return x.tile((BLOCK,)), out.tile((BLOCK,))
+
+    kernel = ntsym.make(arrangement, _doubled, (Tensor(1), Tensor(1)))
+    x, out = torch.randn(10), torch.empty(10)
+    kernel(x, out, BLOCK=4)  # given by its plain name, as NineToothed's launcher takes it
+    torch.testing.assert_close(out, x * 2)
+
+
+def test_generation_names_the_cache_of_generated_modules():
+    from ntsym import generation
+
+    kernel = ntsym.make(_window, _doubled, (Tensor(2), Tensor(2), (slice(0, 2), slice(0, 2))))
+    path = generation.cache_source(kernel.source)
+    assert path.parent == generation.CACHE_DIR and path.read_text().startswith(kernel.source)
+
+
+def test_auto_tuner_calls_the_fastest_kernel(tmp_path, monkeypatch):
+    from ntsym import auto_tuner
+
+    monkeypatch.setattr(auto_tuner, "CACHE_DIR", tmp_path)
+    calls = []
+
+    def slow(x, out):
+        calls.append("slow")
+        torch.mul(x, 2, out=out)
+        sum(range(200000))
+
+    def fast(x, out):
+        calls.append("fast")
+        torch.mul(x, 2, out=out)
+
+    tuner = auto_tuner.AutoTuner((slow, fast), ("slow", "fast"))
+    x, out = torch.randn(8), torch.empty(8)
+    tuner(x, out)
+    torch.testing.assert_close(out, x * 2)
+    calls.clear()
+    tuner(x, out)
+    assert calls == ["fast"]
+    # Another process reads the timings from disk: no kernel is timed again.
+    calls.clear()
+    auto_tuner.AutoTuner((slow, fast), ("slow", "fast"))(x, out)
+    assert calls == ["fast"]
