@@ -880,7 +880,7 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
     call's arguments; ``late_checks(meta)``: the launch checks that read the
     chosen block sizes."""
     spec = facts.spec
-    if spec.untouched_slots:
+    if spec.untouched_slots and not traced(tensors):  # placeholders are real tensors (cached)
         args, tensors = substitute(spec, args, tensors)
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
