@@ -29,8 +29,8 @@ from codegen import bounds
 from codegen.access import AccessMixin
 from codegen.addressing import AddressingMixin
 from codegen.analysis import (
-    assigned_names,
     UNKNOWN,
+    assigned_names,
     assigned_parameters,
     fixed_value,
     loop_bound_carried_by_an_enclosing_loop,
