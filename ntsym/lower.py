@@ -18,7 +18,7 @@ from codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorP
 from codegen.kernel import block_extent_expr
 from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.errors import ArrangementError
-from ntsym.pairing import PairingMixin, align, maybe_written
+from ntsym.pairing import PairingMixin, align, maybe_written, read_through_source
 from ntsym.symbol import Symbol
 from ntsym.tensor import Tensor
 
@@ -46,7 +46,8 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     arranged = [None if t is None else _rename_hierarchy(t, renames) for t in arranged]
     sources = [_rename_source(t, renames) for t in tensors]
     inline, aliases, constants = _resolve_globals(app_def, app_globals)
-    proof = _Proof(names, arranged, sources, maybe_written(app_def, inline, app_names))
+    proof = _Proof(names, arranged, sources, maybe_written(app_def, inline, app_names),
+                   read_through_source(app_def, inline, {n: t.ndim for n, t in zip(names, tensors)}))
     proof.run()
     params = proof.params()
     jagged = proof.jagged_params(app_def)
@@ -294,11 +295,13 @@ def _rename_source(tensor, renames):
 class _Proof(PairingMixin):
     """Outermost-shape consistency, launch checks and mask pruning."""
 
-    def __init__(self, names, arranged, sources, written=None):
+    def __init__(self, names, arranged, sources, written=None, sourced=None):
         self.names = names
         self.arranged = arranged
         self.sources = sources
         self.written = set(names) if written is None else set(written)  # tensors the application may write
+        # tensor -> the source dimensions whose sizes the application reads (None: all)
+        self.sourced = dict.fromkeys(names) if sourced is None else dict(sourced)
         self.checks = []
         self.facts = []
         self.subs = {}  # size symbol -> representative (unified sizes)

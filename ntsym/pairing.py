@@ -20,7 +20,7 @@ from ntsym.errors import ArrangementError
 
 class PairingMixin:
     """Methods of ``lower._Proof``: reads its ``names``, ``arranged``,
-    ``alignment``, ``written``, ``grid``, ``checks`` and ``subs``; uses its
+    ``alignment``, ``written``, ``sourced``, ``grid``, ``checks`` and ``subs``; uses its
     ``_apply``, ``_require``, ``describe``, ``_size_symbols`` and
     ``_block_symbols``."""
 
@@ -70,11 +70,16 @@ class PairingMixin:
 
     def _confined(self, name, b, a):
         """Whether the proofs may take the size ``b`` (``name``'s outermost
-        extent, at least ``a`` at launch) for ``a``: ``b`` appears nowhere but
-        there and in ``name``'s conditions ``... < b``, each of which holds
+        extent, at least ``a`` at launch) for ``a``: the application does not
+        read that size of ``name``'s source, and ``b`` appears nowhere but there and in
+        ``name``'s conditions ``... < b``, each of which holds
         with ``a`` in its place (a tile of size 1 along that dimension: the
         index is the program's, below ``a``).  Those conditions then hold
         with ``b`` too; the kernel's code is the one of equal sizes."""
+        src = self.sources[self.names.index(name)]
+        if name in self.sourced and (self.sourced[name] is None or any(
+                self._apply(n) == b for d, n in enumerate(src.shape) if d in self.sourced[name])):
+            return False  # the application reads that size itself
         t = self.arranged[self.names.index(name)]
         others = [e for u, n in zip(self.arranged, self.names) if u is not None and n != name
                   for shape, _ in u.levels for e in shape]
@@ -168,16 +173,58 @@ def align(ref_name, ref_shape, name, shape):
 def maybe_written(app_def, inline, names):
     """The parameters the application may write: assigned (``x = ...``,
     ``x[k] = ...``, ``x.source[...] = ...``) here or in an inlined function,
-    or whose pointer it takes (``x.source.data_ptr()``, for ``ntl.store``)."""
+    or whose pointer it takes (``x.source.data_ptr()``, for ``ntl.store``;
+    all of them where an inlined function takes one)."""
     written = assigned_parameters(app_def, inline, set(names))
+    return written | _rooted(app_def, inline, names, "data_ptr")
+
+
+def read_through_source(app_def, inline, ndims):
+    """For each parameter (``ndims``: name -> source ndim) whose source the
+    application reads, the dimensions whose sizes it reads
+    (``x.source.shape[1]``), or None for all (``x.source[...]``,
+    ``x.source.shape``, ``x.source.size(d)``; every parameter where an
+    inlined function reads one's source): sizes the proofs may not take for
+    another's."""
+    if any(_roots(f, "source") for f, _ in inline.values()):
+        return dict.fromkeys(ndims)
+    parents = {child: node for node in ast.walk(app_def) for child in ast.iter_child_nodes(node)}
+    read = {}
     for node in ast.walk(app_def):
-        if isinstance(node, ast.Attribute) and node.attr == "data_ptr":
+        if not (isinstance(node, ast.Attribute) and node.attr == "source"
+                and isinstance(node.value, ast.Name) and node.value.id in ndims):
+            continue
+        name, up = node.value.id, parents.get(node)
+        if isinstance(up, ast.Attribute) and up.attr in ("dtype", "stride", "data_ptr"):
+            continue  # not a size
+        dims = read.setdefault(name, set())
+        index = parents.get(up) if isinstance(up, ast.Attribute) and up.attr == "shape" else None
+        if dims is not None and isinstance(index, ast.Subscript) and isinstance(index.slice, ast.Constant) \
+                and type(index.slice.value) is int:
+            dims.add(index.slice.value % max(ndims[name], 1))
+        else:
+            read[name] = None
+    return read
+
+
+def _rooted(app_def, inline, names, attr):
+    """``names`` reached through an attribute ``attr`` (``x.<...>.attr``) in
+    the application; all of ``names`` where an inlined function has one."""
+    if any(_roots(f, attr) for f, _ in inline.values()):
+        return set(names)
+    return _roots(app_def, attr) & set(names)
+
+
+def _roots(func, attr):
+    found = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Attribute) and node.attr == attr:
             root = node.value
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if isinstance(root, ast.Name) and root.id in names:
-                written.add(root.id)
-    return written
+            while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if isinstance(root, ast.Name):
+                found.add(root.id)
+    return found
 
 
 def _must_be_one(dims, extents, count):

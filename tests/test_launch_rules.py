@@ -227,3 +227,14 @@ def test_auto_tuner_calls_the_fastest_kernel(tmp_path, monkeypatch):
     calls.clear()
     auto_tuner.AutoTuner((slow, fast), ("slow", "fast"))(x, out)
     assert calls == ["fast"]
+
+
+def _add_rows_and_count(x, m, out):
+    out = x + m + m.source.shape[0]  # noqa: F841
+
+
+def test_a_read_tensor_with_more_tiles_keeps_its_own_sizes():
+    kernel = ntsym.make(_rows_arrangement, _add_rows_and_count, (Tensor(2), Tensor(2), Tensor(2)))
+    x, m, out = torch.randn(2, 5), torch.randn(4, 5), torch.empty(2, 5)
+    kernel(x, m, out, BLOCK=32)
+    torch.testing.assert_close(out, x + m[:2] + 4)
