@@ -299,3 +299,42 @@ def _values(node, carried):
     for child in ast.iter_child_nodes(node):
         found |= _values(child, carried)
     return found
+
+
+UNKNOWN = object()  # ``fixed_value``: a condition not known when the kernel is made
+
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+}
+
+
+def fixed_value(node, values):
+    """The value of the condition ``node`` where it is known when the kernel
+    is made, else ``UNKNOWN``: literals, the names in ``values`` (compile-time
+    parameters given their value at ``make``), and ``not``, ``and``, ``or``
+    and comparisons of those.  Triton compiles an ``if`` on such a value as
+    the branch taken alone; the emitter does the same, so a tensor only the
+    other branch reads is not read at all."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return values.get(node.id, UNKNOWN)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        value = fixed_value(node.operand, values)
+        return UNKNOWN if value is UNKNOWN else not value
+    if isinstance(node, ast.BoolOp):
+        parts = [fixed_value(v, values) for v in node.values]
+        if any(p is UNKNOWN for p in parts):
+            return UNKNOWN
+        return all(parts) if isinstance(node.op, ast.And) else any(parts)
+    if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        sides = [fixed_value(n, values) for n in [node.left] + node.comparators]
+        if any(s is UNKNOWN for s in sides):
+            return UNKNOWN
+        try:
+            return all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, sides, sides[1:]))
+        except TypeError:
+            return UNKNOWN
+    return UNKNOWN

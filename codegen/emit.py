@@ -419,4 +419,6 @@ def spec(ir, generated):
         locations=generated.locations,
         interpreting=interpreting(),
         jagged=frozenset(j.name for j in ir.jagged),
+        untouched=frozenset(p.name for p in ir.params if p.kind == "tensor") - generated.read
+        - set(generated.written) - generated.sourced - {j.name for j in ir.jagged},
     )

@@ -78,6 +78,9 @@ class Check:
     message: str
     reason: str = ""
     why: str = ""  # what would go wrong without it, added to the launch error
+    # An expression (the grid's program count) where 0 makes the check moot:
+    # no program runs, so nothing the check guards is read or written.
+    unless: Any = None
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,10 @@ from codegen import bounds
 from codegen.access import AccessMixin
 from codegen.addressing import AddressingMixin
 from codegen.analysis import (
+    UNKNOWN,
     assigned_names,
     assigned_parameters,
+    fixed_value,
     loop_bound_carried_by_an_enclosing_loop,
     loop_variable_read_after_its_loop,
     stored_once,
@@ -236,6 +238,13 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         if isinstance(stmt, ast.For):
             return self.for_loop(stmt)
         if isinstance(stmt, ast.If):
+            fixed = fixed_value(stmt.test, self._fixed_params())
+            if fixed is not UNKNOWN:
+                # A branch on a value fixed at make: the branch taken alone, as Triton compiles it.
+                outer = self.blocks.pre
+                taken = self.statements(stmt.body if fixed else stmt.orelse)
+                self.blocks.pre = outer
+                return taken
             test = self.expr(stmt.test)
             with self._branch(stmt.body + stmt.orelse):
                 body = self.block(stmt.body)
@@ -257,6 +266,12 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         if isinstance(stmt, (ast.Assert,)):
             return ast.copy_location(ast.Assert(test=self.expr(stmt.test), msg=stmt.msg), stmt)
         raise self.error(f"`{type(stmt).__name__}` statements are not supported in applications", stmt)
+
+    def _fixed_params(self):
+        """Compile-time parameters whose value ``make`` fixed
+        (``Tensor(0, constexpr=True, value=v)``), by name, unless a local shadows them."""
+        return {name: p.value for name, p in self.params.items()
+                if p.kind == "constexpr" and p.value is not None and name not in self.names.locals}
 
     def _is_tensor_target(self, target):
         node = target

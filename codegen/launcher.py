@@ -79,7 +79,7 @@ def launcher(ir, emitter, checks, persistent=None):
     body += _check_sizes(shaped)
 
     meta_names = set(metas)
-    late = [(i, c) for i, c in enumerate(checks) if {s.name for s in c.relation.free_symbols} & meta_names]
+    late = [(i, c) for i, c in enumerate(checks) if {s.name for s in _tested(c).free_symbols} & meta_names]
     early = [(i, c) for i, c in enumerate(checks) if (i, c) not in late]
     for i, check in early:
         body += _check(i, check)
@@ -185,6 +185,16 @@ def _check_sizes(shaped):
     return body
 
 
+def _tested(check):
+    """What the launcher tests of ``check``: its relation, or that no program
+    runs where the check says when it is moot (``Check.unless``)."""
+    if check.unless is None:
+        return check.relation
+    # Unevaluated: sizes are positive symbols, so SymPy would take the
+    # program count for nonzero; a size of 0 at launch is what this tests.
+    return sympy.Or(check.relation, sympy.Eq(check.unless, 0, evaluate=False), evaluate=False)
+
+
 def _check(i, check):
     """``if not (relation): runtime.fail_check(CHECKS[i], {values}, DISPLAY)``."""
     names = sorted({s.name for s in check.relation.free_symbols})
@@ -193,7 +203,7 @@ def _check(i, check):
         if not {relation}:
             runtime.fail_check(CHECKS[{i}], {values}, DISPLAY)
         """,
-        relation=host(check.relation),
+        relation=host(_tested(check)),
         i=i,
         values=_dict([(n, n) for n in names]),
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 from codegen import serial, tuning
 from codegen.errors import ApplicationError, LaunchError, fail
+from codegen.placeholders import substitute, substitute_call, untouched_positions
 from codegen.tracing import is_fake, traced
 from codegen.writes import check_no_overlap, note_writes
 
@@ -60,6 +61,7 @@ class Spec:
     interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
     arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.analysis.arithmetic_parameters)
     jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
+    untouched: frozenset = frozenset()  # tensors the kernel neither reads nor writes (codegen/placeholders.py)
     # Derived from ``params``: the call's parameters (name, kind, ndim, written),
     # the compiled values left out, and the names of the tensors the kernel writes.
     call_params: tuple = field(init=False)
@@ -69,6 +71,11 @@ class Spec:
     # as given (no scalar to convert, no fixed value): None otherwise.
     gather: Any = field(init=False)
     written_positions: tuple = field(init=False)  # the call's argument positions of the tensors it writes
+    # The untouched tensors' kernel argument slots and positions among the
+    # tensors, and the slot of the first tensor the kernel touches.
+    untouched_slots: tuple = field(init=False)
+    untouched_tensors: tuple = field(init=False)
+    touched_slot: Any = field(init=False)
 
     def __post_init__(self):
         # A declared dtype is not required of the call: the kernel reads every
@@ -84,6 +91,10 @@ class Spec:
             if kind == "arg" and params[position].kind == "constexpr"))
         object.__setattr__(self, "gather", tuple(position for _, position in self.arg_template)
                            if all(kind == "arg" for kind, _ in self.arg_template) else None)
+        slots, positions, touched = untouched_positions(self.params, self.untouched)
+        object.__setattr__(self, "untouched_slots", slots)
+        object.__setattr__(self, "untouched_tensors", positions)
+        object.__setattr__(self, "touched_slot", touched)
 
 
 @dataclass(eq=False)
@@ -238,12 +249,14 @@ def _shown(value):
 
 
 def check_size(name, dim, value, lower, upper, power_of_two):
-    """A size declared with ``shape_options`` bounds or as a power of two."""
+    """A size declared with ``shape_options``.  Only ``power_of_two`` is a
+    requirement: tiles over the size are unpadded, so another value would
+    read and write the wrong elements.  ``lower`` and ``upper`` are the
+    bounds NineToothed prunes its tuning configurations with; no code ntsym
+    generates depends on them, so a size outside them computes correctly and
+    is launched (a tile as long as the size may then compile to more
+    registers than the configurations were chosen for: slower, not wrong)."""
     where = f"{name}.shape[{dim}] (={value})"
-    if lower is not None and value < lower:
-        fail(f"{where} must be at least {lower}: its shape_options say so")
-    if upper is not None and value > upper:
-        fail(f"{where} must be at most {upper}: its shape_options say so")
     if power_of_two and (value <= 0 or value & (value - 1)):
         fail(f"{where} must be a power of two: its shape_options say so (tiles over it are unpadded)")
 
@@ -291,6 +304,8 @@ def check_arguments(spec, args):
                 fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values: "
                      "Triton adds booleans as 1-bit integers (True + True is False), torch does not; "
                      f"pass `{name}` as an integer tensor (e.g. {name}.to(torch.int8))")
+            if name in spec.untouched:
+                continue  # never read nor written: any device (codegen/placeholders.py)
             if device is None:
                 device = a.device
                 if device.type == "cpu" and not spec.interpreting:
@@ -792,6 +807,8 @@ def fast_launch(facts, entry, args):
             else:
                 call.append(value)
     call.extend(entry.tail)
+    if spec.untouched_slots:
+        substitute_call(spec, call)
     if entry.kernel is not None:
         kernel = entry.kernel
         if not spec.interpreting:
@@ -896,6 +913,8 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
     call's arguments; ``late_checks(meta)``: the launch checks that read the
     chosen block sizes."""
     spec = facts.spec
+    if spec.untouched_slots and not traced(tensors):  # placeholders are real tensors (cached)
+        args, tensors = substitute(spec, args, tensors)
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
     facts.cache.checked_launches += 1

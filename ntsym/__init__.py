@@ -56,7 +56,7 @@ from ntsym.make import Kernel, jit, make
 from ntsym.aot import build
 from ntsym.explain import explain
 from ntsym.jagged_launch import Jagged, jagged
-from ntsym import debugging, language, library, visualization
+from ntsym import auto_tuner, debugging, generation, language, library, naming, visualization
 from ntsym.debugging import eval, eval_expr, index_table, subs  # noqa: A004 - NineToothed's names
 
 
@@ -74,6 +74,7 @@ __all__ = [
     "Jagged",
     "Symbol",
     "Tensor",
+    "auto_tuner",
     "bfloat16",
     "block_size",
     "build",
@@ -84,6 +85,7 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "generation",
     "index_table",
     "int8",
     "int16",
@@ -94,6 +96,7 @@ __all__ = [
     "language",
     "library",
     "make",
+    "naming",
     "subs",
     "uint8",
     "uint16",

@@ -106,7 +106,8 @@ def explain_ir(ir, generated):
             add(f"proved    {text}: both are {rel.lhs}")
     checks = list(ir.checks) + (list(generated.checks[len(ir.checks):]) if generated else [])
     for c in checks:
-        add(f"at launch {_relation(c.relation)}   {c.reason or c.message}")
+        moot = " (or no program runs)" if getattr(c, "unless", None) is not None else ""
+        add(f"at launch {_relation(c.relation)}{moot}   {c.reason or c.message}")
     if not proved and not checks:
         add("proved    a single arranged tensor: nothing to match")
     return "\n".join(lines) + "\n"

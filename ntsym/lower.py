@@ -1,4 +1,4 @@
-# Over 600 lines: the outer-shape proof (`_Proof`, half the file) yields the grid, checks and sizes `lower` puts in the IR; proofs.py holds the facts proved after lowering.
+# Over 600 lines: the outer-shape proof (`_Proof`, half the file) yields the grid, checks and sizes `lower` puts in the IR; pairing.py holds its relaxations of equal extents, proofs.py the facts proved after lowering.
 """From an arrangement, an application and source tensors to codegen's IR.
 
 The steps, in order: name the source tensors after the application's
@@ -20,6 +20,7 @@ from codegen.kernel import block_extent_expr
 from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.disjoint import overlap_checks
 from ntsym.errors import ArrangementError
+from ntsym.pairing import PairingMixin, align, maybe_written, read_through_source
 from ntsym.symbol import Symbol
 from ntsym.tensor import Tensor
 
@@ -30,25 +31,27 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     two (the launcher asks for this variant when given other values)."""
     app_def, app_globals = parse_application(application)
     app_names = [a.arg for a in app_def.args.args]
-    tensors = tuple(tensors)
+    # Entries of ``tensors`` that are not Tensors (a tuple of slices, a
+    # number) go to the arrangement as they are, as in NineToothed; they are
+    # no parameter of the kernel.
+    values = tuple(tensors)
+    tensors = tuple(t for t in values if isinstance(t, Tensor))
     if len(app_names) > len(tensors):
         raise ArrangementError(
             f"the application takes {len(app_names)} parameters ({', '.join(app_names)}) but "
             f"{len(tensors)} tensors were given"
         )
-    for i, tensor in enumerate(tensors):
-        if not isinstance(tensor, Tensor):
-            raise ArrangementError(f"tensors[{i}]: expected an ntsym.Tensor, got {tensor!r}")
-    names, arranged = _arrange(arrangement, tensors, app_names, app_def)
+    names, arranged = _arrange(arrangement, values, app_names, app_def)
     renames = _canonical_names(arrangement, tensors, [t for t in arranged if t is not None], names)
     renames.update(_positive_twins([t for t in arranged if t is not None]))
     renames.update(_padded_twins([t for t in arranged if t is not None], renames, padded))
     arranged = [None if t is None else _rename_hierarchy(t, renames) for t in arranged]
     sources = [_rename_source(t, renames) for t in tensors]
-    proof = _Proof(names, arranged, sources)
+    inline, aliases, constants = _resolve_globals(app_def, app_globals)
+    proof = _Proof(names, arranged, sources, maybe_written(app_def, inline, app_names),
+                   read_through_source(app_def, inline, {n: t.ndim for n, t in zip(names, tensors)}))
     proof.run()
     params = proof.params()
-    inline, aliases, constants = _resolve_globals(app_def, app_globals)
     _refuse_overlapping_writes(proof, params, app_def, inline)
     jagged = proof.jagged_params(app_def)
     params += tuple(TensorParam(name=j.offsets, kind="offsets", ndim=1) for j in jagged)
@@ -108,22 +111,24 @@ def _refuse_overlapping_writes(proof, params, app_def, inline):
 # -- running the arrangement -----------------------------------------------
 
 
-def _arrange(arrangement, tensors, app_names, app_def):
-    """Run the arrangement: each tensor's parameter name, and its arranged
-    form (None for a tensor the arrangement does not return).
+def _arrange(arrangement, values, app_names, app_def):
+    """Run the arrangement on ``values``: each Tensor's parameter name, and
+    its arranged form (None for a tensor the arrangement does not return).
 
     As in NineToothed, the arrangement's results pair with the application's
     parameters in order.  It may return fewer tensors than it takes: the
     others (used for their sizes) are still arguments of the kernel, named
     after the arrangement's parameters."""
+    positions = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
+    tensors = [values[i] for i in positions]
     names = list(app_names)
     if len(app_names) != len(tensors):
-        names = _shape_only_names(arrangement, len(tensors), app_names, app_def)
+        names = _shape_only_names(arrangement, positions, app_names, app_def)
     for name, tensor in zip(names, tensors):
         if tensor._auto_named:
             tensor._display = name
     try:
-        arranged = arrangement(*tensors)
+        arranged = arrangement(*values)
     except TypeError as e:
         raise ArrangementError(f"calling the arrangement failed: {e}") from e
     if isinstance(arranged, Tensor):
@@ -177,9 +182,10 @@ def _where(fn):
     return f" `{fn.__name__}` ({code.co_filename}, line {code.co_firstlineno})"
 
 
-def _shape_only_names(arrangement, count, app_names, app_def):
-    """Names for tensors the arrangement may not return: its own parameter
-    names, unless the application uses the name (then ``<name>_shape``)."""
+def _shape_only_names(arrangement, positions, app_names, app_def):
+    """Names for tensors the arrangement may not return (at ``positions`` of
+    its arguments): its own parameter names, unless the application uses the
+    name (then ``<name>_shape``)."""
     try:
         params = [p.name for p in inspect.signature(arrangement).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
@@ -187,7 +193,7 @@ def _shape_only_names(arrangement, count, app_names, app_def):
         params = []
     used = {n.id for n in ast.walk(app_def) if isinstance(n, ast.Name)} | set(app_names)
     names = []
-    for i in range(count):
+    for i in positions:
         name = params[i] if i < len(params) and params[i].isidentifier() else f"tensor_{i}"
         while name in used or name in names:
             name += "_shape"
@@ -330,13 +336,16 @@ def _rename_source(tensor, renames):
 # -- proofs ------------------------------------------------------------------
 
 
-class _Proof:
+class _Proof(PairingMixin):
     """Outermost-shape consistency, launch checks and mask pruning."""
 
-    def __init__(self, names, arranged, sources):
+    def __init__(self, names, arranged, sources, written=None, sourced=None):
         self.names = names
         self.arranged = arranged
         self.sources = sources
+        self.written = set(names) if written is None else set(written)  # tensors the application may write
+        # tensor -> the source dimensions whose sizes the application reads (None: all)
+        self.sourced = dict.fromkeys(names) if sourced is None else dict(sourced)
         self.checks = []
         self.facts = []
         self.subs = {}  # size symbol -> representative (unified sizes)
@@ -364,19 +373,25 @@ class _Proof:
         for name, t in zip(self.names, self.arranged):
             for req in t.requirements if t is not None else ():
                 self._require(req, f"`{name}`: a meta-operation assumed {self.describe(req)}", "")
+        requirements = len(self.checks)
         if not arrays:
             raise ArrangementError("no arranged tensor to launch programs over")
         ref_name, ref = arrays[0]
         ref_shape = ref.levels[0][0]
         self.alignment = {ref_name: tuple(range(len(ref_shape)))}
         for name, t in arrays[1:]:
-            self.alignment[name] = _align(ref_name, ref_shape, name, t.levels[0][0])
+            self.alignment[name], ones = align(ref_name, ref_shape, name, t.levels[0][0])
+            for owner, d, extent in ones:
+                self._require_unit(ref_name, ref_shape, name, t.levels[0][0], owner, d, extent)
         for g in range(len(ref_shape)):
             for name, t in arrays[1:]:
                 for d, target in enumerate(self.alignment[name]):
-                    if target == g:
+                    if target == g and self._read_past_programs(name, d):
+                        self._cover(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
+                    elif target == g:
                         self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
         self.grid = tuple(self._apply(s) for s in ref_shape)
+        self._moot_when_empty(requirements)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
         )
@@ -680,35 +695,6 @@ class _Proof:
                 for sym in sympy.sympify(s).free_symbols:
                     found[sym.name] = sym
         return found
-
-
-def _align(ref_name, ref_shape, name, shape):
-    """For each outermost dimension of ``name``, the dimension of the grid
-    (``ref_shape``) whose program index it takes, or None for a unit one.
-
-    One program per element: NineToothed splits the program id over each
-    tensor's own outermost shape, so dimensions of size 1 take index 0 and the
-    others are paired in order.  Shapes that keep their unit dimensions in the
-    same places pair position by position (then unequal sizes are for the
-    proof to decide)."""
-    units = [d for d, n in enumerate(shape) if n == 1]
-    ref_units = [d for d, n in enumerate(ref_shape) if n == 1]
-    if len(shape) == len(ref_shape) and (units == ref_units or len(shape) - len(units) != len(ref_shape) - len(ref_units)):
-        return tuple(range(len(shape)))
-    kept = [d for d in range(len(ref_shape)) if d not in ref_units]
-    if len(shape) - len(units) != len(kept):
-        raise ArrangementError(
-            f"outermost shapes differ in length: `{ref_name}` has {_shape_text(ref_shape)} but "
-            f"`{name}` has {_shape_text(shape)}, even without their dimensions of size 1; every "
-            "arranged tensor must have the same outermost shape (one program per element), up "
-            "to dimensions of size 1"
-        )
-    pairs = iter(kept)
-    return tuple(None if d in units else next(pairs) for d in range(len(shape)))
-
-
-def _shape_text(shape):
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _meta_params(proof):

@@ -34,6 +34,7 @@ class Symbol(sympy.Symbol):
     ):
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"Symbol name must be a Python identifier, got {name!r}")
+        name, constexpr, meta = _marked(name, constexpr, meta)
         if nonnegative is None:
             nonnegative = _given_at_call(constexpr, meta, lower_bound, power_of_two)
         assumptions = {"integer": True}
@@ -98,6 +99,23 @@ class Symbol(sympy.Symbol):
                 v *= 2
             return values
         return list(range(lo, hi + 1))
+
+
+def _marked(name, constexpr, meta):
+    """A name with the markers of ``ntsym.naming`` (NineToothed's way to make
+    a symbol compile-time or tuned): the plain name and the marks it carries."""
+    from ntsym import naming
+
+    plain = naming.remove_prefixes(name)
+    if plain == name:
+        return name, constexpr, meta
+    if naming.is_next_power_of_2(name):
+        raise ValueError(
+            f"Symbol {name!r}: a next-power-of-two name is NineToothed's launcher's own; ntsym pads "
+            "call-time tile sizes to a power of two itself, so give the symbol its plain name")
+    if not plain.isidentifier():
+        raise ValueError(f"Symbol name must be a Python identifier, got {name!r}")
+    return plain, constexpr or naming.is_constexpr(name) or None, meta or naming.is_meta(name) or None
 
 
 def _given_at_call(constexpr, meta, lower_bound, power_of_two):

@@ -125,7 +125,8 @@ def test_bmm_arrangement_proved_with_checks():
 
     k = ntsym.make(bmm_arrangement, mm_application, (Tensor(3), Tensor(3), Tensor(3)))
     relations = {str(c.relation) for c in k.ir.checks}
-    assert "Eq(input_size_0, other_size_0)" in relations
+    # `other` is only read: it may have more batches than there are programs.
+    assert "input_size_0 <= other_size_0" in relations
     a, b = torch.randn(2, 20, 18), torch.randn(2, 18, 17)
     c = torch.empty(2, 20, 17)
     k(a, b, c)

@@ -1,0 +1,240 @@
+"""Programs NineToothed runs correctly are launched, not refused: a refusal is
+right only where the program, at the sizes given, would compute a wrong
+result.  Each test is written from the construct, at tiny sizes, and
+compares with torch."""
+
+import pytest
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+# -- a tensor the kernel never reads or writes --------------------------------
+
+
+def _masked_add(x, m, with_mask, out):
+    if with_mask:
+        out = x + m  # noqa: F841
+    else:
+        out = x * 2  # noqa: F841
+
+
+def _masked_add_arrangement(x, m, with_mask, out, BLOCK=ntsym.block_size()):
+    return x.tile((BLOCK,)), m.tile((BLOCK,)), with_mask, out.tile((BLOCK,))
+
+
+def _masked_add_kernel(with_mask):
+    tensors = (Tensor(1), Tensor(1), Tensor(0, constexpr=True, value=with_mask), Tensor(1))
+    return ntsym.make(_masked_add_arrangement, _masked_add, tensors)
+
+
+def test_a_tensor_behind_a_branch_compiled_away_may_be_on_meta():
+    kernel = _masked_add_kernel(False)
+    x = torch.randn(10)
+    for _ in range(2):  # the first launch validates; the second takes the fast path
+        out = torch.empty(10)
+        kernel(x, torch.empty(10, device="meta"), out, BLOCK=32)
+        torch.testing.assert_close(out, x * 2)
+    assert "m_ptr +" not in kernel.kernel_source  # the mask is never loaded
+
+
+def test_the_branch_taken_reads_the_tensor():
+    kernel = _masked_add_kernel(True)
+    x, m, out = torch.randn(10), torch.randn(10), torch.empty(10)
+    kernel(x, m, out, BLOCK=32)
+    torch.testing.assert_close(out, x + m)
+
+
+# -- plain values among `tensors` ----------------------------------------------
+
+
+def _window(input, output, window, BLOCK=ntsym.block_size()):
+    return input[window].tile((BLOCK, BLOCK)), output.tile((BLOCK, BLOCK))
+
+
+def _doubled(input, output):
+    output = input * 2  # noqa: F841
+
+
+def test_a_tuple_of_slices_among_the_tensors_goes_to_the_arrangement():
+    window = (slice(0, 8), slice(2, 9))
+    kernel = ntsym.make(_window, _doubled, (Tensor(2), Tensor(2), window))
+    x = torch.randn(8, 11)
+    out = torch.empty(8, 7)
+    kernel(x, out, BLOCK=32)  # the launcher takes the tensors only, as NineToothed's
+    torch.testing.assert_close(out, x[window] * 2)
+
+
+# -- expand over a dimension of size 0 -----------------------------------------
+
+
+def _bias_add_arrangement(x, bias, out, BLOCK=ntsym.block_size()):
+    x_arranged = x.tile((1, BLOCK))
+    bias_arranged = bias.tile((1, BLOCK)).expand((x_arranged.shape[0], -1))
+    return x_arranged, bias_arranged, out.tile((1, BLOCK))
+
+
+def _add(x, bias, out):
+    out = x + bias  # noqa: F841
+
+
+def test_expand_of_an_empty_dimension_launches_nothing():
+    kernel = ntsym.make(_bias_add_arrangement, _add, (Tensor(2), Tensor(2), Tensor(2)))
+    x, bias = torch.randn(3, 5), torch.randn(1, 5)
+    out = torch.empty(3, 5)
+    kernel(x, bias, out, BLOCK=32)
+    torch.testing.assert_close(out, x + bias)
+    # An empty batch: torch broadcasts (0, 5) with (0, 5); no program runs.
+    x, bias, out = torch.randn(0, 5), torch.randn(0, 5), torch.empty(0, 5)
+    kernel(x, bias, out, BLOCK=32)
+    assert out.shape == (x + bias).shape
+
+
+def test_expand_of_an_empty_dimension_beside_programs_is_refused():
+    kernel = ntsym.make(_bias_add_arrangement, _add, (Tensor(2), Tensor(2), Tensor(2)))
+    x, bias, out = torch.randn(3, 5), torch.randn(0, 5), torch.empty(3, 5)
+    with pytest.raises(ntsym.LaunchError, match=r"bias.shape\[0\] \(=0\) must equal 1"):
+        kernel(x, bias, out, BLOCK=32)  # torch cannot broadcast (0, 5) to (3, 5) either
+
+
+# -- outermost shapes of different lengths -------------------------------------
+
+
+def _quantile_like_arrangement(input, q, output):
+    input_arranged = input.tile((-1,))  # (1,)
+    output_arranged = output.permute((1, 0)).tile((1, -1))  # (output.shape[1], 1)
+    output_arranged.dtype = output_arranged.dtype.squeeze(0)
+    q_arranged = q.tile((-1,)).squeeze(0).unsqueeze(0).unsqueeze(0)
+    q_arranged = q_arranged.expand(output_arranged.shape)
+    return input_arranged, q_arranged, output_arranged
+
+
+def _scaled_sum(input, q, output):
+    output = q * ntl.sum(input, 0)  # noqa: F841
+
+
+def test_outermost_shapes_of_different_lengths_agree_where_a_size_is_one():
+    kernel = ntsym.make(_quantile_like_arrangement, _scaled_sum, (Tensor(1), Tensor(1), Tensor(2)))
+    x, q = torch.randn(7), torch.rand(3)
+    out = torch.empty(3, 1)  # torch.quantile(x, q, dim=0, keepdim=True)'s shape
+    kernel(x, q, out)
+    torch.testing.assert_close(out, (q * x.sum())[:, None])
+    # Two columns: one program (`input` has one tile) would write the first only.
+    with pytest.raises(ntsym.LaunchError, match=r"output.shape\[1\] \(=2\) must equal 1"):
+        kernel(x, q, torch.empty(3, 2))
+
+
+# -- a tensor only read may have more outer tiles than there are programs --------
+
+
+def _rows_arrangement(x, m, out, BLOCK=ntsym.block_size()):
+    return x.tile((1, BLOCK)), m.tile((1, BLOCK)), out.tile((1, BLOCK))
+
+
+def _add_rows(x, m, out):
+    out = x + m  # noqa: F841
+
+
+def test_a_tensor_only_read_may_have_more_tiles_than_programs():
+    kernel = ntsym.make(_rows_arrangement, _add_rows, (Tensor(2), Tensor(2), Tensor(2)))
+    x, m = torch.randn(2, 5), torch.randn(4, 5)  # programs read the first two rows of `m`
+    out = torch.empty(2, 5)
+    kernel(x, m, out, BLOCK=32)
+    torch.testing.assert_close(out, x + m[:2])
+    # Fewer rows than programs: the last program would read none.
+    with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] \(=2\) must be <= m.shape\[0\] \(=1\)"):
+        kernel(x, torch.randn(1, 5), out, BLOCK=32)
+    # A written tensor with more rows: no program would write the extra ones.
+    with pytest.raises(ntsym.LaunchError, match=r"must equal"):
+        kernel(x, m, torch.empty(4, 5), BLOCK=32)
+
+
+# -- shape_options bounds -------------------------------------------------------
+
+
+def _row_sum_arrangement(x, out):
+    return x.tile((1, -1)), out.tile((1,))
+
+
+def _row_sum(x, out):
+    out = ntl.sum(x, 1)  # noqa: F841
+
+
+def test_a_size_beyond_its_shape_options_upper_bound_computes():
+    row = {"constexpr": True, "upper_bound": 8}
+    kernel = ntsym.make(_row_sum_arrangement, _row_sum, (Tensor(2, shape_options=(None, row)), Tensor(1)))
+    for n in (8, 20):  # the bound, and past it: NineToothed tunes with the bound, the result is the same
+        x, out = torch.randn(3, n), torch.empty(3)
+        kernel(x, out)
+        torch.testing.assert_close(out, x.sum(1))
+
+
+# -- the module names NineToothed users import ---------------------------------
+
+
+def test_naming_marks_a_symbol_as_ninetoothed_names_do():
+    from ntsym import naming
+
+    block = naming.make_constexpr("BLOCK")
+    assert naming.is_constexpr(block) and not naming.is_meta(block)
+    assert naming.remove_prefixes(block) == "BLOCK"
+    assert naming.is_meta(naming.make_meta("B")) and naming.is_constexpr(naming.make_meta("B"))
+    symbol = ntsym.Symbol(block)  # the same as Symbol("BLOCK", constexpr=True)
+    assert symbol.name == "BLOCK" and symbol.constexpr and not symbol.meta
+
+    def arrangement(x, out, BLOCK=symbol):
+        return x.tile((BLOCK,)), out.tile((BLOCK,))
+
+    kernel = ntsym.make(arrangement, _doubled, (Tensor(1), Tensor(1)))
+    x, out = torch.randn(10), torch.empty(10)
+    kernel(x, out, BLOCK=4)  # given by its plain name, as NineToothed's launcher takes it
+    torch.testing.assert_close(out, x * 2)
+
+
+def test_generation_names_the_cache_of_generated_modules():
+    from ntsym import generation
+
+    kernel = ntsym.make(_window, _doubled, (Tensor(2), Tensor(2), (slice(0, 2), slice(0, 2))))
+    path = generation.cache_source(kernel.source)
+    assert path.parent == generation.CACHE_DIR and path.read_text().startswith(kernel.source)
+
+
+def test_auto_tuner_calls_the_fastest_kernel(tmp_path, monkeypatch):
+    from ntsym import auto_tuner
+
+    monkeypatch.setattr(auto_tuner, "CACHE_DIR", tmp_path)
+    calls = []
+
+    def slow(x, out):
+        calls.append("slow")
+        torch.mul(x, 2, out=out)
+        sum(range(200000))
+
+    def fast(x, out):
+        calls.append("fast")
+        torch.mul(x, 2, out=out)
+
+    tuner = auto_tuner.AutoTuner((slow, fast), ("slow", "fast"))
+    x, out = torch.randn(8), torch.empty(8)
+    tuner(x, out)
+    torch.testing.assert_close(out, x * 2)
+    calls.clear()
+    tuner(x, out)
+    assert calls == ["fast"]
+    # Another process reads the timings from disk: no kernel is timed again.
+    calls.clear()
+    auto_tuner.AutoTuner((slow, fast), ("slow", "fast"))(x, out)
+    assert calls == ["fast"]
+
+
+def _add_rows_and_count(x, m, out):
+    out = x + m + m.source.shape[0]  # noqa: F841
+
+
+def test_a_read_tensor_with_more_tiles_keeps_its_own_sizes():
+    kernel = ntsym.make(_rows_arrangement, _add_rows_and_count, (Tensor(2), Tensor(2), Tensor(2)))
+    x, m, out = torch.randn(2, 5), torch.randn(4, 5), torch.empty(2, 5)
+    kernel(x, m, out, BLOCK=32)
+    torch.testing.assert_close(out, x + m[:2] + 4)
