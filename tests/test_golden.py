@@ -66,7 +66,7 @@ def test_example_explain(name):
 
 def test_every_example_has_goldens():
     examples = {p.stem for p in (pathlib.Path(__file__).parent.parent / "examples").glob("*.py")}
-    examples -= {"__init__", "_common"}
+    examples -= {"__init__", "_common", "tensor_parallel"}  # tensor_parallel runs the Llama example's kernels
     assert examples == {module.__name__.rsplit(".", 1)[1] for module, _ in KERNELS.values()}
     files = {p.name for p in (pathlib.Path(__file__).parent / "golden" / "examples").iterdir()}
     assert files == {f"{name}.{kind}.expected" for name in KERNELS for kind in ("py", "explain")}
