@@ -16,6 +16,7 @@ import sympy
 from codegen import bounds
 from codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorParam
 from codegen.kernel import block_extent_expr
+from ntsym import live_extents
 from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.errors import ArrangementError
 from ntsym.symbol import Symbol
@@ -247,6 +248,7 @@ class _Renamed:
         self.index = index
         self.conditions = conditions
         self.requirements = requirements
+        self.live = None  # per outermost dimension: its live count, or None
 
 
 def _rename_hierarchy(tensor, renames):
@@ -259,13 +261,19 @@ def _rename_hierarchy(tensor, renames):
             mapping[v] = sympy.Dummy(f"l{depth}_{j}", integer=True, nonnegative=True)
             vars.append(mapping[v])
         levels.append((tuple(sympy.sympify(s).xreplace(mapping) for s in level.shape), tuple(vars)))
-    return _Renamed(
+    renamed = _Renamed(
         None,
         levels,
         tuple(sympy.sympify(e).xreplace(mapping) for e in hier.index),
         tuple(c.xreplace(mapping) for c in hier.conditions),
         tuple(r.xreplace(mapping) for r in hier.requirements),
     )
+    # Live counts of the outermost dimensions (windows past the end masked).
+    renamed.live = tuple(
+        None if v not in hier.live else sympy.sympify(hier.live[v]).xreplace(mapping)
+        for v in hier.levels[0].vars
+    )
+    return renamed
 
 
 class _Source:
@@ -327,12 +335,17 @@ class _Proof:
         self.alignment = {ref_name: tuple(range(len(ref_shape)))}
         for name, t in arrays[1:]:
             self.alignment[name] = _align(ref_name, ref_shape, name, t.levels[0][0])
+        grid = list(ref_shape)
         for g in range(len(ref_shape)):
-            for name, t in arrays[1:]:
-                for d, target in enumerate(self.alignment[name]):
-                    if target == g:
-                        self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
-        self.grid = tuple(self._apply(s) for s in ref_shape)
+            others = [(name, t, d) for name, t in arrays[1:]
+                      for d, target in enumerate(self.alignment[name]) if target == g]
+            live = live_extents.agree(self, g, ref_name, ref, others)
+            if live is not None:
+                grid[g] = live
+                continue
+            for name, t, d in others:
+                self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
+        self.grid = tuple(self._apply(s) for s in grid)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
         )
