@@ -498,6 +498,11 @@ class _Proof:
             grid_ranges = dict(zip(self.program_vars, self.grid))
             levels = [tuple(self._apply(s) for s in shape) for shape, _ in t.levels]
             level_vars = [vars for _, vars in t.levels]
+            if len(levels) == 1:
+                # An untiled tensor: each program takes one element, a tile
+                # of no dimensions.
+                levels.append(())
+                level_vars.append(())
             level_vars[0] = tuple(program[v] for v in level_vars[0])
             mapping = dict(program)
             index = tuple(self._apply(e).xreplace(mapping) for e in t.index)
