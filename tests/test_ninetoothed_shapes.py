@@ -37,7 +37,9 @@ def run_chain(shape, ops):
         expected = [tuple(max(n, 0) for n in s) for s in shapes_of(theirs)]
         assert shapes_of(ours) == expected, f"after operation {i + 1}:\n{chain_text(shape, ops)}"
         compared += len(expected)
-    if all(n > 0 for s in shapes_of(ours) for n in s):
+    # NineToothed's eval drops the outer offsets where the innermost level has
+    # no dimensions (t.dtype = t.dtype[0]): those chains compare by shape.
+    if all(n > 0 for s in shapes_of(ours) for n in s) and shapes_of(ours)[-1] != ():
         try:
             expected = nt.eval(theirs)
         except Exception:  # noqa: BLE001 - NineToothed's own eval fails on some chains
