@@ -23,8 +23,10 @@ def window_count(n, tile, stride, dilation, floor_mode):
     In ceil mode a window narrower than its stride (a gap between windows)
     may start at or past the end, entirely masked: ``live`` is then the count
     of windows that start inside, ``cdiv(n, stride)`` (None where every window
-    may hold elements). ``requirements``: what a symbolic size must satisfy
-    for the count not to be negative (checked at launch)."""
+    may hold elements). ``requirements``: that the count is not negative,
+    where SymPy cannot tell (checked at launch): a count of 0 is an empty
+    level, over which nothing runs, as in NineToothed; a negative one has no
+    meaning (NineToothed's product of two would launch programs)."""
     span = dilation * (tile - 1) + 1
     if stride == tile and dilation == 1 and not floor_mode:
         return CeilDiv(n, tile), None, []
@@ -36,7 +38,7 @@ def window_count(n, tile, stride, dilation, floor_mode):
         # NineToothed's count may be negative here; no window exists.
         count = sympy.Integer(max(int(count), 0)) if count.is_Integer else sympy.S.Zero
     elif (n - least).is_nonnegative is not True:
-        requirements.append(sympy.Ge(n, least))
+        requirements.append(sympy.Ge(count, 0))
     live = None
     if not floor_mode and sympy.expand(stride - span).is_positive:
         live = sympy.sympify(CeilDiv(n, stride))

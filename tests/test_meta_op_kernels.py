@@ -96,3 +96,26 @@ def test_floor_mode_empty_level_after_unsqueeze_and_flatten():
     y = torch.full((35, 2, 1), float("nan"))
     k(torch.ones(35, 2, 1), y)
     assert torch.isnan(y).all()
+
+
+def test_symbolic_window_count_of_zero_launches_nothing():
+    # Windows as long as `w` over `x`: x.shape[0] - w.shape[0] + 1 of them.
+    # None (x one shorter than w) is an empty launch, as in NineToothed; a
+    # negative count has no meaning and is refused.
+    import ntsym.language as ntl
+
+    def arrangement(x, w, y):
+        windows = x.tile((w.shape[0],), strides=(1,))
+        return windows, w.tile((-1,)).expand((windows.shape[0],)), y.tile((1,))
+
+    def application(x, w, y):
+        y = ntl.sum(x * w)  # noqa: F841
+
+    k = ntsym.make(arrangement, application, (Tensor(1), Tensor(1), Tensor(1)))
+    x, w = torch.randn(7), torch.randn(3)
+    y = torch.empty(5)
+    k(x, w, y)
+    torch.testing.assert_close(y, torch.stack([(x[i:i + 3] * w).sum() for i in range(5)]))
+    assert k(torch.randn(2), w, torch.empty(0)) is None
+    with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] \+ 1 \(=-1, w.shape\[0\]=3, x.shape\[0\]=1\) must be >= 0"):
+        k(torch.randn(1), w, torch.empty(0))
