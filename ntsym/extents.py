@@ -10,7 +10,7 @@ over it, nothing is read or written.
 import sympy
 
 from codegen.intfuncs import CeilDiv, FloorDiv
-from ntsym.errors import MetaOperationError
+from ntsym.errors import ArrangementError, MetaOperationError
 from ntsym.symbol import as_expr
 
 
@@ -89,6 +89,23 @@ def slice_extent(key, n, j, shape):
         return found
 
     return size, start, step, conditions
+
+
+def check_inner_extents(name, tensor):
+    """Refuse an inner level with no element along some dimension (an empty
+    slice or a tile longer than its dimension inside a tile): a program's
+    tile is a Triton block, which needs at least one element (NineToothed's
+    kernel fails to compile there too). An empty outermost level is fine: no
+    program runs."""
+    for depth, level in enumerate(tensor.hierarchy.levels[1:], start=1):
+        for j, n in enumerate(level.shape):
+            if sympy.sympify(n) == 0:
+                raise ArrangementError(
+                    f"`{name}`: dimension {j} of level {depth} (shape {_fmt(level.shape)}) has no "
+                    "element; a tile needs at least one (an empty slice or a floor-mode tile longer "
+                    "than its dimension is allowed only in the outermost level, where no program "
+                    "then runs)"
+                )
 
 
 def _fmt(shape):

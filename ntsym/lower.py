@@ -19,6 +19,7 @@ from codegen.kernel import block_extent_expr
 from ntsym import live_extents
 from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.errors import ArrangementError
+from ntsym.extents import check_inner_extents
 from ntsym.symbol import Symbol
 from ntsym.tensor import Tensor
 
@@ -130,6 +131,7 @@ def _arrange(arrangement, tensors, app_names, app_def):
                 f"`{name}`: the arrangement returned an inner level; assign it back with "
                 f"`t.dtype = ...` and return the outer tensor"
             )
+        check_inner_extents(name, result)
         by_tensor[index] = result
     return names, by_tensor
 

@@ -119,3 +119,13 @@ def test_symbolic_window_count_of_zero_launches_nothing():
     assert k(torch.randn(2), w, torch.empty(0)) is None
     with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] \+ 1 \(=-1, w.shape\[0\]=3, x.shape\[0\]=1\) must be >= 0"):
         k(torch.randn(1), w, torch.empty(0))
+
+
+def test_empty_inner_level_is_refused_at_make():
+    def arrangement(x, y):
+        x = x.tile((2,))
+        x.dtype = x.dtype[1:1]
+        return x, y.tile((2,))
+
+    with pytest.raises(ntsym.ArrangementError, match=r"`x`: dimension 0 of level 1 \(shape \(0,\)\) has no element"):
+        ntsym.make(arrangement, copy, (Tensor(shape=(4,)), Tensor(shape=(4,))))
