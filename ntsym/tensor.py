@@ -1,4 +1,3 @@
-# Over 600 lines: the Tensor API is its meta-operations, each a substitution on the hierarchy, sharing the view's helpers.
 """Symbolic tensors and meta-operations.
 
 A *source* tensor (``Tensor(2)``) stands for a kernel argument: its sizes and
@@ -25,7 +24,7 @@ import itertools
 
 import sympy
 
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from codegen.intfuncs import FloorDiv, Mod
 from ntsym.errors import MetaOperationError
 from ntsym.extents import slice_extent, window_count
 from ntsym.hierarchy import Hierarchy, Level, _new_var
