@@ -2,9 +2,11 @@
 NineToothed's formulas, and which of those windows or elements may fall
 outside the dimension (they are then masked).
 
-A count NineToothed computes as zero or negative (a floor-mode tile longer
-than its dimension, an empty slice) is an empty level here: no programs run
-over it, nothing is read or written.
+A count NineToothed computes as zero or negative for a concrete size (a
+floor-mode tile longer than its dimension, an empty slice) is an empty level
+here: in the outermost level no program runs, nothing is read or written;
+inside a tile it is refused at make (``check_inner_extents``). Over a
+symbolic size, a negative count is refused at launch.
 """
 
 import sympy
