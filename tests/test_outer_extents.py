@@ -156,3 +156,29 @@ def test_extents_agreeing_with_the_window_past_the_end():
         out = torch.full((n,), float("nan"))
         k(x, out)
         assert out.tolist() == expected
+
+
+@pytest.mark.parametrize("B_value", [4, 8, 16])
+def test_diagonal_write_with_a_tuned_block_size(B_value):
+    # The 5 values go to every 9th element of a 61-element output, B at a
+    # time: the output's windows (dilated by 9, 9 * B apart) number
+    # cdiv(61 - 9 * (B - 1) - 1, 9 * B) + 1 as in NineToothed, equal to the
+    # input's cdiv(5, B) at these block sizes (not at B = 1, where the output
+    # has 8 windows and the input 5 tiles). The lanes of the input's last tile
+    # past its end are masked (0) and written where the output's window has
+    # elements, as in NineToothed.
+    B = block_size(lower_bound=1)
+
+    def arrangement(input, output, B=B):
+        return input.tile((B,)), output.tile((B,), strides=(9 * B,), dilation=(9,))
+
+    def application(input, output):
+        output = input  # noqa: F841
+
+    k = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    x = torch.randn(5)
+    out = torch.full((61,), float("nan"))
+    k(x, out, B=B_value)
+    expected = torch.full((61,), float("nan"))
+    expected[0:55:9] = torch.cat([x, torch.zeros(2)])
+    torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)
