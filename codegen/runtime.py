@@ -185,6 +185,10 @@ def fail_check(check, values, display=None):
              "LessThan": "must be <=", "StrictLessThan": "must be <", "Unequality": "must differ from"}
     if kind in words:
         text = f"{side(rel.lhs)} {words[kind]} {side(rel.rhs)}"
+    elif kind == "Or" and all(type(a).__name__ == "Equality" and a.lhs == rel.args[0].lhs for a in rel.args):
+        # One value that must equal one of several (a count of windows, or
+        # the count of those starting inside).
+        text = f"{side(rel.args[0].lhs)} must equal " + " or ".join(side(a.rhs) for a in rel.args)
     else:
         text = f"{rel} must hold; got " + ", ".join(f"{display.get(k, k)}={v}" for k, v in values.items())
     reason = check.reason or check.message

@@ -58,13 +58,17 @@ def subs(tensor, subs):
     # The new source's own index variables stand where the old ones stood.
     renames = dict(zip(old.hierarchy.levels[0].vars, new_source.hierarchy.levels[0].vars))
     renames.update(mapping)
-    levels = [Level([put(s) for s in level.shape], level.vars) for level in hier.levels]
+    # An untiled (or only permuted) tensor's level holds the source's own
+    # variables: they are renamed there too.
+    levels = [Level([put(s) for s in level.shape], [renames.get(v, v) for v in level.vars])
+              for level in hier.levels]
     substituted = Hierarchy(
         new_source,
         levels,
         [sympy.sympify(e).xreplace(renames) for e in hier.index],
         [c.xreplace(renames) for c in hier.conditions],
         [r.xreplace(renames) for r in hier.requirements],
+        {renames.get(v, v): sympy.sympify(e).xreplace(renames) for v, e in hier.live.items()},
     )
     return Tensor._view(substituted, tensor.level)
 
@@ -89,19 +93,32 @@ def simulate_arrangement(arrangement, tensors, device=None):
     arranged = arranged if isinstance(arranged, tuple) else (arranged,)
     sources, targets = [], []
     for tensor, symbol, result in zip(tensors, symbolic, arranged):
+        shape = _concrete_shape(tensor)
         if tensor.ndim == 0:
             sources.append(torch.tensor(0, device=device))
             targets.append(torch.tensor(0, device=device))
             continue
-        known = {symbol: {"shape": tuple(tensor.shape)}}
+        known = {symbol: {"shape": shape}}
         for other, other_symbol in zip(tensors, symbolic):
-            known.setdefault(other_symbol, {"shape": tuple(other.shape)})
+            known.setdefault(other_symbol, {"shape": _concrete_shape(other)})
         values = eval(result, known)
         levels = [len(level.shape) for level in result.hierarchy.levels]
         flat = values.reshape((-1,) + values.shape[levels[0]:])
-        sources.append(torch.arange(math.prod(tensor.shape), device=device).view(tensor.shape))
+        sources.append(torch.arange(math.prod(shape), device=device).view(shape))
         targets.append(torch.as_tensor(flat, dtype=torch.int64, device=device))
     return tuple(sources), tuple(targets)
+
+
+def _concrete_shape(tensor):
+    """The shape of a torch tensor, or of an ntsym tensor of concrete shape,
+    as ints (SymPy integers do not reach torch)."""
+    shape = tuple(sympy.sympify(n) for n in tensor.shape)
+    if not all(n.is_Integer for n in shape):
+        raise MetaOperationError(
+            f"simulate_arrangement: the shape {tuple(tensor.shape)} is not concrete; give torch "
+            "tensors or ntsym tensors of concrete shape"
+        )
+    return tuple(int(n) for n in shape)
 
 
 def _values(subs, tensor):

@@ -8,7 +8,6 @@ import itertools
 
 import sympy
 
-from ntsym.errors import MetaOperationError
 
 
 class Level:
@@ -27,23 +26,30 @@ class Level:
 class Hierarchy:
     """The immutable description of an arranged tensor (see the module docstring)."""
 
-    __slots__ = ("source", "levels", "index", "conditions", "requirements")
+    __slots__ = ("source", "levels", "index", "conditions", "requirements", "live")
 
-    def __init__(self, source, levels, index, conditions, requirements=()):
+    def __init__(self, source, levels, index, conditions, requirements=(), live=None):
         self.source = source
         self.levels = tuple(levels)
+        # Index variable -> how many of its first indices may hold elements:
+        # past it, every element is outside the source (windows of a gapped
+        # tile that start past the end). Kept while the variable stands
+        # unchanged in a level; the proofs of outermost shapes may launch
+        # that many programs instead of the full extent.
+        level_vars = {v for level in self.levels for v in level.vars}
+        self.live = {v: e for v, e in (live or {}).items() if v in level_vars}
         self.index = tuple(index)
         self.conditions = tuple(dict.fromkeys(c for c in conditions if c is not sympy.true))
         # Facts about sizes that the meta-operations assumed but SymPy could not
         # decide (e.g. a squeezed symbolic size is 1); checked at launch.
         self.requirements = tuple(dict.fromkeys(requirements))
 
-    def substitute(self, mapping, level_pos, new_levels, extra_conditions=(), requirements=()):
+    def substitute(self, mapping, level_pos, new_levels, extra_conditions=(), requirements=(), live=None):
         """Replace level ``level_pos`` by ``new_levels`` and its variables by
-        the expressions in ``mapping``."""
-        for cond in extra_conditions:
-            if cond is sympy.false:
-                raise MetaOperationError("an element would never be in bounds")
+        the expressions in ``mapping``; ``live`` adds live extents of new
+        variables."""
+        # A condition that never holds (a slice past the end) leaves every
+        # element of the tensor masked, as in NineToothed.
         mapping = {k: v for k, v in mapping.items()}
         return Hierarchy(
             self.source,
@@ -51,6 +57,7 @@ class Hierarchy:
             [e.xreplace(mapping) for e in self.index],
             [c.xreplace(mapping) for c in self.conditions] + list(extra_conditions),
             self.requirements + tuple(requirements),
+            {**{v: e for v, e in self.live.items() if v not in mapping}, **(live or {})},
         )
 
 

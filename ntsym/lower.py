@@ -17,9 +17,11 @@ from codegen import bounds
 from codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorParam
 from codegen.analysis import assigned_parameters
 from codegen.kernel import block_extent_expr
+from ntsym import live_extents
 from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.disjoint import overlap_checks
 from ntsym.errors import ArrangementError
+from ntsym.extents import check_inner_extents
 from ntsym.pairing import PairingMixin, align, maybe_written, read_through_source
 from ntsym.symbol import Symbol
 from ntsym.tensor import Tensor
@@ -169,6 +171,7 @@ def _arrange(arrangement, values, app_names, app_def):
                 f"`{name}`: the arrangement returned an inner level; assign it back with "
                 f"`t.dtype = ...` and return the outer tensor"
             )
+        check_inner_extents(name, result)
         by_tensor[index] = result
     return names, by_tensor
 
@@ -297,6 +300,7 @@ class _Renamed:
         self.index = index
         self.conditions = conditions
         self.requirements = requirements
+        self.live = None  # per outermost dimension: its live count, or None
 
 
 def _rename_hierarchy(tensor, renames):
@@ -309,13 +313,19 @@ def _rename_hierarchy(tensor, renames):
             mapping[v] = sympy.Dummy(f"l{depth}_{j}", integer=True, nonnegative=True)
             vars.append(mapping[v])
         levels.append((tuple(sympy.sympify(s).xreplace(mapping) for s in level.shape), tuple(vars)))
-    return _Renamed(
+    renamed = _Renamed(
         None,
         levels,
         tuple(sympy.sympify(e).xreplace(mapping) for e in hier.index),
         tuple(c.xreplace(mapping) for c in hier.conditions),
         tuple(r.xreplace(mapping) for r in hier.requirements),
     )
+    # Live counts of the outermost dimensions (windows past the end masked).
+    renamed.live = tuple(
+        None if v not in hier.live else sympy.sympify(hier.live[v]).xreplace(mapping)
+        for v in hier.levels[0].vars
+    )
+    return renamed
 
 
 class _Source:
@@ -383,14 +393,20 @@ class _Proof(PairingMixin):
             self.alignment[name], ones = align(ref_name, ref_shape, name, t.levels[0][0])
             for owner, d, extent in ones:
                 self._require_unit(ref_name, ref_shape, name, t.levels[0][0], owner, d, extent)
+        grid = list(ref_shape)
         for g in range(len(ref_shape)):
-            for name, t in arrays[1:]:
-                for d, target in enumerate(self.alignment[name]):
-                    if target == g and self._read_past_programs(name, d):
-                        self._cover(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
-                    elif target == g:
-                        self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
-        self.grid = tuple(self._apply(s) for s in ref_shape)
+            others = [(name, t, d) for name, t in arrays[1:]
+                      for d, target in enumerate(self.alignment[name]) if target == g]
+            live = live_extents.agree(self, g, ref_name, ref, others)
+            if live is not None:  # gapped windows: the program count is one of their counts
+                grid[g] = live
+                continue
+            for name, t, d in others:
+                if self._read_past_programs(name, d):
+                    self._cover(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
+                else:
+                    self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
+        self.grid = tuple(self._apply(s) for s in grid)
         self._moot_when_empty(requirements)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
@@ -544,6 +560,11 @@ class _Proof(PairingMixin):
             grid_ranges = dict(zip(self.program_vars, self.grid))
             levels = [tuple(self._apply(s) for s in shape) for shape, _ in t.levels]
             level_vars = [vars for _, vars in t.levels]
+            if len(levels) == 1:
+                # An untiled tensor: each program takes one element, a tile
+                # of no dimensions.
+                levels.append(())
+                level_vars.append(())
             level_vars[0] = tuple(program[v] for v in level_vars[0])
             mapping = dict(program)
             index = tuple(self._apply(e).xreplace(mapping) for e in t.index)

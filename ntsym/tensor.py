@@ -1,4 +1,3 @@
-# Over 600 lines: the Tensor API is its meta-operations, each a substitution on the hierarchy, sharing the view's helpers.
 """Symbolic tensors and meta-operations.
 
 A *source* tensor (``Tensor(2)``) stands for a kernel argument: its sizes and
@@ -25,8 +24,9 @@ import itertools
 
 import sympy
 
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from codegen.intfuncs import FloorDiv, Mod
 from ntsym.errors import MetaOperationError
+from ntsym.extents import slice_extent, window_count
 from ntsym.hierarchy import Hierarchy, Level, _new_var
 from ntsym.symbol import Symbol, as_expr
 
@@ -231,8 +231,8 @@ class Tensor:
 
     # -- meta-operations ----------------------------------------------------
 
-    def _derive(self, mapping, new_levels, extra_conditions=(), requirements=()):
-        hier = self._hier.substitute(mapping, self._level, new_levels, extra_conditions, requirements)
+    def _derive(self, mapping, new_levels, extra_conditions=(), requirements=(), live=None):
+        hier = self._hier.substitute(mapping, self._level, new_levels, extra_conditions, requirements, live)
         return Tensor._view(hier, self._level)
 
     def _check_dims(self, op, arg_name, values):
@@ -266,7 +266,7 @@ class Tensor:
         self._check_dims("tile", "strides", strides)
         self._check_dims("tile", "dilation", dilation)
         outer_shape, inner_shape, outer_vars, inner_vars = [], [], [], []
-        mapping, conditions, requirements = {}, [], []
+        mapping, conditions, requirements, live = {}, [], [], {}
         for j, (n, var, t, s, d) in enumerate(
             zip(self.shape, self._lvl.vars, tile_shape, strides, dilation)
         ):
@@ -283,45 +283,16 @@ class Tensor:
                     # A compile-time value the caller gives may be 0: make()
                     # takes a bare one as positive, the launcher checks it.
                     requirements.append(sympy.Ge(value, 1))
-            span = d * (t - 1) + 1
-            if s == t and d == 1 and not floor_mode:
-                outer = CeilDiv(n, t)
-            else:
-                # Windows start every `s` elements and span `span` elements; in
-                # ceil mode the last one may overhang the end (its tail is masked).
-                least = span if floor_mode else span - s + 1  # size giving one window
-                if (n - least).is_negative:
-                    raise MetaOperationError(
-                        f"tile: dimension {j} of size {n} holds no tile of extent {span} "
-                        f"(tile size {t}, stride {s}, dilation {d}"
-                        f"{', floor_mode' if floor_mode else ''}) in shape {_fmt(self.shape)}"
-                    )
-                if (n - least).is_nonnegative is not True:
-                    requirements.append(sympy.Ge(n, least))
-                if floor_mode:
-                    outer = FloorDiv(n - span, s) + 1
-                else:
-                    # The windows that start inside the dimension (the last may
-                    # overhang the end). Where windows are narrower than their
-                    # stride, NineToothed's cdiv(n - span, s) + 1 may count one
-                    # more, starting at or past the end: entirely masked, a
-                    # program that reads and writes nothing of this tensor.
-                    # One formula whatever SymPy can prove of s and span, so the
-                    # count never depends on how a size is given.
-                    overhanging, starting = CeilDiv(n - span, s) + 1, CeilDiv(n, s)
-                    gap = sympy.expand(s - span)
-                    if gap.is_nonnegative is True:
-                        outer = starting
-                    elif gap.is_nonpositive is True:
-                        outer = overhanging
-                    else:
-                        outer = sympy.Min(overhanging, starting)
+            outer, live_count, required = window_count(n, t, s, d, floor_mode)
+            requirements += required
             outer = sympy.sympify(outer)
             o, u = _new_var("o"), _new_var("t")
             outer_vars.append(o)
             inner_vars.append(u)
             outer_shape.append(outer)
             inner_shape.append(t)
+            if live_count is not None:
+                live[o] = live_count
             o_term = sympy.S.Zero if outer == 1 else o
             u_term = sympy.S.Zero if t == 1 else u
             expr = o_term * s + u_term * d
@@ -333,6 +304,7 @@ class Tensor:
             [Level(outer_shape, outer_vars), Level(inner_shape, inner_vars)],
             conditions,
             requirements,
+            live,
         )
 
     def expand(self, shape):
@@ -430,6 +402,7 @@ class Tensor:
             hier.index,
             hier.conditions,
             hier.requirements,
+            hier.live,
         )
         return Tensor._view(merged, self._level)
 
@@ -471,13 +444,14 @@ class Tensor:
                 continue
             j, (n, var) = next(dims)
             if isinstance(k, slice):
-                size, start, step = _slice(k, n, j, self.shape)
+                size, start, step, bounds = slice_extent(k, n, j, self.shape)
                 if start == 0 and step == 1 and size == n:
                     shape.append(n)
                     vars.append(var)
                     continue
                 v = _new_var("l")
                 mapping[var] = start + v * step
+                conditions += bounds(v)
                 shape.append(size)
                 vars.append(v)
             else:
@@ -589,26 +563,6 @@ def _require_one(op, j, n, shape):
             f"{op}: dimension {j} of shape {_fmt(shape)} has size {n}, not 1"
         )
     return [sympy.Eq(n, 1)]
-
-
-def _slice(k, n, j, shape):
-    step = 1 if k.step is None else k.step
-    if not isinstance(step, int) or step < 1:
-        raise MetaOperationError(f"slice step must be a positive int, got {k.step!r}")
-    if n.is_Integer:
-        start, stop, step = k.indices(int(n))
-        size = len(range(start, stop, step))
-        if size == 0:
-            raise MetaOperationError(f"slice {k} of dimension {j} of shape {_fmt(shape)} is empty")
-        return sympy.Integer(size), sympy.Integer(start), sympy.Integer(step)
-    start = as_expr(0 if k.start is None else k.start)
-    stop = n if k.stop is None else as_expr(k.stop)
-    if start.is_negative or stop.is_negative:
-        raise MetaOperationError(
-            f"negative slice bounds need a concrete size; dimension {j} has size {n}"
-        )
-    stop = stop if k.stop is None else sympy.Min(stop, n)
-    return CeilDiv(stop - start, step), start, sympy.Integer(step)
 
 
 def _provably_below(expr, bound, ranges):

@@ -32,12 +32,32 @@ SENTINEL = -1
 def tile_count(n, t, s, d, floor_mode):
     """Number of tiles along one dim of size ``n`` (spec formula)."""
     span = d * (t - 1) + 1
+    # NineToothed's count; where s > span its last window may start at or past
+    # the end, every element of it outside the source. A count NineToothed
+    # computes as negative is an empty level.
     if floor_mode:
-        return (n - span) // s + 1
-    # The windows that start inside (the last may overhang the end). Where
-    # s > span, NineToothed's first count may add a last window starting at or
-    # past the end, every element of it outside the source.
-    return min((n - span + s - 1) // s + 1, (n + s - 1) // s)
+        return max((n - span) // s + 1, 0)
+    return max((n - span + s - 1) // s + 1, 0)
+
+
+def nt_slice_start(k, n):
+    """NineToothed's start of the slice ``k`` over ``n`` elements."""
+    step = 1 if k.step is None else k.step
+    start = k.start if k.start is not None else (0 if step > 0 else n - 1)
+    return start + n if start < 0 else start
+
+
+def nt_slice_size(k, n):
+    """NineToothed's element count of the slice ``k`` over ``n`` elements
+    (an empty slice for a count it computes as negative)."""
+    step = 1 if k.step is None else k.step
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    stop = k.stop if k.stop is not None else (n if step > 0 else -1)
+    if stop < 0 if step > 0 else stop < -1:
+        stop += n
+    start = nt_slice_start(k, n)
+    return max((stop - start + step - (1 if step > 0 else -1)) // step, 0)
 
 
 class Model:
@@ -117,7 +137,7 @@ class Model:
             s = t if strides is None or strides[j] in (None, -1) else int(strides[j])
             d = 1 if dilation is None or dilation[j] is None else int(dilation[j])
             c = tile_count(n, t, s, d, floor_mode)
-            if t < 1 or s < 1 or d < 1 or c < 1:
+            if t < 1 or s < 1 or d < 1:
                 raise ValueError(f"degenerate tile along dim {j}: n={n} t={t} s={s} d={d}")
             ts.append(t), ss.append(s), ds.append(d), counts.append(c)
         spans = [d * (t - 1) + 1 for t, d in zip(ts, ds)]
@@ -216,22 +236,34 @@ class Model:
         return self._with(comp, level, [nd])
 
     def getitem(self, key, level=0):
+        """Select (int) or slice dimensions of ``level``. Slices follow
+        NineToothed: nothing is clipped (elements outside the dimension are
+        the sentinel) and a stop of -1 with a negative step is "past the
+        beginning"."""
         p, nd = self._axes(level)
         if not isinstance(key, tuple):
             key = (key,)
         if len(key) > nd:
             raise IndexError("too many indices")
-        removed = 0
+        comp, axis, removed = self.comp, p, 0
         for k in key:
+            n = comp.shape[axis]
             if isinstance(k, slice):
-                if k.step is not None and k.step < 1:
-                    raise ValueError("only positive slice steps")
+                idx = np.arange(nt_slice_size(k, n)) * (k.step or 1) + nt_slice_start(k, n)
+                inside = (idx >= 0) & (idx < n)
+                comp = np.take(comp, np.clip(idx, 0, max(n - 1, 0)), axis=axis)
+                shape = [1] * comp.ndim
+                shape[axis] = len(idx)
+                comp = np.where(inside.reshape(shape), comp, SENTINEL)
+                axis += 1
             elif isinstance(k, (int, np.integer)):
+                if not -n <= k < n:
+                    raise IndexError(f"index {k} out of range")
+                comp = np.take(comp, k % n, axis=axis)
                 removed += 1
             else:
                 raise TypeError(f"unsupported index {k!r}")
-        full = (slice(None),) * p + tuple(key)
-        return self._with(self.comp[full], level, [nd - removed])
+        return self._with(comp, level, [nd - removed])
 
     # Uniform entry point used by the property test.
     def apply(self, name, args=(), kwargs=None, level=0):

@@ -160,6 +160,30 @@ def test_simulate_arrangement():
     assert targets[0].tolist() == [[[0, 1]], [[2, -1]], [[3, 4]], [[5, -1]]]
 
 
+def test_subs_of_untiled_and_permuted_tensors():
+    x = Tensor(2)
+    assert x.subs({x: {"shape": (2, 3)}}).eval().tolist() == [[0, 1, 2], [3, 4, 5]]
+    permuted = x.permute((1, 0)).subs({x: {"shape": (2, 3)}})
+    assert permuted.shape == (3, 2)
+    assert permuted.eval().tolist() == [[0, 3], [1, 4], [2, 5]]
+    # Strides given in subs are taken (a transposed source).
+    assert x.subs({x: {"shape": (2, 3), "strides": (1, 2)}}).eval().tolist() == [[0, 2, 4], [1, 3, 5]]
+
+
+def test_simulate_arrangement_of_ntsym_tensors_of_concrete_shape():
+    def arrangement(input, output):
+        return input.tile((1, 2)), output.tile((1, 2))
+
+    tensors = (Tensor(shape=(2, 3)), Tensor(shape=(2, 3)))
+    sources, targets = ntsym.debugging.simulate_arrangement(arrangement, tensors, device="cpu")
+    expected_sources, expected_targets = ntsym.debugging.simulate_arrangement(
+        arrangement, (torch.empty(2, 3), torch.empty(2, 3)), device="cpu")
+    assert [s.tolist() for s in sources] == [s.tolist() for s in expected_sources] == [[[0, 1, 2], [3, 4, 5]]] * 2
+    assert targets[1].tolist() == expected_targets[1].tolist() == [[[0, 1]], [[2, -1]], [[3, 4]], [[5, -1]]]
+    with pytest.raises(ntsym.MetaOperationError, match="is not concrete"):
+        ntsym.debugging.simulate_arrangement(arrangement, (Tensor(2), Tensor(2)), device="cpu")
+
+
 def test_innermost_names_and_version():
     x = Tensor(2)
     block = ntsym.block_size()

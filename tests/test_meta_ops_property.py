@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from numpy_model import Model, tile_count  # noqa: E402
+from numpy_model import Model, nt_slice_size, tile_count  # noqa: E402
 
 MAX_ELEMENTS = 20000
 MAX_LEVELS = 3
@@ -110,18 +110,21 @@ def test_tile_count_formula():
     assert tile_count(5, 2, 2, 1, True) == 2
     assert tile_count(5, 3, 1, 1, False) == 3
     assert tile_count(3, 5, 5, 1, False) == 1
-    # A gap between windows (stride 4 > span 2): only windows starting inside
-    # count; NineToothed's formula gives 3 for 8, its last window at 8 to 9.
-    assert tile_count(8, 2, 4, 1, False) == 2
+    # A gap between windows (stride 4 > span 2): NineToothed's count is 3 for
+    # 8, its last window at 8 to 9, past the end.
+    assert tile_count(8, 2, 4, 1, False) == 3
     assert tile_count(9, 2, 4, 1, False) == 3
     assert tile_count(7, 2, 3, 2, False) == 3  # span 3 == stride: no gap
+    # A tile longer than its dimension: an empty level (NineToothed's -1 too).
+    assert tile_count(1, 3, 3, 1, True) == 0
+    assert tile_count(1, 3, 1, 1, True) == 0
 
 
 def test_model_tile_gap_between_windows():
-    # Every other block of 2 over 8 elements: windows at 0 and 4.
+    # Every other block of 2 over 8 elements: windows at 0, 4 and 8 (past the end).
     m = Model.source((8,)).tile((2,), strides=(4,))
-    assert m.shapes == [(2,), (2,)]
-    assert m.valid.all()
+    assert m.shapes == [(3,), (2,)]
+    assert m.valid[:2].all() and not m.valid[2].any()
     assert [[src_at(m, o, u)[0] for u in range(2)] for o in range(2)] == [[0, 1], [4, 5]]
     # Over 9, a third window starts at 8 and overhangs.
     m = Model.source((9,)).tile((2,), strides=(4,))
@@ -182,8 +185,17 @@ def test_model_getitem():
     assert [src_at(g, i) for i in range(3)] == [(1, 0), (1, 2), (1, 4)]
     assert m.getitem(-1).shapes == [(5,)]
     assert src_at(m.getitem(-1), 0) == (3, 0)
-    assert m.getitem(slice(2, 99)).shapes == [(2, 5)]
+    # As NineToothed: a stop past the end is not clipped, the extra rows are
+    # outside the source.
+    g = m.getitem(slice(2, 9))
+    assert g.shapes == [(7, 5)] and g.valid[:2].all() and not g.valid[2:].any()
     assert src_at(m.getitem(slice(-3, None)), 0, 0) == (1, 0)
+    r = m.getitem(slice(None, None, -1))
+    assert r.shapes == [(4, 5)] and [src_at(r, i, 0)[0] for i in range(4)] == [3, 2, 1, 0]
+    r = m.getitem(slice(3, 0, -2))
+    assert r.shapes == [(2, 5)] and [src_at(r, i, 0)[0] for i in range(2)] == [3, 1]
+    # A stop of -1 with a negative step runs to the beginning.
+    assert m.getitem(slice(2, -1, -1)).shapes == [(3, 5)]
 
 
 def test_model_getitem_keeps_inner_levels():
@@ -323,11 +335,11 @@ def draw_index(draw, shape):
         bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
         start = draw(bound, label="start")
         stop = draw(bound, label="stop")
-        step = draw(st.one_of(st.none(), st.integers(1, 3)), label="step")
+        step = draw(st.one_of(st.none(), st.integers(1, 3), st.integers(-3, -1)), label="step")
         # Keep the selection non-empty: widen the slice until it selects something.
-        if not range(n)[slice(start, stop, step)]:
+        if not nt_slice_size(slice(start, stop, step), n):
             stop = None
-        if not range(n)[slice(start, stop, step)]:
+        if not nt_slice_size(slice(start, stop, step), n):
             start = None
         key.append(slice(start, stop, step))
     if len(key) == 1 and draw(st.booleans(), label="bare_key"):

@@ -285,8 +285,13 @@ def test_tensor_given_for_its_shape_only():
     kernel(x, like, y)
     torch.testing.assert_close(y, x[:20] * 2)
     assert "like_ptr" not in kernel.kernel_source  # no pointer: sizes only
-    with pytest.raises(ntsym.LaunchError, match=r"like.shape\[0\]\) \(=19, input.shape\[0\]=30, like.shape\[0\]=19\) must equal output.shape"):
+    # As in NineToothed, the slice is not clipped: its extent is like.shape[0].
+    with pytest.raises(ntsym.LaunchError, match=r"like.shape\[0\] \(=19\) must equal output.shape\[0\] \(=20\)"):
         kernel(x, torch.empty(19), y)
+    # Longer than the input: the elements past its end are masked (0).
+    y = torch.full((40,), float("nan"))
+    kernel(x, torch.empty(40), y)
+    torch.testing.assert_close(y, torch.cat([x * 2, torch.zeros(10)]))
     with pytest.raises(ntsym.LaunchError, match="`like` must have 1 dimensions"):
         kernel(x, torch.empty(4, 5), y)
 

@@ -1,9 +1,11 @@
 """Outermost extents of the arranged tensors: one program runs per element of
 the first tensor's outermost shape, and every tensor's tile count must match it.
 
-A tile whose stride exceeds its windows' span counts only the windows that
-start inside its dimension (NineToothed's formula may add one past the end,
-entirely masked), so taking every other block lines up with a plain tiling.
+A tile whose stride exceeds its windows' span counts NineToothed's
+``cdiv(n - span, s) + 1`` windows, the last of which may start past the end
+(entirely masked); the programs may number either that count or the count of
+windows starting inside, so taking every other block lines up with a plain
+tiling of either size.
 """
 
 import pytest
@@ -39,14 +41,16 @@ def test_every_other_block_through_the_interpreter():
         torch.testing.assert_close(out, x.view(-1, B)[::2].reshape(-1), rtol=0, atol=0)
 
 
-def test_every_other_block_shape_counts_windows_starting_inside():
+def test_every_other_block_shape_counts_windows_as_ninetoothed():
     B = block_size()
     x = Tensor(1, name="x")
     tiled = x.tile((B,), strides=(2 * B,))
     # NineToothed's count, cdiv(n - B, 2 B) + 1, is 3 for n = 128, B = 32; the
-    # third window would start at 128, past the end.
-    assert str(tiled.shape[0]) == f"cdiv(x_size_0, 2*{B.name})"
-    assert tiled.shape[0].subs({x.shape[0]: 128, B: 32}) == 2
+    # third window starts at 128, past the end: two start inside.
+    assert str(tiled.shape[0]) == f"cdiv(-{B.name} + x_size_0, 2*{B.name}) + 1"
+    assert tiled.shape[0].subs({x.shape[0]: 128, B: 32}) == 3
+    (live,) = tiled.hierarchy.live.values()
+    assert live.subs({x.shape[0]: 128, B: 32}) == 2
 
 
 def test_every_other_block_fixed_size_last_window_inside():
@@ -95,29 +99,31 @@ def test_row_sums_of_squeezed_rows_with_empty_input(shape):
     torch.testing.assert_close(out, x.sum(1))
 
 
-def test_first_tensor_with_fewer_programs_is_refused():
-    # 128 elements hold two windows of every other block of 32, but the output
-    # has three blocks: no program would write its last one.
-    k = every_other_block()
+@pytest.mark.parametrize("fixed", [False, True])
+def test_output_with_a_tile_for_the_window_past_the_end(fixed):
+    # 128 elements hold three windows of every other block of 32, the third
+    # starting at 128: as in NineToothed, its program reads only masked
+    # lanes (0) and writes them to the output's third block.
+    k = every_other_block(32 if fixed else None)
     x = torch.randn(128)
-    out = torch.zeros(96)
-    with pytest.raises(LaunchError) as info:
-        k(x, out, B=32)
-    message = str(info.value)
-    assert "cdiv(input.shape[0], 2) (=64, input.shape[0]=128) must equal output.shape[0] (=96)" in message
-    assert "the outermost shape of `input`, the first arranged tensor" in message
-    assert "`output`'s outermost dim 0" in message
-    assert "no program would compute the extra ones" in message
-    assert torch.equal(out, torch.zeros(96))  # nothing ran
+    out = torch.full((96,), float("nan"))
+    k(x, out, **({} if fixed else {"B": 32}))
+    expected = torch.cat([x[0:32], x[64:96], torch.zeros(32)])
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
 
 
-def test_first_tensor_with_fewer_programs_fixed_sizes_is_refused():
-    k = every_other_block(32)
+@pytest.mark.parametrize("fixed", [False, True])
+def test_output_with_more_tiles_than_windows_is_refused(fixed):
+    # Four output blocks: no program would compute the fourth.
+    k = every_other_block(32 if fixed else None)
+    out = torch.zeros(128)
     with pytest.raises(LaunchError) as info:
-        k(torch.randn(128), torch.zeros(96))
+        k(torch.randn(128), out, **({} if fixed else {"B": 32}))
     message = str(info.value)
-    assert "cdiv(input.shape[0], 64) (=2, input.shape[0]=128) must equal cdiv(output.shape[0], 32) (=3, output.shape[0]=96)" in message
-    assert "no program would compute the extra ones" in message
+    assert "`input` counts" in message and "windows, the first" in message
+    assert "(=4, " in message and "must equal" in message and "(=2, " in message and "(=3, " in message
+    assert "windows of `input` holding elements would not be computed" in message
+    assert torch.equal(out, torch.zeros(128))  # nothing ran
 
 
 def test_extents_that_can_never_agree_are_refused_at_make():
@@ -127,9 +133,52 @@ def test_extents_that_can_never_agree_are_refused_at_make():
     def application(input, output):
         output = input  # noqa: F841
 
-    tensors = (Tensor(shape=(8,)), Tensor(shape=(3,)))
+    # Windows at 0, 4 and 8 (past the end): 3 programs, or 2.
+    tensors = (Tensor(shape=(8,)), Tensor(shape=(4,)))
     with pytest.raises(ArrangementError) as info:
         ntsym.make(arrangement, application, tensors)
     message = str(info.value)
-    assert "outermost dim 0: `input` 2 vs `output` 3" in message
-    assert "no program would compute the extra ones" in message
+    assert "outermost dim 0: `input` counts 3 windows, the first 2 starting inside its dimension" in message
+    assert "the 4 programs of `output` must number one or the other" in message
+    assert "which can never hold" in message
+
+
+def test_extents_agreeing_with_the_window_past_the_end():
+    def arrangement(input, output):
+        return input.tile((1,), strides=(4,)), output.tile((1,))
+
+    def application(input, output):
+        output = input  # noqa: F841
+
+    x = torch.arange(8.0)
+    for n, expected in ((2, [0.0, 4.0]), (3, [0.0, 4.0, 0.0])):
+        k = ntsym.make(arrangement, application, (Tensor(shape=(8,)), Tensor(shape=(n,))))
+        out = torch.full((n,), float("nan"))
+        k(x, out)
+        assert out.tolist() == expected
+
+
+@pytest.mark.parametrize("B_value", [4, 8, 16])
+def test_diagonal_write_with_a_tuned_block_size(B_value):
+    # The 5 values go to every 9th element of a 61-element output, B at a
+    # time: the output's windows (dilated by 9, 9 * B apart) number
+    # cdiv(61 - 9 * (B - 1) - 1, 9 * B) + 1 as in NineToothed, equal to the
+    # input's cdiv(5, B) at these block sizes (not at B = 1, where the output
+    # has 8 windows and the input 5 tiles). The lanes of the input's last tile
+    # past its end are masked (0) and written where the output's window has
+    # elements, as in NineToothed.
+    B = block_size(lower_bound=1)
+
+    def arrangement(input, output, B=B):
+        return input.tile((B,)), output.tile((B,), strides=(9 * B,), dilation=(9,))
+
+    def application(input, output):
+        output = input  # noqa: F841
+
+    k = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    x = torch.randn(5)
+    out = torch.full((61,), float("nan"))
+    k(x, out, B=B_value)
+    expected = torch.full((61,), float("nan"))
+    expected[0:55:9] = torch.cat([x, torch.zeros(2)])
+    torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)

@@ -93,7 +93,7 @@ BAD = [
     (scale, lambda: (t(8), "2", t(8)), {}, LaunchError, "`alpha` must be a number"),
     (fixed, lambda: (t(32, 31), t(32, 32)), {}, LaunchError, r"x.shape\[1\] \(=31\) must equal 32"),
     (squeezed, lambda: (t(2, 8), t(8)), {}, LaunchError, r"x.shape\[0\] \(=2\) must equal 1"),
-    (windows, lambda: (t(2), t(0, 3)), {}, LaunchError, r"x.shape\[0\] \(=2\) must be >= 3"),
+    (windows, lambda: (t(1), t(0, 3)), {}, LaunchError, r"x.shape\[0\] - 2 \(=-1, x.shape\[0\]=1\) must be >= 0"),
     (mm, lambda: (t(4, 5), t(6, 3), t(4, 3)), {}, LaunchError, r"other.shape\[0\] \(=6\) must equal input.shape\[1\] \(=5\)"),
     (mm, lambda: (t(4, 5), t(5, 3), t(5, 3)), {}, LaunchError, r"input.shape\[0\] \(=4\) must equal output.shape\[0\] \(=5\)"),
     (mm, lambda: (BASE[:20].view(4, 5), t(5, 4), BASE[:16].view(4, 4)), {}, LaunchError, "share memory"),
