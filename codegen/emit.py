@@ -10,6 +10,8 @@ from codegen.astutil import generated_assign
 from codegen.kernel import EmitError, KernelEmitter
 from codegen.launcher import launcher
 from codegen.printer import Printer, to_source
+from codegen.promotion import meetings
+from codegen.semantics import HELPERS as SEMANTIC_HELPERS
 from codegen.signature import jit_function, kernel_args, param, positional
 from codegen.template import stmt, stmts
 
@@ -37,6 +39,7 @@ def ntsym_mod(a, b):
     r = a - a // b * b
     return tl.where(r < 0, r + b, r)
 """,
+    **SEMANTIC_HELPERS,
 }
 
 
@@ -403,6 +406,7 @@ def spec(ir, generated):
                                        ir.inline_functions)
     return Spec(
         arithmetic=frozenset(arithmetic),
+        meetings=meetings(ir.application, {p.name for p in ir.params if p.kind == "tensor"}),
         arg_template=tuple(template),
         meta_by_name={m.symbol.name: m for m in ir.meta_params},
         name=ir.name,

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from codegen import tuning
+from codegen import promotion, tuning
 from codegen.errors import ApplicationError, LaunchError, fail
 from codegen.tracing import is_fake, traced
 
@@ -58,6 +58,7 @@ class Spec:
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
     arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.analysis.arithmetic_parameters)
+    meetings: tuple = ()  # operations where tensors' values meet (codegen.promotion.meetings)
     jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
     # Derived from ``params``: the call's parameters (name, kind, ndim, written),
     # the compiled values left out, and the names of the tensors the kernel writes.
@@ -313,6 +314,10 @@ def check_arguments(spec, args):
                     fail(f"`{name}` is a scalar parameter; got a tensor of shape {tuple(a.shape)}")
             elif not isinstance(a, (int, float, bool)):
                 fail(f"`{name}` must be a number, got {type(a).__name__}")
+    if spec.meetings:
+        refused = promotion.refusal(spec.meetings, {name: t.dtype for name, t in tensors})
+        if refused:
+            fail(refused)
     if spec.written and len(tensors) > 1 and not traced([t for _, t in tensors]):
         _check_aliasing(spec, tensors)  # fake tensors have no memory to share
 
