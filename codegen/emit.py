@@ -10,6 +10,7 @@ from codegen.astutil import generated_assign
 from codegen.kernel import EmitError, KernelEmitter
 from codegen.launcher import launcher
 from codegen.printer import Printer, to_source
+from codegen.index_width import IndexPeak, multiplied_sizes, peaks
 from codegen.promotion import meetings
 from codegen.semantics import HELPERS as SEMANTIC_HELPERS
 from codegen.signature import jit_function, kernel_args, param, positional
@@ -129,6 +130,7 @@ def _user_locations(func, kernel_src, emitter):
 def _signature_and_prologue(ir, emitter):
     params = [param(n, c) for n, c in kernel_args(ir, emitter)]
     strides = [a.symbol.name for a in ir.size_args if a.kind == "stride"]
+    strides += multiplied_sizes(ir.params, ir.size_args)  # products of sizes in index math
     prologue = stmts(
         """
         pid = tl.program_id(0)
@@ -423,4 +425,12 @@ def spec(ir, generated):
         locations=generated.locations,
         interpreting=interpreting(),
         jagged=frozenset(j.name for j in ir.jagged),
+        index_peak=_index_peak(ir),
     )
+
+
+def _index_peak(ir):
+    """Whether a launch's logical indices can pass 2**31 - 1 (codegen/index_width.py)."""
+    tensor_names = [p.name for p in ir.params if p.kind == "tensor"]
+    aliases = {j.seq_len: j.longest for j in ir.jagged}  # a row is at most the longest
+    return IndexPeak(peaks(ir.params), ir.size_args, tensor_names, ir.meta_params, aliases)

@@ -59,6 +59,7 @@ class Spec:
     interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
     arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.analysis.arithmetic_parameters)
     meetings: tuple = ()  # operations where tensors' values meet (codegen.promotion.meetings)
+    index_peak: Any = None  # (tensors, metas) -> whether logical indices pass int32 (codegen.index_width)
     jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
     # Derived from ``params``: the call's parameters (name, kind, ndim, written),
     # the compiled values left out, and the names of the tensors the kernel writes.
@@ -418,6 +419,12 @@ def needs_int64(tensors):
         if extent >= 2**31 - 1:
             return True
     return False
+
+
+def index_width(spec, tensors, metas):
+    """Whether the launch takes 64-bit index math: an element offset (the
+    memory extent) or a logical index (``spec.index_peak``) can pass 2**31 - 1."""
+    return needs_int64(tensors) or (spec.index_peak is not None and spec.index_peak(tensors, metas))
 
 
 def contiguous(tensor, tensors):
@@ -818,7 +825,7 @@ def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_che
              "operator (ntsym.library.op), which runs it eagerly inside the graph")
     from torch.library import wrap_triton
 
-    int64 = needs_int64(tensors)
+    int64 = index_width(spec, tensors, metas)
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, None,
                            tuned=facts.cache.tuned, timed=False)
     if config is None:
@@ -897,7 +904,7 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     kernel, spec = facts.kernel, facts.spec
     if capturing():
         refuse_capture(spec)
-    int64 = needs_int64(tensors)
+    int64 = index_width(spec, tensors, metas)
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
                            tuned=facts.cache.tuned)
     if config is None:  # an empty problem: no programs to run
