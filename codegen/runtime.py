@@ -285,6 +285,8 @@ def check_arguments(spec, args):
                 fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
             if a.dtype not in supported:
                 fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
+            if a.is_neg() or a.is_conj():
+                fail(_lazy_view_refusal(name, a, written))
             if a.dtype == bool_dtype and name in spec.arithmetic:
                 fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values: "
                      "Triton adds booleans as 1-bit integers (True + True is False), torch does not; "
@@ -321,6 +323,17 @@ def check_arguments(spec, args):
             fail(refused)
     if spec.written and len(tensors) > 1 and not traced([t for _, t in tensors]):
         _check_aliasing(spec, tensors)  # fake tensors have no memory to share
+
+
+def _lazy_view_refusal(name, a, written):
+    """A tensor whose negation or conjugation torch applies lazily, on reading
+    (``z.conj().imag`` has the negative bit): kernels read and write the stored
+    values, so the sign would be wrong."""
+    bit, resolve = ("negative", "resolve_neg") if a.is_neg() else ("conjugate", "resolve_conj")
+    use = ("the kernel would write the stored values, which the view shows negated; write into a "
+           f"resolved tensor ({name}.{resolve}()) and copy back") if written else \
+        f"the kernel would read the stored values, without the sign; pass {name}.{resolve}()"
+    return f"`{name}` is a view with the {bit} bit set (torch applies it lazily, e.g. z.conj().imag): {use}"
 
 
 def _offset_dtypes():
@@ -608,7 +621,7 @@ def call_key(args, metas, options, constexprs=()):
     tensor_type, strided = _call_types()[2:]
     for a in args:
         if type(a) is tensor_type and not a.is_nested and a.layout is strided:  # the common case first
-            key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
+            key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16, a.is_neg()))
             continue
         try:
             shape = getattr(a, "shape", None)
@@ -620,7 +633,8 @@ def call_key(args, metas, options, constexprs=()):
         if shape is not None and hasattr(a, "stride"):
             if type(a) is not tensor_type and is_fake(a):
                 return None
-            key.append((shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
+            neg = getattr(a, "is_neg", None)
+            key.append((shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16, neg() if neg else False))
         else:
             key.append(type(a))
     key.append(metas)
