@@ -83,7 +83,7 @@ def _spec_literal(spec):
         if f.name in _SKIPPED or f.name == "interpreting":
             continue
         value = getattr(spec, f.name)
-        text = repr(value)
+        text = _literal(value)
         try:
             same = eval(text, {"frozenset": frozenset}) == value  # noqa: S307 (our own literals)
         except Exception:
@@ -92,6 +92,19 @@ def _spec_literal(spec):
             raise AotError(f"standalone module: the kernel fact `{f.name}` has no literal form ({text[:60]})")
         lines.append(f"    {f.name} = {text}")
     return "\n".join(lines)
+
+
+def _literal(value):
+    """``repr`` in a stable order: sets and dicts sorted, so the module's
+    source (and a build keyed by it) does not vary between processes."""
+    if isinstance(value, frozenset):
+        return "frozenset({" + ", ".join(sorted(_literal(v) for v in value)) + "})" if value else "frozenset()"
+    if isinstance(value, dict):
+        return "{" + ", ".join(sorted(f"{_literal(k)}: {_literal(v)}" for k, v in value.items())) + "}"
+    if isinstance(value, tuple):
+        return "(" + "".join(_literal(v) + ", " for v in value).rstrip(" ") + ")" if len(value) != 1 else \
+            f"({_literal(value[0])},)"
+    return repr(value)
 
 
 def checks_source(spec):
