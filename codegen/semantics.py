@@ -10,8 +10,9 @@
 - ``maximum``, ``minimum`` and ``clamp`` propagate NaN, as torch's do (Triton's
   default returns the other operand), and the ``max`` and ``min`` reductions
   return NaN where their operand holds one (``ntsym_max``, ``ntsym_min``:
-  Triton's drop NaN; a second reduction counts NaNs). Index math is exempt:
-  it holds no NaN.
+  Triton's drop NaN; a second reduction counts NaNs); ``argmax`` and
+  ``argmin`` point at the first NaN, as torch's do. Index math is exempt: it
+  holds no NaN.
 """
 
 import ast
@@ -54,10 +55,30 @@ def ntsym_min(x, axis: tl.constexpr = None, keep_dims: tl.constexpr = False):
         m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
     return m
 """,
+    "ntsym_argmax": """
+@triton.jit
+def ntsym_argmax(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, keep_dims: tl.constexpr = False):
+    \"\"\"tl.argmax that points at the first NaN where the operand holds one, as torch.argmax does.\"\"\"
+    i = tl.argmax(x, axis, tie_break_left=tie_break_left, keep_dims=keep_dims)
+    if tl.constexpr(x.dtype.is_floating()):
+        nan = (x != x).to(tl.int32)
+        i = tl.where(tl.max(nan, axis, keep_dims=keep_dims) != 0, tl.argmax(nan, axis, keep_dims=keep_dims), i)
+    return i
+""",
+    "ntsym_argmin": """
+@triton.jit
+def ntsym_argmin(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, keep_dims: tl.constexpr = False):
+    \"\"\"tl.argmin that points at the first NaN where the operand holds one, as torch.argmin does.\"\"\"
+    i = tl.argmin(x, axis, tie_break_left=tie_break_left, keep_dims=keep_dims)
+    if tl.constexpr(x.dtype.is_floating()):
+        nan = (x != x).to(tl.int32)
+        i = tl.where(tl.max(nan, axis, keep_dims=keep_dims) != 0, tl.argmax(nan, axis, keep_dims=keep_dims), i)
+    return i
+""",
 }
 
 _ELEMENTWISE = {"maximum", "minimum", "clamp"}
-_REDUCTIONS = {"max": "ntsym_max", "min": "ntsym_min"}
+_REDUCTIONS = {"max": "ntsym_max", "min": "ntsym_min", "argmax": "ntsym_argmax", "argmin": "ntsym_argmin"}
 
 
 class SemanticsMixin:
@@ -100,7 +121,9 @@ class SemanticsMixin:
             propagate = ast.parse("tl.PropagateNan.ALL", mode="eval").body
             return ast.Call(func=emitted.func, args=emitted.args,
                             keywords=emitted.keywords + [ast.keyword(arg="propagate_nan", value=propagate)])
-        if name in _REDUCTIONS and len(emitted.args) <= 2 and all(k.arg in ("axis", "keep_dims") for k in emitted.keywords):
+        if name in _REDUCTIONS and len(emitted.args) <= 2 and all(
+                k.arg in ("axis", "keep_dims", "tie_break_left") and (k.arg != "tie_break_left" or name.startswith("arg"))
+                for k in emitted.keywords):
             return ast.Call(func=ast.Name(id=_REDUCTIONS[name], ctx=ast.Load()), args=emitted.args,
                             keywords=emitted.keywords)
         return emitted

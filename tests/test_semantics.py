@@ -147,3 +147,18 @@ def test_uint8_meeting_int8_is_refused_by_name():
     for other in (b.to(torch.int16), b.to(torch.int32), (b.abs()).to(torch.uint8)):
         elementwise(mixed_app)(a, other, out)
         assert torch.equal(out, (a + other).to(torch.int32) * 4 + (a < other)), other.dtype
+
+
+def row_arg_app(x, out):
+    out = ntl.argmax(x, 1, keep_dims=True) * 10 + ntl.argmin(x, 1, keep_dims=True)  # noqa: F841
+
+
+def test_argmax_and_argmin_point_at_the_first_nan():
+    kernel = ntsym.make(lambda x, out: (x.tile((1, 8)), out.tile((1, 1))), row_arg_app, (Tensor(2), Tensor(2)))
+    x = torch.randn(4, 8)
+    x[1, 3] = NAN
+    x[3, 5] = NAN
+    x[3, 6] = NAN
+    out = torch.empty(4, 1, dtype=torch.int64)
+    kernel(x, out)
+    assert torch.equal(out[:, 0], x.argmax(1) * 10 + x.argmin(1))
