@@ -7,10 +7,10 @@ import sympy
 
 from codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
 from codegen.astutil import generated_assign
+from codegen.index_width import IndexPeak, multiplied_sizes, peaks
 from codegen.kernel import EmitError, KernelEmitter
 from codegen.launcher import launcher
 from codegen.printer import Printer, to_source
-from codegen.index_width import IndexPeak, multiplied_sizes, peaks
 from codegen.promotion import meetings
 from codegen.semantics import HELPERS as SEMANTIC_HELPERS
 from codegen.signature import jit_function, kernel_args, param, positional

@@ -212,7 +212,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             # ``a //= b`` is ``a = a // b``, floored (codegen/semantics.py).
             read = copy.deepcopy(stmt.target)
             read.ctx = ast.Load()
-            return self.assign(stmt.target, ast.copy_location(ast.BinOp(left=read, op=stmt.op, right=stmt.value), stmt), stmt)
+            value = ast.copy_location(ast.BinOp(left=read, op=stmt.op, right=stmt.value), stmt)
+            return self.assign(stmt.target, value, stmt)
         if isinstance(stmt, ast.AugAssign):
             ref = self.resolve(stmt.target) if self._is_tensor_target(stmt.target) else None
             if ref is not None:

@@ -92,12 +92,15 @@ def _values(node, carried):
     if isinstance(node, ast.Attribute):
         return set() if node.attr in _NOT_VALUES else _values(node.value, carried)
     if isinstance(node, ast.Call) and _name(node.func) in _KEEPING:
-        args = node.args[1:] if _name(node.func) == "where" else node.args[:1] if _name(node.func) != "clamp" else node.args
+        name = _name(node.func)
+        # where's values are its last two arguments; maximum's, minimum's and
+        # clamp's all of them; the others' (abs, reshape, ...) the first.
+        args = node.args[1:] if name == "where" else node.args if name in _MEETING | {"clamp"} else node.args[:1]
         found = set()
         for a in args:
             found |= _values(a, carried)
-        if isinstance(node.func, ast.Attribute) and _name(node.func) not in _MEETING | {"clamp", "abs"}:
-            found |= _values(node.func.value, carried)  # x.reshape(...): x's values
+        if isinstance(node.func, ast.Attribute):
+            found |= _values(node.func.value, carried)  # x.reshape(...): x's values (a module holds none)
         return found
     return set()  # casts, reductions, math, other calls: another type
 

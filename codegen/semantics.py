@@ -121,9 +121,8 @@ class SemanticsMixin:
             propagate = ast.parse("tl.PropagateNan.ALL", mode="eval").body
             return ast.Call(func=emitted.func, args=emitted.args,
                             keywords=emitted.keywords + [ast.keyword(arg="propagate_nan", value=propagate)])
-        if name in _REDUCTIONS and len(emitted.args) <= 2 and all(
-                k.arg in ("axis", "keep_dims", "tie_break_left") and (k.arg != "tie_break_left" or name.startswith("arg"))
-                for k in emitted.keywords):
+        allowed = ("axis", "keep_dims", "tie_break_left") if name.startswith("arg") else ("axis", "keep_dims")
+        if name in _REDUCTIONS and len(emitted.args) <= 2 and all(k.arg in allowed for k in emitted.keywords):
             return ast.Call(func=ast.Name(id=_REDUCTIONS[name], ctx=ast.Load()), args=emitted.args,
                             keywords=emitted.keywords)
         return emitted

@@ -130,6 +130,12 @@ def mixed_app(a, b, out):
     out = (a + b).to(ntl.int32) * 4 + (a < b)  # noqa: F841
 
 
+def through_locals_app(a, b, out):
+    m = ntl.maximum(a, a)
+    low = m
+    out = (ntl.where(low > 3, low, b)).to(ntl.int32)  # noqa: F841
+
+
 def cast_app(a, b, out):
     out = (a.to(ntl.int16) + b).to(ntl.int32) * 4 + (a.to(ntl.int16) < b)  # noqa: F841
 
@@ -140,6 +146,8 @@ def test_uint8_meeting_int8_is_refused_by_name():
     out = torch.empty(4, dtype=torch.int32)
     with pytest.raises(ntsym.LaunchError, match=r"`a` \(uint8\) and `b` \(int8\) meet in `a \+ b`.*int16"):
         elementwise(mixed_app)(a, b, out)
+    with pytest.raises(ntsym.LaunchError, match=r"`a` \(uint8\) and `b` \(int8\) meet in `ntl.where\(low > 3, low, b\)`"):
+        elementwise(through_locals_app)(a, b, out)
     # Cast in the application: torch's values.
     elementwise(cast_app)(a, b, out)
     assert torch.equal(out, (a + b).to(torch.int32) * 4 + (a < b))
