@@ -7,9 +7,12 @@ import sympy
 
 from codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
 from codegen.astutil import generated_assign
+from codegen.index_width import IndexPeak, multiplied_sizes, peaks
 from codegen.kernel import EmitError, KernelEmitter
 from codegen.launcher import launcher
 from codegen.printer import Printer, to_source
+from codegen.promotion import meetings
+from codegen.semantics import HELPERS as SEMANTIC_HELPERS
 from codegen.signature import jit_function, kernel_args, param, positional
 from codegen.template import stmt, stmts
 
@@ -37,6 +40,7 @@ def ntsym_mod(a, b):
     r = a - a // b * b
     return tl.where(r < 0, r + b, r)
 """,
+    **SEMANTIC_HELPERS,
 }
 
 
@@ -126,6 +130,7 @@ def _user_locations(func, kernel_src, emitter):
 def _signature_and_prologue(ir, emitter):
     params = [param(n, c) for n, c in kernel_args(ir, emitter)]
     strides = [a.symbol.name for a in ir.size_args if a.kind == "stride"]
+    strides += multiplied_sizes(ir.params, ir.size_args)  # products of sizes in index math
     prologue = stmts(
         """
         pid = tl.program_id(0)
@@ -403,6 +408,7 @@ def spec(ir, generated):
                                        ir.inline_functions)
     return Spec(
         arithmetic=frozenset(arithmetic),
+        meetings=meetings(ir.application, {p.name for p in ir.params if p.kind == "tensor"}),
         arg_template=tuple(template),
         meta_by_name={m.symbol.name: m for m in ir.meta_params},
         name=ir.name,
@@ -421,4 +427,12 @@ def spec(ir, generated):
         jagged=frozenset(j.name for j in ir.jagged),
         untouched=frozenset(p.name for p in ir.params if p.kind == "tensor") - generated.read
         - set(generated.written) - generated.sourced - {j.name for j in ir.jagged},
+        index_peak=_index_peak(ir),
     )
+
+
+def _index_peak(ir):
+    """Whether a launch's logical indices can pass 2**31 - 1 (codegen/index_width.py)."""
+    tensor_names = [p.name for p in ir.params if p.kind == "tensor"]
+    aliases = {j.seq_len: j.longest for j in ir.jagged}  # a row is at most the longest
+    return IndexPeak(peaks(ir.params), ir.size_args, tensor_names, ir.meta_params, aliases)

@@ -55,6 +55,7 @@ from codegen.loops import LoopsMixin
 from codegen.padding import LaneState, PaddingMixin
 from codegen.printer import Printer
 from codegen.refs import SourceRef, TileRef
+from codegen.semantics import SemanticsMixin
 from codegen.shapes import ShapesMixin, block_extent_expr
 
 __all__ = ["EmitError", "KernelEmitter", "block_extent_expr"]
@@ -76,7 +77,7 @@ def _gives_shape(positions, i):
 
 
 class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, InliningMixin, GlobalNamesMixin,
-                    PaddingMixin):
+                    PaddingMixin, SemanticsMixin):
     """Rewrites the application into a kernel body: the visitor.
 
     ``statement`` and ``expr`` dispatch on the node type; the jobs they need
@@ -220,6 +221,12 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 self.names.locals.add(target.id)
                 self.lanes.locals.pop(target.id, None)
             return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=self.expr(stmt.value), simple=1), stmt)
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.FloorDiv, ast.Mod)):
+            # ``a //= b`` is ``a = a // b``, floored (codegen/semantics.py).
+            read = copy.deepcopy(stmt.target)
+            read.ctx = ast.Load()
+            value = ast.copy_location(ast.BinOp(left=read, op=stmt.op, right=stmt.value), stmt)
+            return self.assign(stmt.target, value, stmt)
         if isinstance(stmt, ast.AugAssign):
             ref = self.resolve(stmt.target) if self._is_tensor_target(stmt.target) else None
             if ref is not None:
@@ -370,6 +377,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return ast.List(elts=[self.expr(e) for e in node.elts], ctx=ast.Load())
         if isinstance(node, (ast.Constant,)):
             return node
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+            return self.division(node)
         if isinstance(node, (ast.Lambda, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Await, ast.Yield, ast.JoinedStr)):
             raise self.error(f"`{type(node).__name__}` is not supported in applications", node)
         # Generic: rebuild children.
@@ -434,6 +443,9 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         return ast.Attribute(value=self.expr(node.value), attr=node.attr, ctx=ast.Load())
 
     def call(self, node):
+        return self.nan_semantics(node, self._call(node))
+
+    def _call(self, node):
         func = node.func
         # Methods of tensor parameters: x.offsets(dim), x.source.*.
         if isinstance(func, ast.Attribute):

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from codegen import serial, tuning
+from codegen import promotion, serial, tuning
 from codegen.errors import ApplicationError, LaunchError, fail
 from codegen.placeholders import substitute, substitute_call, untouched_positions
 from codegen.tracing import is_fake, traced
@@ -60,6 +60,8 @@ class Spec:
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
     arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.analysis.arithmetic_parameters)
+    meetings: tuple = ()  # operations where tensors' values meet (codegen.promotion.meetings)
+    index_peak: Any = None  # (tensors, metas) -> whether logical indices pass int32 (codegen.index_width)
     jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
     untouched: frozenset = frozenset()  # tensors the kernel neither reads nor writes (codegen/placeholders.py)
     # Derived from ``params``: the call's parameters (name, kind, ndim, written),
@@ -304,6 +306,8 @@ def check_arguments(spec, args):
                 fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
             if a.dtype not in supported:
                 fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
+            if a.is_neg() or a.is_conj():
+                fail(_lazy_view_refusal(name, a, written))
             if a.dtype == bool_dtype and name in spec.arithmetic:
                 fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values: "
                      "Triton adds booleans as 1-bit integers (True + True is False), torch does not; "
@@ -338,8 +342,23 @@ def check_arguments(spec, args):
                     fail(f"`{name}` is a scalar parameter; got a tensor of shape {tuple(a.shape)}")
             elif not isinstance(a, (int, float, bool)):
                 fail(f"`{name}` must be a number, got {type(a).__name__}")
+    if spec.meetings:
+        refused = promotion.refusal(spec.meetings, {name: t.dtype for name, t in tensors})
+        if refused:
+            fail(refused)
     if spec.written and len(tensors) > 1 and not traced([t for _, t in tensors]):
         _check_aliasing(spec, tensors)  # fake tensors have no memory to share
+
+
+def _lazy_view_refusal(name, a, written):
+    """A tensor whose negation or conjugation torch applies lazily, on reading
+    (``z.conj().imag`` has the negative bit): kernels read and write the stored
+    values, so the sign would be wrong."""
+    bit, resolve = ("negative", "resolve_neg") if a.is_neg() else ("conjugate", "resolve_conj")
+    use = ("the kernel would write the stored values, which the view shows negated; write into a "
+           f"resolved tensor ({name}.{resolve}()) and copy back") if written else \
+        f"the kernel would read the stored values, without the sign; pass {name}.{resolve}()"
+    return f"`{name}` is a view with the {bit} bit set (torch applies it lazily, e.g. z.conj().imag): {use}"
 
 
 def _offset_dtypes():
@@ -438,6 +457,12 @@ def needs_int64(tensors):
         if extent >= 2**31 - 1:
             return True
     return False
+
+
+def index_width(spec, tensors, metas):
+    """Whether the launch takes 64-bit index math: an element offset (the
+    memory extent) or a logical index (``spec.index_peak``) can pass 2**31 - 1."""
+    return needs_int64(tensors) or (spec.index_peak is not None and spec.index_peak(tensors, metas))
 
 
 def contiguous(tensor, tensors):
@@ -629,7 +654,7 @@ def _call_key(key, args, metas, options):
     tensor_type, strided = _call_types()[2:]
     for a in args:
         if type(a) is tensor_type and not a.is_nested and a.layout is strided:  # the common case first
-            key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
+            key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16, a.is_neg()))
             continue
         try:
             shape = getattr(a, "shape", None)
@@ -641,7 +666,8 @@ def _call_key(key, args, metas, options):
         if shape is not None and hasattr(a, "stride"):
             if type(a) is not tensor_type and is_fake(a):
                 return None
-            key.append((shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16))
+            neg = getattr(a, "is_neg", None)
+            key.append((shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16, neg() if neg else False))
         else:
             key.append(type(a))
     key.append(metas)
@@ -867,7 +893,7 @@ def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_che
              "operator (ntsym.library.op), which runs it eagerly inside the graph")
     from torch.library import wrap_triton
 
-    int64 = needs_int64(tensors)
+    int64 = index_width(spec, tensors, metas)
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, None,
                            tuned=facts.cache.tuned, timed=False)
     if config is None:
@@ -950,7 +976,7 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     kernel, spec = facts.kernel, facts.spec
     if capturing():
         refuse_capture(spec)
-    int64 = needs_int64(tensors)
+    int64 = index_width(spec, tensors, metas)
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
                            tuned=facts.cache.tuned)
     if config is None:  # an empty problem: no programs to run

@@ -151,7 +151,7 @@ def _plan(kernel, name, compilation, meta):
     num_stages = compilation.get("num_stages") or ir.num_stages or 3
     display = _display_names(ir)
     module = aot.standalone_source(ir, generated, display, [dict(chosen, num_warps=num_warps,
-                                                                 num_stages=num_stages)])
+                                                                 num_stages=num_stages)], spec)
     return aot.plan(ir, generated, spec, display, chosen, specialize=compilation.get("specialize"),
                     num_warps=num_warps, num_stages=num_stages, advance=bool(compilation.get("advance", False)),
                     name=name, module_source=module)
@@ -387,7 +387,7 @@ def export(kernel, path):
     if not configs:
         config = tuning.default_config(spec, {})
         configs.append(dict(config.meta, num_warps=config.num_warps, num_stages=config.num_stages))
-    source = aot.standalone_source(kernel.ir, kernel._generated, _display_names(kernel.ir), configs)
+    source = aot.standalone_source(kernel.ir, kernel._generated, _display_names(kernel.ir), configs, spec)
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)

@@ -1,18 +1,111 @@
 """``libdevice`` for applications: Triton's own on a GPU; under Triton's
-interpreter, which does not implement it, the same functions written with
-``triton.language`` so kernels mean the same on CPU and GPU."""
+interpreter, which does not implement it, fallbacks that compute what the
+GPU's libdevice computes, so kernels mean the same on CPU and GPU.
 
+The interpreter keeps every value as a NumPy array, so a fallback either calls
+the ``triton.language`` function that means the same (``tl.exp``) or applies
+NumPy's C-library function to the arrays (``np.power``, ``np.arctan2``): the
+C library and libdevice follow the same C99 rules for special values
+(``pow(-2, 2) == 4``, ``pow(x, 0) == 1`` even for NaN, ``hypot(inf, nan) ==
+inf``) and round within an ulp or two, where a formula written with ``tl``
+would not (``exp2(y * log2(x))`` is NaN for every negative ``x``)."""
+
+import math
+
+import numpy as np
 import triton.language as tl
 
 from codegen.runtime import interpreting
 
 
-class _InterpreterLibdevice:
-    """The libdevice functions the interpreter lacks, in portable form."""
+def _value(arg):
+    """An argument's array (or Python number) and its Triton dtype (None for a
+    Python number)."""
+    if isinstance(arg, tl.constexpr):
+        arg = arg.value
+    if isinstance(arg, tl.tensor):
+        return arg.handle.data, arg.dtype
+    return arg, None
 
-    @staticmethod
-    def _f32(x):
-        return x.to(tl.float32) if hasattr(x, "to") else x
+
+def _result_dtype(dtypes):
+    """libdevice's result type: the floating dtype of its first floating
+    tensor argument (``pow(fp32, int32)`` is fp32), fp32 for Python numbers."""
+    for dtype in dtypes:
+        if dtype is not None and dtype.is_floating():
+            return dtype
+    return tl.float32
+
+
+def _tensor(data, dtype):
+    """A tensor of the interpreter holding ``data`` as ``dtype``."""
+    from triton.runtime.interpreter import TensorHandle, _get_np_dtype
+
+    data = np.asarray(data).astype(_get_np_dtype(dtype))
+    ty = tl.block_type(dtype, list(data.shape)) if data.shape else dtype
+    return tl.tensor(TensorHandle(data, dtype), ty)
+
+
+def _numpy(function, *args, result=None):
+    """``function`` applied to the arrays of ``args``, each first converted to
+    the result's floating dtype (fp16 and bf16, which libdevice has no
+    functions for, are computed in fp32 and rounded back); the result is of
+    that dtype, or ``result`` where given (the predicates)."""
+    pairs = [_value(arg) for arg in args]
+    dtype = _result_dtype([d for _, d in pairs])
+    compute = np.float64 if dtype == tl.float64 else np.float32
+    arrays = []
+    for (data, arg_dtype), arg in zip(pairs, args):
+        if arg_dtype is not None and arg_dtype.is_floating() and arg_dtype not in (tl.float32, tl.float64):
+            data = arg.to(tl.float32).handle.data
+        arrays.append(np.asarray(data).astype(compute))
+    with np.errstate(all="ignore"):
+        out = function(*arrays)
+    if result is not None:
+        return _tensor(out, result)
+    if dtype in (tl.float32, tl.float64):
+        return _tensor(out, dtype)
+    return _tensor(out, tl.float32).to(dtype)
+
+
+def _exp10(x):
+    return np.power(np.asarray(10.0, x.dtype), x)
+
+
+def _round(x):
+    """Halfway cases away from zero (C's ``round``); ``x - trunc(x)`` is exact."""
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.copysign(np.asarray(1.0, x.dtype), x), t)
+
+
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _erfc_of(x):
+    return _erfc(x.astype(np.float64)).astype(x.dtype)
+
+
+def _signbit(x):
+    return np.signbit(x).astype(np.int32)
+
+
+# libdevice functions that NumPy's C-library functions compute.
+_NUMPY = {
+    "tanh": np.tanh, "pow": np.power, "sinh": np.sinh, "cosh": np.cosh, "tan": np.tan,
+    "atan": np.arctan, "atan2": np.arctan2, "asin": np.arcsin, "acos": np.arccos,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1,
+    "log1p": np.log1p, "log10": np.log10, "exp10": _exp10, "cbrt": np.cbrt,
+    "hypot": np.hypot, "trunc": np.trunc, "round": _round, "rint": np.rint,
+    "nearbyint": np.rint, "fmod": np.fmod, "copysign": np.copysign, "erfc": _erfc_of,
+}
+
+# Predicates, with the dtype the GPU's libdevice returns.
+_PREDICATES = {"isnan": (np.isnan, tl.int1), "isinf": (np.isinf, tl.int1), "signbit": (_signbit, tl.int32)}
+
+
+class _InterpreterLibdevice:
+    """The libdevice functions the interpreter lacks, in portable form: the
+    ``tl`` function where one means the same, else NumPy's (see the module)."""
 
     def rsqrt(self, x):
         return tl.rsqrt(x)
@@ -50,137 +143,27 @@ class _InterpreterLibdevice:
         return tl.ceil(x)
 
     def fma(self, a, b, c):
-        return a * b + c
+        return tl.fma(a, b, c)
 
     def fmax(self, a, b):
-        return tl.maximum(a, b)
+        return _numpy(np.fmax, a, b)
 
     def fmin(self, a, b):
-        return tl.minimum(a, b)
-
-    def tanh(self, x):
-        # Built from interpreter builtins only: ``tl.sigmoid`` is a JIT function,
-        # which the interpreter cannot call from here when triton was imported
-        # before interpreting was chosen.
-        e = tl.exp(-2 * tl.abs(x))
-        t = (1 - e) / (1 + e)
-        t = tl.where(x < 0, -t, t)
-        # Near zero, 1 - e cancels: the series' first two terms are exact to fp32 there.
-        return tl.where(tl.abs(x) < 0.03, x - x * x * x / 3, t)
+        return _numpy(np.fmin, a, b)
 
     def erf(self, x):
         return tl.erf(x)
 
-    def pow(self, x, y):
-        return tl.exp2(y * tl.log2(x))
-
     def div_rn(self, a, b):
         return a / b
 
-    def sinh(self, x):
-        e = tl.exp(x)
-        s = (e - 1 / e) / 2
-        # Near zero, e - 1/e cancels: the series' first two terms are exact to fp32 there.
-        return tl.where(tl.abs(x) < 0.03, x + x * x * x / 6, s)
-
-    def cosh(self, x):
-        e = tl.exp(x)
-        return (e + 1 / e) / 2
-
-    def tan(self, x):
-        return tl.sin(x) / tl.cos(x)
-
-    def atan(self, x):
-        # Cephes' atanf: reduce to |x| <= tan(pi/8), then a minimax polynomial.
-        a = tl.abs(x)
-        big = a > 2.414213562373095
-        mid = (a > 0.4142135623730950) & ~big
-        base = tl.where(big, 1.5707963267948966, tl.where(mid, 0.7853981633974483, 0.0))
-        r = tl.where(big, -1 / tl.where(big, a, 1.0), tl.where(mid, (a - 1) / (a + 1), a))
-        z = r * r
-        p = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * r + r
-        y = base + p
-        return tl.where(x < 0, -y, y)
-
-    def atan2(self, y, x):
-        t = self.atan(y / tl.where(x == 0, 1.0, x))
-        pi = 3.141592653589793
-        t = tl.where(x < 0, tl.where(y < 0, t - pi, t + pi), t)
-        t = tl.where(x == 0, tl.where(y > 0, pi / 2, tl.where(y < 0, -pi / 2, 0.0)), t)
-        return t
-
-    def asin(self, x):
-        return self.atan2(x, tl.sqrt((1 - x) * (1 + x)))
-
-    def acos(self, x):
-        return self.atan2(tl.sqrt((1 - x) * (1 + x)), x)
-
-    def asinh(self, x):
-        a = tl.abs(x)
-        y = tl.log(a + tl.sqrt(a * a + 1))
-        y = tl.where(a < 0.03, a - a * a * a / 6, y)
-        return tl.where(x < 0, -y, y)
-
-    def acosh(self, x):
-        return tl.log(x + tl.sqrt(x * x - 1))
-
-    def atanh(self, x):
-        y = 0.5 * tl.log((1 + x) / (1 - x))
-        return tl.where(tl.abs(x) < 0.03, x + x * x * x / 3, y)
-
-    def expm1(self, x):
-        return tl.where(tl.abs(x) < 0.03, x + x * x / 2 + x * x * x / 6, tl.exp(x) - 1)
-
-    def log1p(self, x):
-        return tl.where(tl.abs(x) < 0.03, x - x * x / 2 + x * x * x / 3, tl.log(1 + x))
-
-    def log10(self, x):
-        return tl.log2(x) * 0.30102999566398120
-
-    def exp10(self, x):
-        return tl.exp2(x * 3.3219280948873623)
-
-    def cbrt(self, x):
-        y = tl.exp2(tl.log2(tl.abs(x)) / 3)
-        return tl.where(x < 0, -y, tl.where(x == 0, x, y))
-
-    def hypot(self, a, b):
-        return tl.sqrt(a * a + b * b)
-
-    def trunc(self, x):
-        return tl.where(x < 0, tl.ceil(x), tl.floor(x))
-
-    def round(self, x):
-        # Halfway cases away from zero.
-        return tl.where(x < 0, tl.ceil(x - 0.5), tl.floor(x + 0.5))
-
-    def rint(self, x):
-        # Halfway cases to even.
-        r = tl.floor(x + 0.5)
-        odd = (r - 2 * tl.floor(r * 0.5)) != 0
-        return tl.where(((r - x) == 0.5) & odd, r - 1, r)
-
-    nearbyint = rint
-
-    def fmod(self, a, b):
-        return a - self.trunc(a / b) * b
-
-    def copysign(self, a, b):
-        return tl.where(b < 0, -tl.abs(a), tl.abs(a))
-
-    def erfc(self, x):
-        return 1 - tl.erf(x)
-
-    def isnan(self, x):
-        return x != x
-
-    def isinf(self, x):
-        return tl.abs(x) == float("inf")
-
-    def signbit(self, x):
-        return x < 0
-
     def __getattr__(self, name):
+        if name in _NUMPY:
+            function = _NUMPY[name]
+            return lambda *args: _numpy(function, *args)
+        if name in _PREDICATES:
+            function, dtype = _PREDICATES[name]
+            return lambda x: _numpy(function, x, result=dtype)
         raise AttributeError(f"libdevice.{name} has no interpreter fallback in ntsym")
 
 

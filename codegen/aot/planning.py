@@ -217,7 +217,8 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
                             "pass a separate output"))
 
     # The facts that choose a variant.
-    int64_terms = " || ".join(f"ntsym_needs_int64(&{p.name})" for p in tensor_params) or "0"
+    int64_terms = " || ".join([f"ntsym_needs_int64(&{p.name})" for p in tensor_params]
+                              + [_logical_peak(ir, meta_subs)]) or "0"
     axes = [Axis("NTSYM_INT64", (0, 1), f"({int64_terms})", "int64")]
     size_args = [a for a in ir.size_args if not a.constexpr]
     aligned = [f"((uintptr_t){p.name}.data % 16 == 0)" for p in tensor_params]
@@ -380,3 +381,28 @@ def _variant(ir, generated, assignment, meta, known, choices, advance):
         else:
             raise AotError(f"kernel `{ir.name}`: no value for the kernel parameter {arg}")
     return Variant(dict(assignment), signature, constexprs, attrs, launch)
+
+
+def _logical_peak(ir, meta_subs):
+    """C: whether a logical index can pass 2**31 - 1 (codegen/index_width.py),
+    over the sizes the launcher has read; "1" where a bound is not in them."""
+    from codegen.index_width import LIMIT, peaks
+
+    bounds = peaks(ir.params)
+    if bounds is None:
+        return "1"
+    bounds = [sympy.sympify(b).xreplace({k: v for k, v in meta_subs.items() if v is not None}) for b in bounds]
+    known = {a.symbol for a in ir.size_args if not a.constexpr}
+    terms = []
+    for b in bounds:
+        if b.is_Number:
+            if b > LIMIT:
+                return "1"
+            continue
+        if not b.free_symbols <= known:
+            return "1"
+        try:
+            terms.append(f"({c_expr(b)} > INT64_C({LIMIT}))")
+        except AotError:
+            return "1"
+    return " || ".join(terms) or "0"

@@ -6,12 +6,15 @@ import sympy
 from codegen.aot.common import AotError
 
 
-def standalone_source(ir, generated, display, configs):
+def standalone_source(ir, generated, display, configs, spec):
     """The generated ``@triton.jit`` kernel and a launcher that needs only
-    ``torch`` and ``triton``: shape and launch checks, index width, the
-    compile-time flags, and ``configs`` (dicts of block sizes, ``num_warps``,
-    ``num_stages``, ``advance``; the first is the default, ``config=i`` picks
-    another)."""
+    ``torch`` and ``triton``: the torch launcher's argument checks (embedded
+    from the runtime, codegen/aot/embedded.py), shape and launch checks, index
+    width, the compile-time flags, and ``configs`` (dicts of block sizes,
+    ``num_warps``, ``num_stages``, ``advance``; the first is the default,
+    ``config=i`` picks another)."""
+    from codegen.aot.embedded import checks_source
+    from codegen.launcher import _check_sizes
     from codegen.printer import Printer, to_source
 
     host = Printer(mode="host")
@@ -31,6 +34,7 @@ def standalone_source(ir, generated, display, configs):
     body = [f"if len(args) != {len(own)}:",
             f"    raise TypeError('kernel `{ir.name}` takes {len(own)} arguments ({', '.join(p.name for p in own)}), "
             "got %d' % len(args))",
+            "runtime.check_arguments(SPEC, args)",
             f"{', '.join(p.name for p in own)}{',' if len(own) == 1 else ''} = args"]
     for p in own:
         if p.kind in ("tensor", "shape"):
@@ -42,13 +46,8 @@ def standalone_source(ir, generated, display, configs):
                 if p.kind == "tensor":
                     strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
                     body.append(f"{', '.join(strides)}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
-    for p in own:
-        if p.kind in ("tensor", "shape"):
-            for d, s in enumerate(p.source_sizes):
-                if not isinstance(s, sympy.Symbol):
-                    body.append(f"if {p.name}.shape[{d}] != {to_source(host(s))}:")
-                    body.append(f"    raise ValueError('{p.name}.shape[{d}] (=%d) must equal %d: the arrangement "
-                                f"fixes it' % ({p.name}.shape[{d}], {to_source(host(s))}))")
+    body += [line for node in _check_sizes([p for p in own if p.kind in ("tensor", "shape")])
+             for line in to_source(node).splitlines()]  # the torch launcher's size checks
     body.append("meta = dict(CONFIGS[config])")
     body.append("meta.update({k: v for k, v in given.items() if v is not None})")
     for m in metas:
@@ -61,7 +60,7 @@ def standalone_source(ir, generated, display, configs):
         body.append(f"    raise ValueError({(str(check.relation) + ' must hold: ' + reason + ' (' + shown + ')')!r} % "
                     f"({''.join(n + ', ' for n in names)}))")
     body.append(f"tensors = ({''.join(p.name + ', ' for p in tensors)})")
-    body.append("int64 = any(_needs_int64(t) for t in tensors)")
+    body.append(f"int64 = any(_needs_int64(t) for t in tensors) or {_logical_peak(ir, host, to_source)}")
     kwargs, args = [], []
     pow2 = {s.name: n for n, s in records.pow2.items()}
     contig = {flag: tensor for tensor, flag in records.contiguity_flags.items()}
@@ -115,5 +114,24 @@ def standalone_source(ir, generated, display, configs):
               "            return True",
               "    return extent >= 2**31 - 1"]
     configs_src = "CONFIGS = [\n" + "".join(f"    {c!r},\n" for c in configs) + "]"
-    parts = ["\n".join(head), kernels, configs_src, "\n".join(helper), "\n".join(launcher)]
+    parts = ["\n".join(head), checks_source(spec), kernels, configs_src, "\n".join(helper), "\n".join(launcher)]
     return "\n\n\n".join(parts) + "\n"
+
+
+def _logical_peak(ir, host, to_source):
+    """Host code: whether a logical index can pass 2**31 - 1 (codegen/index_width.py),
+    in the sizes and block sizes the launcher has read; ``True`` where a bound
+    cannot be written so."""
+    from codegen.index_width import LIMIT, peaks
+    from codegen.printer import PrintError
+
+    bounds = peaks(ir.params)
+    if not bounds:
+        return "False" if bounds is not None else "True"
+    known = {a.symbol for a in ir.size_args} | {m.symbol for m in ir.meta_params}
+    if set().union(*(b.free_symbols for b in bounds)) - known:
+        return "True"
+    try:
+        return f"max({', '.join(to_source(host(b)) for b in bounds)}, 0) > {LIMIT}"
+    except PrintError:
+        return "True"

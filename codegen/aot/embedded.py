@@ -1,0 +1,120 @@
+"""The torch launcher's argument checks, for standalone modules.
+
+A standalone module (``kernel.export``) needs torch and triton only, yet must
+refuse every call the torch launcher refuses: bool tensors in arithmetic,
+uint8 meeting int8, written tensors with stride 0, tensors that share memory
+with a written one, lazily negated views, sizes outside ``shape_options``.
+Rather than restate those checks, the module embeds the runtime's own
+functions by their source (``runtime.check_arguments`` and every function of
+``codegen.runtime`` it calls, found through the names its code reads), with
+the facts they read from ``Spec`` as literals, and a few stand-ins for what
+lives outside the runtime (``fail``, ``traced``, ``promotion.refusal``).
+A name the checks read that is neither embedded, a stand-in nor a builtin
+stops the export, so a check added to the runtime cannot go missing here."""
+
+import builtins
+import dis
+import dataclasses
+import inspect
+import textwrap
+import types
+
+from codegen import promotion, runtime
+from codegen.aot.common import AotError
+
+# Where the checks start: the launcher calls these.
+_ENTRIES = ("check_arguments", "check_size", "check_shape")
+# What the checks read that is defined outside codegen.runtime.
+_STAND_INS = '''
+class LaunchError(ValueError):
+    """A call the kernel refuses (ntsym's LaunchError, in a standalone module)."""
+
+
+def fail(message):
+    raise LaunchError(message)
+
+
+def traced(tensors):
+    return False  # a standalone module is not traced
+
+
+def _interpreting():
+    value = os.environ.get("TRITON_INTERPRET", "")
+    return value.lower() in ("1", "true", "yes", "on") or not torch.cuda.is_available()
+'''
+_STAND_IN_NAMES = {"LaunchError", "fail", "traced", "promotion"}
+_MODULES = {"functools", "itertools", "os", "torch", "math"}
+# Spec fields the module does not need (large, or not plain data).
+_SKIPPED = {"kernel_source", "locations", "index_peak", "metas", "meta_by_name", "params", "streamed_tiles"}
+
+
+def _globals(code):
+    """The global names ``code`` (and the functions nested in it) looks up."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _globals(const)
+    return names
+
+
+def _closure():
+    """The runtime functions the entry points reach, in a stable order."""
+    found, todo = {}, list(_ENTRIES)
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found[name] = getattr(runtime, name)
+        for used in sorted(_globals(inspect.unwrap(found[name]).__code__)):
+            value = getattr(runtime, used, None)
+            if isinstance(inspect.unwrap(value) if callable(value) else value, types.FunctionType) \
+                    and inspect.unwrap(value).__module__ == runtime.__name__:
+                todo.append(used)
+            elif not (used in _STAND_IN_NAMES or used in _MODULES or hasattr(builtins, used)):
+                raise AotError(f"standalone module: the runtime check `{name}` reads `{used}`, which is not embedded")
+    return [found[n] for n in sorted(found)]
+
+
+def _spec_literal(spec):
+    """``SPEC``: the facts the checks read, as a class of literals."""
+    lines = ["class SPEC:", '    """The facts of the kernel its argument checks read."""',
+             "    interpreting = _interpreting()"]
+    for f in dataclasses.fields(spec):
+        if f.name in _SKIPPED or f.name == "interpreting":
+            continue
+        value = getattr(spec, f.name)
+        text = _literal(value)
+        try:
+            same = eval(text, {"frozenset": frozenset}) == value  # noqa: S307 (our own literals)
+        except Exception:
+            same = False
+        if not same:
+            raise AotError(f"standalone module: the kernel fact `{f.name}` has no literal form ({text[:60]})")
+        lines.append(f"    {f.name} = {text}")
+    return "\n".join(lines)
+
+
+def _literal(value):
+    """``repr`` in a stable order: sets and dicts sorted, so the module's
+    source (and a build keyed by it) does not vary between processes."""
+    if isinstance(value, frozenset):
+        return "frozenset({" + ", ".join(sorted(_literal(v) for v in value)) + "})" if value else "frozenset()"
+    if isinstance(value, dict):
+        return "{" + ", ".join(sorted(f"{_literal(k)}: {_literal(v)}" for k, v in value.items())) + "}"
+    if isinstance(value, tuple):
+        return "(" + "".join(_literal(v) + ", " for v in value).rstrip(" ") + ")" if len(value) != 1 else \
+            f"({_literal(value[0])},)"
+    return repr(value)
+
+
+def checks_source(spec):
+    """The module-level source of the argument checks for ``spec``'s kernel:
+    imports, stand-ins, ``SPEC`` and the runtime's functions, and ``runtime``,
+    a namespace under which the launcher calls them."""
+    functions = _closure()
+    refusal = textwrap.dedent(inspect.getsource(promotion.refusal)).replace("def refusal(", "def _refusal(", 1)
+    parts = ["import functools\nimport itertools\nimport os\nimport types", _STAND_INS.strip(), refusal,
+             "promotion = types.SimpleNamespace(refusal=_refusal)", _spec_literal(spec)]
+    parts += [textwrap.dedent(inspect.getsource(f)).strip() for f in functions]
+    parts.append("runtime = types.SimpleNamespace(" + ", ".join(f"{n}={n}" for n in _ENTRIES) + ")")
+    return "\n\n\n".join(parts)

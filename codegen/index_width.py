@@ -1,0 +1,154 @@
+"""Index width: whether a launch's index math needs 64 bits.
+
+Two things can pass 2**31 - 1. The byte-free element offsets ``sum(index_d *
+stride_d)`` reach the tensor's memory extent (``runtime.needs_int64``). And the
+logical indices an arrangement computes before they become coordinates reach
+the tensor's logical size, which for a view with stride 0 (``expand``) or a
+flattened slice (``x.flatten()[2**31 - 8:]``) is far past its memory: the flat
+index ``4096 * pid + t + 2**31 - 8`` overflows int32 even though every element
+it finally addresses is near the start of memory.
+
+The second is bounded here, at ``make``, with SymPy: for every index
+expression, mask condition and level extent of a tensor, a bound on the
+magnitude of every intermediate value the kernel computes for it (sums and
+products of the operands' bounds; an index variable is below its level's
+extent), as expressions in sizes and compile-time values. At launch they are
+evaluated with the call's sizes (compile-time values not given yet at their
+largest candidate); past 2**31 - 1, the launch takes the 64-bit index math,
+in which the sizes that index math multiplies are widened too."""
+
+import sympy
+
+from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+
+LIMIT = 2**31 - 1
+_UNBOUNDED = 2**20  # a compile-time value with no candidates or bound: Triton's largest block
+
+
+# Integer functions as Python computes them on ints (the bounds hold no others).
+_INTEGER_FUNCTIONS = {
+    "Max": max, "Min": min, "FloorDiv": lambda a, b: a // b, "CeilDiv": lambda a, b: -(-a // b),
+    "cdiv": lambda a, b: -(-a // b), "Mod": lambda a, b: a % b,
+}
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _magnitude(e, ranges, found):
+    """A bound on ``|e|`` for every value of its variables; appends the
+    bounds of ``e``'s intermediate values to ``found``."""
+    if e.is_Number:
+        return abs(e)
+    if e.is_Symbol:
+        if e in ranges:
+            return sympy.Max(ranges[e] - 1, 0)
+        return e if e.is_nonnegative else sympy.Abs(e)
+    args = [_magnitude(a, ranges, found) for a in e.args]
+    if isinstance(e, sympy.Add):
+        m = sympy.Add(*args)
+    elif isinstance(e, sympy.Mul):
+        m = sympy.Mul(*args)
+    elif isinstance(e, (FloorDiv, CeilDiv, Mod)):
+        # ``a // b`` and ``a % b`` compute ``(a // b) * b``: up to |a| + |b|.
+        m = args[0] + args[1]
+    elif isinstance(e, (sympy.Max, sympy.Min)):
+        m = sympy.Add(*args)
+    elif isinstance(e, sympy.Pow) and e.exp.is_Integer and e.exp >= 0:
+        m = args[0] ** e.exp
+    elif isinstance(e, sympy.Abs):
+        m = args[0]
+    else:
+        raise _Unknown(e)
+    found.append(m)
+    return m
+
+
+def peaks(params):
+    """Bounds (SymPy, in sizes and compile-time values) of every value the
+    index math of the tensors ``params`` (``ir.TensorParam``) computes; None
+    where an expression holds a function this does not bound."""
+    found = []
+    for p in params:
+        if p.kind != "tensor" or not p.levels:
+            continue
+        ranges = {v: n for names, shape in zip(p.level_vars, p.levels) for v, n in zip(names, shape)}
+        exprs = list(p.index) + [n for shape in p.levels for n in shape]
+        exprs += [side for c in p.conditions if isinstance(c, sympy.core.relational.Relational) for side in c.args]
+        for e in exprs:
+            try:
+                _magnitude(sympy.sympify(e), ranges, found)
+            except _Unknown:
+                return None
+    return tuple(dict.fromkeys(f for f in found if not f.is_Number or f > LIMIT))
+
+
+def multiplied_sizes(params, size_args):
+    """The runtime size arguments the index math multiplies by another
+    runtime value: under 64-bit index math they are widened first."""
+    sizes = {a.symbol for a in size_args if a.kind == "size" and not a.constexpr}
+    found = set()
+    for p in params:
+        if p.kind != "tensor":
+            continue
+        exprs = list(p.index) + [side for c in p.conditions if isinstance(c, sympy.core.relational.Relational)
+                                 for side in c.args]
+        for e in exprs:
+            for term in sympy.preorder_traversal(sympy.sympify(e)):
+                if isinstance(term, sympy.Mul):
+                    symbols = [s for f in term.args for s in f.free_symbols]
+                    mine = [s for s in symbols if s in sizes]
+                    if mine and len(set(symbols)) > 1:
+                        found.update(mine)
+    return sorted(s.name for s in found)
+
+
+class IndexPeak:
+    """``peak(tensors, metas)``: whether a launch's logical indices can pass
+    2**31 - 1 (see the module). ``tensors`` in the order of the tensor
+    parameters; ``metas``: name -> the value the call gave, or None."""
+
+    def __init__(self, bounds, size_args, tensor_names, meta_params, aliases=()):
+        self.bounds = bounds
+        self.sizes = {a.symbol: (tensor_names.index(a.param), a.kind, a.dim) for a in size_args
+                      if a.param in tensor_names}
+        self.metas = {m.symbol: m for m in meta_params}
+        self.aliases = dict(aliases)  # symbol -> the size symbol whose value bounds it
+        symbols = sorted(set().union(*(b.free_symbols for b in bounds or ())), key=lambda s: s.name)
+        self.symbols = symbols
+        self.function = None
+        if bounds:
+            self.function = sympy.lambdify(symbols, sympy.Max(*bounds), modules=[_INTEGER_FUNCTIONS, "math"])
+
+    def __call__(self, tensors, metas):
+        if self.bounds is None:
+            return True  # an index expression this cannot bound: 64-bit
+        if self.function is None:
+            return False
+        values = []
+        for s in self.symbols:
+            value = self._value(s, tensors, metas)
+            if value is None:
+                return True
+            values.append(value)
+        return self.function(*values) > LIMIT
+
+    def _value(self, symbol, tensors, metas):
+        symbol = self.aliases.get(symbol, symbol)
+        if symbol in self.sizes:
+            i, kind, dim = self.sizes[symbol]
+            t = tensors[i]
+            return t.shape[dim] if kind == "size" else abs(t.stride(dim))
+        meta = self.metas.get(symbol)
+        if meta is None:
+            return None
+        given = (metas or {}).get(symbol.name)
+        if given is not None:
+            return given
+        if meta.candidates:
+            return max(meta.candidates)
+        for value in (meta.upper_bound, meta.default):
+            if value is not None:
+                return value
+        return _UNBOUNDED

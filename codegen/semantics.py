@@ -1,0 +1,128 @@
+"""Torch's meaning of the application's operators, where Triton's differs.
+
+- ``//`` and ``%`` round the quotient toward negative infinity, as Python and
+  torch do (``-7 // 2 == -4``, ``-7 % 2 == 1``, ``-7.5 % 2 == 0.5``); Triton
+  truncates signed integers (-3 and -1) and takes C's ``fmod`` for floats.
+  Where both operands are proved non-negative (index math over offsets, loop
+  variables and sizes) or are Python numbers at compile time, the two agree
+  and the operator is emitted as written; otherwise through ``ntsym_py_floordiv``
+  or ``ntsym_py_mod``, which add one select.
+- ``maximum``, ``minimum`` and ``clamp`` propagate NaN, as torch's do (Triton's
+  default returns the other operand), and the ``max`` and ``min`` reductions
+  return NaN where their operand holds one (``ntsym_max``, ``ntsym_min``:
+  Triton's drop NaN; a second reduction counts NaNs); ``argmax`` and
+  ``argmin`` point at the first NaN, as torch's do. Index math is exempt: it
+  holds no NaN.
+"""
+
+import ast
+
+from codegen import bounds
+
+HELPERS = {
+    "ntsym_py_floordiv": """
+@triton.jit
+def ntsym_py_floordiv(a, b):
+    \"\"\"a // b as Python and torch compute it: rounded toward negative
+    infinity, where Triton truncates signed integers.\"\"\"
+    q = a // b
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+""",
+    "ntsym_py_mod": """
+@triton.jit
+def ntsym_py_mod(a, b):
+    \"\"\"a % b as Python and torch compute it: the sign of b, where Triton's
+    remainder (and C's fmod) has the sign of a.\"\"\"
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+""",
+    "ntsym_max": """
+@triton.jit
+def ntsym_max(x, axis: tl.constexpr = None, keep_dims: tl.constexpr = False):
+    \"\"\"tl.max that returns NaN where the operand holds one, as torch.max does.\"\"\"
+    m = tl.max(x, axis, keep_dims=keep_dims)
+    if tl.constexpr(x.dtype.is_floating()):
+        m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
+    return m
+""",
+    "ntsym_min": """
+@triton.jit
+def ntsym_min(x, axis: tl.constexpr = None, keep_dims: tl.constexpr = False):
+    \"\"\"tl.min that returns NaN where the operand holds one, as torch.min does.\"\"\"
+    m = tl.min(x, axis, keep_dims=keep_dims)
+    if tl.constexpr(x.dtype.is_floating()):
+        m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
+    return m
+""",
+    "ntsym_argmax": """
+@triton.jit
+def ntsym_argmax(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, keep_dims: tl.constexpr = False):
+    \"\"\"tl.argmax that points at the first NaN where the operand holds one, as torch.argmax does.\"\"\"
+    i = tl.argmax(x, axis, tie_break_left=tie_break_left, keep_dims=keep_dims)
+    if tl.constexpr(x.dtype.is_floating()):
+        nan = (x != x).to(tl.int32)
+        i = tl.where(tl.max(nan, axis, keep_dims=keep_dims) != 0, tl.argmax(nan, axis, keep_dims=keep_dims), i)
+    return i
+""",
+    "ntsym_argmin": """
+@triton.jit
+def ntsym_argmin(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, keep_dims: tl.constexpr = False):
+    \"\"\"tl.argmin that points at the first NaN where the operand holds one, as torch.argmin does.\"\"\"
+    i = tl.argmin(x, axis, tie_break_left=tie_break_left, keep_dims=keep_dims)
+    if tl.constexpr(x.dtype.is_floating()):
+        nan = (x != x).to(tl.int32)
+        i = tl.where(tl.max(nan, axis, keep_dims=keep_dims) != 0, tl.argmax(nan, axis, keep_dims=keep_dims), i)
+    return i
+""",
+}
+
+_ELEMENTWISE = {"maximum", "minimum", "clamp"}
+_REDUCTIONS = {"max": "ntsym_max", "min": "ntsym_min", "argmax": "ntsym_argmax", "argmin": "ntsym_argmin"}
+
+
+class SemanticsMixin:
+    """Torch's meaning of ``//``, ``%`` and NaN in the emitted kernel (see the
+    module). Needs the emitter's ``expr``, ``index_value``, ``number``,
+    ``alias`` and ranges."""
+
+    def division(self, node):
+        """``a // b`` or ``a % b`` of the application, floored."""
+        left, right = self.expr(node.left), self.expr(node.right)
+        if self._floors_as_written(node):
+            return ast.BinOp(left=left, op=node.op, right=right)
+        name = "ntsym_py_floordiv" if isinstance(node.op, ast.FloorDiv) else "ntsym_py_mod"
+        return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[left, right], keywords=[])
+
+    def _floors_as_written(self, node):
+        """Whether Triton's ``//``/``%`` of ``node`` equal Python's: Python
+        numbers on both sides, or a dividend proved >= 0 and a divisor >= 1."""
+        if self.number(node.left) and self.number(node.right):
+            return True
+        a, b = self.index_value(node.left), self.index_value(node.right)
+        if a is None or b is None:
+            return False
+        ranges = {**self.base_ranges(), **self.values.tile_vars}
+        return bounds.nonnegative(a, ranges) and bounds.nonnegative(b - 1, ranges)
+
+    def nan_semantics(self, node, emitted):
+        """``emitted``, the call ``node`` became, with NaN propagated as torch
+        does: ``propagate_nan=ALL`` for maximum, minimum and clamp; the
+        ``max``/``min`` reductions through ``ntsym_max``/``ntsym_min``."""
+        if not (isinstance(emitted, ast.Call) and isinstance(emitted.func, ast.Attribute)
+                and isinstance(emitted.func.value, ast.Name) and emitted.func.value.id == "tl"):
+            return emitted
+        from_application = self.alias(node.func.value) == "tl" if isinstance(node.func, ast.Attribute) else (
+            isinstance(node.func, ast.Name) and node.func.id in ("max", "min"))
+        if not from_application or self.index_value(node) is not None:
+            return emitted
+        name = emitted.func.attr
+        if name in _ELEMENTWISE and not any(k.arg == "propagate_nan" for k in emitted.keywords):
+            propagate = ast.parse("tl.PropagateNan.ALL", mode="eval").body
+            return ast.Call(func=emitted.func, args=emitted.args,
+                            keywords=emitted.keywords + [ast.keyword(arg="propagate_nan", value=propagate)])
+        allowed = ("axis", "keep_dims", "tie_break_left") if name.startswith("arg") else ("axis", "keep_dims")
+        if name in _REDUCTIONS and len(emitted.args) <= 2 and all(k.arg in allowed for k in emitted.keywords):
+            return ast.Call(func=ast.Name(id=_REDUCTIONS[name], ctx=ast.Load()), args=emitted.args,
+                            keywords=emitted.keywords)
+        return emitted
