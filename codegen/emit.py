@@ -13,6 +13,7 @@ from codegen.launcher import launcher
 from codegen.printer import Printer, to_source
 from codegen.promotion import meetings
 from codegen.semantics import HELPERS as SEMANTIC_HELPERS
+from codegen.semantics import INTERPRETING as SEMANTIC_INTERPRETING
 from codegen.signature import jit_function, kernel_args, param, positional
 from codegen.template import stmt, stmts
 
@@ -76,9 +77,11 @@ def emit(ir):
         kernel_src += "\n\n\n" + persistent.source
     launcher_src = launcher(ir, emitter, checks, persistent)
     helpers = [HELPERS[h].strip() for h in sorted(HELPERS) if h + "(" in kernel_src]
+    interpreting_switch = any("NTSYM_INTERPRETING" in h for h in helpers)
     header = [
         f'"""ntsym kernel `{ir.name}` (generated; do not edit)."""',
         "",
+        *(["import os", ""] if interpreting_switch else []),
         "import torch",
         "import triton",
         "import triton.language as tl",
@@ -86,6 +89,8 @@ def emit(ir):
     if emitter.records.uses_libdevice:
         header.append("from ntsym.language import libdevice")
     header += ["", "from codegen import runtime", "from codegen.runtime import cdiv, next_power_of_2"]
+    if interpreting_switch:
+        header += ["", SEMANTIC_INTERPRETING]
     parts = ["\n".join(header)] + helpers + [kernel_src, launcher_src]
     source = "\n\n\n".join(parts) + "\n"
     generated = Generated(source, kernel_name, "launch", checks, emitter.records.pow2, written)

@@ -10,7 +10,9 @@
 - ``maximum``, ``minimum`` and ``clamp`` propagate NaN, as torch's do (Triton's
   default returns the other operand), and the ``max`` and ``min`` reductions
   return NaN where their operand holds one (``ntsym_max``, ``ntsym_min``:
-  Triton's drop NaN; a second reduction counts NaNs); ``argmax`` and
+  Triton's drop NaN; on a GPU one reduction combining with ``maximum``'s NaN
+  form, in the interpreter a second reduction counting NaNs, as the
+  interpreter would run a combine function lane by lane); ``argmax`` and
   ``argmin`` point at the first NaN, as torch's do. Index math is exempt: it
   holds no NaN.
 """
@@ -39,20 +41,46 @@ def ntsym_py_mod(a, b):
 """,
     "ntsym_max": """
 @triton.jit
+def ntsym_max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
 def ntsym_max(x, axis: tl.constexpr = None, keep_dims: tl.constexpr = False):
     \"\"\"tl.max that returns NaN where the operand holds one, as torch.max does.\"\"\"
-    m = tl.max(x, axis, keep_dims=keep_dims)
     if tl.constexpr(x.dtype.is_floating()):
-        m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
+        if NTSYM_INTERPRETING:  # the interpreter would run a combine function lane by lane
+            m = tl.max(x, axis, keep_dims=keep_dims)
+            m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
+        else:  # one reduction, as tl.max's (narrow floats in float32), combining with maximum.NaN
+            y = x
+            if tl.constexpr(x.dtype.primitive_bitwidth < 32):
+                y = x.to(tl.float32)
+            m = tl.reduce(y, axis, ntsym_max_nan, keep_dims=keep_dims)
+    else:
+        m = tl.max(x, axis, keep_dims=keep_dims)
     return m
 """,
     "ntsym_min": """
 @triton.jit
+def ntsym_min_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
 def ntsym_min(x, axis: tl.constexpr = None, keep_dims: tl.constexpr = False):
     \"\"\"tl.min that returns NaN where the operand holds one, as torch.min does.\"\"\"
-    m = tl.min(x, axis, keep_dims=keep_dims)
     if tl.constexpr(x.dtype.is_floating()):
-        m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
+        if NTSYM_INTERPRETING:  # the interpreter would run a combine function lane by lane
+            m = tl.min(x, axis, keep_dims=keep_dims)
+            m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
+        else:  # one reduction, as tl.min's (narrow floats in float32), combining with minimum.NaN
+            y = x
+            if tl.constexpr(x.dtype.primitive_bitwidth < 32):
+                y = x.to(tl.float32)
+            m = tl.reduce(y, axis, ntsym_min_nan, keep_dims=keep_dims)
+    else:
+        m = tl.min(x, axis, keep_dims=keep_dims)
     return m
 """,
     "ntsym_argmax": """
@@ -76,6 +104,12 @@ def ntsym_argmin(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, kee
     return i
 """,
 }
+
+# Module-level constant of the helpers that differ between the interpreter and a
+# GPU: Triton's own switch (TRITON_INTERPRET, which ntsym sets where no GPU is).
+INTERPRETING = (
+    'NTSYM_INTERPRETING = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on"))'
+)
 
 _ELEMENTWISE = {"maximum", "minimum", "clamp"}
 _REDUCTIONS = {"max": "ntsym_max", "min": "ntsym_min", "argmax": "ntsym_argmax", "argmin": "ntsym_argmin"}

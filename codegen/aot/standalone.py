@@ -26,6 +26,11 @@ def standalone_source(ir, generated, display, configs, spec):
             "", "import torch", "import triton", "import triton.language as tl"]
     if generated.records.uses_libdevice:
         head.append("from triton.language.extra import libdevice")
+    if "NTSYM_INTERPRETING" in kernels:
+        from codegen.semantics import INTERPRETING
+
+        head[2:2] = ["import os", ""]
+        head += ["", INTERPRETING]
     records = generated.records
     by_name = {p.name: p for p in ir.params}
     own = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
