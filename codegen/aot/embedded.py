@@ -19,7 +19,7 @@ import inspect
 import textwrap
 import types
 
-from codegen import promotion, runtime
+from codegen import promotion, runtime, writes
 from codegen.aot.common import AotError
 
 # Where the checks start: the launcher calls these.
@@ -38,11 +38,15 @@ def traced(tensors):
     return False  # a standalone module is not traced
 
 
+def is_fake(tensor):
+    return False
+
+
 def _interpreting():
     value = os.environ.get("TRITON_INTERPRET", "")
     return value.lower() in ("1", "true", "yes", "on") or not torch.cuda.is_available()
 '''
-_STAND_IN_NAMES = {"LaunchError", "fail", "traced", "promotion"}
+_STAND_IN_NAMES = {"LaunchError", "fail", "traced", "is_fake", "promotion"}
 _MODULES = {"functools", "itertools", "os", "torch", "math"}
 # Spec fields the module does not need (large, or not plain data).
 _SKIPPED = {"kernel_source", "locations", "index_peak", "metas", "meta_by_name", "params", "streamed_tiles"}
@@ -57,22 +61,31 @@ def _globals(code):
     return names
 
 
+# Modules whose functions the checks may reach and that are embedded with them.
+_EMBEDDED = {runtime.__name__, writes.__name__}
+
+
 def _closure():
-    """The runtime functions the entry points reach, in a stable order."""
-    found, todo = {}, list(_ENTRIES)
+    """The functions the entry points reach (in the runtime and the modules of
+    ``_EMBEDDED``), in a stable order, and the numbers and strings of those
+    modules they read (name -> value)."""
+    found, todo, constants = {}, [(name, runtime) for name in _ENTRIES], {}
     while todo:
-        name = todo.pop()
+        name, module = todo.pop()
         if name in found:
             continue
-        found[name] = getattr(runtime, name)
-        for used in sorted(_globals(inspect.unwrap(found[name]).__code__)):
-            value = getattr(runtime, used, None)
+        found[name] = getattr(module, name)
+        function = inspect.unwrap(found[name])
+        for used in sorted(_globals(function.__code__)):
+            value = function.__globals__.get(used)
             if isinstance(inspect.unwrap(value) if callable(value) else value, types.FunctionType) \
-                    and inspect.unwrap(value).__module__ == runtime.__name__:
-                todo.append(used)
+                    and inspect.unwrap(value).__module__ in _EMBEDDED:
+                todo.append((used, inspect.getmodule(inspect.unwrap(value))))
+            elif isinstance(value, (bool, int, float, str)) and function.__module__ in _EMBEDDED:
+                constants[used] = value  # a module's constant: embedded as its literal
             elif not (used in _STAND_IN_NAMES or used in _MODULES or hasattr(builtins, used)):
                 raise AotError(f"standalone module: the runtime check `{name}` reads `{used}`, which is not embedded")
-    return [found[n] for n in sorted(found)]
+    return [found[n] for n in sorted(found)], constants
 
 
 def _spec_literal(spec):
@@ -111,10 +124,11 @@ def checks_source(spec):
     """The module-level source of the argument checks for ``spec``'s kernel:
     imports, stand-ins, ``SPEC`` and the runtime's functions, and ``runtime``,
     a namespace under which the launcher calls them."""
-    functions = _closure()
+    functions, constants = _closure()
     refusal = textwrap.dedent(inspect.getsource(promotion.refusal)).replace("def refusal(", "def _refusal(", 1)
     parts = ["import functools\nimport itertools\nimport os\nimport types", _STAND_INS.strip(), refusal,
              "promotion = types.SimpleNamespace(refusal=_refusal)", _spec_literal(spec)]
+    parts += [f"{name} = {value!r}" for name, value in sorted(constants.items())]
     parts += [textwrap.dedent(inspect.getsource(f)).strip() for f in functions]
     parts.append("runtime = types.SimpleNamespace(" + ", ".join(f"{n}={n}" for n in _ENTRIES) + ")")
     return "\n\n\n".join(parts)
