@@ -27,9 +27,9 @@ class Level:
 class Hierarchy:
     """The immutable description of an arranged tensor (see the module docstring)."""
 
-    __slots__ = ("source", "levels", "index", "conditions", "requirements")
+    __slots__ = ("source", "levels", "index", "conditions", "requirements", "padding")
 
-    def __init__(self, source, levels, index, conditions, requirements=()):
+    def __init__(self, source, levels, index, conditions, requirements=(), padding=()):
         self.source = source
         self.levels = tuple(levels)
         self.index = tuple(index)
@@ -37,8 +37,12 @@ class Hierarchy:
         # Facts about sizes that the meta-operations assumed but SymPy could not
         # decide (e.g. a squeezed symbolic size is 1); checked at launch.
         self.requirements = tuple(dict.fromkeys(requirements))
+        # The conditions ``pad`` added: an element failing only these is a
+        # padding position, part of the arranged tensor (it reads ``other``
+        # and reductions include it), not a lane past the tensor's extent.
+        self.padding = tuple(dict.fromkeys(c for c in padding if c is not sympy.true))
 
-    def substitute(self, mapping, level_pos, new_levels, extra_conditions=(), requirements=()):
+    def substitute(self, mapping, level_pos, new_levels, extra_conditions=(), requirements=(), padding=()):
         """Replace level ``level_pos`` by ``new_levels`` and its variables by
         the expressions in ``mapping``."""
         for cond in extra_conditions:
@@ -51,6 +55,7 @@ class Hierarchy:
             [e.xreplace(mapping) for e in self.index],
             [c.xreplace(mapping) for c in self.conditions] + list(extra_conditions),
             self.requirements + tuple(requirements),
+            [c.xreplace(mapping) for c in self.padding] + list(padding),
         )
 
 

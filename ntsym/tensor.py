@@ -231,8 +231,8 @@ class Tensor:
 
     # -- meta-operations ----------------------------------------------------
 
-    def _derive(self, mapping, new_levels, extra_conditions=(), requirements=()):
-        hier = self._hier.substitute(mapping, self._level, new_levels, extra_conditions, requirements)
+    def _derive(self, mapping, new_levels, extra_conditions=(), requirements=(), padding=()):
+        hier = self._hier.substitute(mapping, self._level, new_levels, extra_conditions, requirements, padding)
         return Tensor._view(hier, self._level)
 
     def _check_dims(self, op, arg_name, values):
@@ -430,6 +430,7 @@ class Tensor:
             hier.index,
             hier.conditions,
             hier.requirements,
+            hier.padding,
         )
         return Tensor._view(merged, self._level)
 
@@ -455,7 +456,7 @@ class Tensor:
                 conditions.append(sympy.Lt(expr, n))
             shape.append(n + before + after)
             vars.append(p)
-        return self._derive(mapping, [Level(shape, vars)], conditions)
+        return self._derive(mapping, [Level(shape, vars)], conditions, padding=conditions)
 
     def __getitem__(self, key):
         """Select (int) or slice (``a:b:c``) dimensions of this level, as NumPy
