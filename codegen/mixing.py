@@ -22,10 +22,36 @@ from codegen.template import expr
 _UNKNOWN_AXIS = object()
 
 
+MIXING = set(REDUCTIONS) | set(SCANS) | {"sort", "flip", "dot", "softmax"}
+
+
 def mix(em, node):
-    name = em._tl_function(node.func)
-    if not node.args or not (name in REDUCTIONS or name in SCANS or name in ("sort", "flip", "dot", "softmax")):
+    original = node
+    name, node = _function_form(em, node)
+    if name not in MIXING or not node.args:
         return None
+    call = _mix(em, node, name)
+    if call is None:
+        return None
+    em.lanes.nodes[("result", id(original))] = (original, em.lanes.nodes[("result", id(node))][1])
+    return call
+
+
+def _function_form(em, node):
+    """(the operation's name, the call as ``tl.<name>(operand, ...)``):
+    ``v.sum(1)`` is ``tl.sum(v, 1)``."""
+    name = em._tl_function(node.func)
+    if name is not None:
+        return name, node
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr in MIXING) or em.alias(func.value) is not None:
+        return None, node
+    call = ast.Call(func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=func.attr, ctx=ast.Load()),
+                    args=[func.value] + list(node.args), keywords=list(node.keywords))
+    return func.attr, ast.copy_location(call, node)
+
+
+def _mix(em, node, name):
     operand = em.expr(node.args[0])  # loads the tiles it reads, noting their lanes
     lanes = em.lanes_of(node.args[0])
     if name == "dot":
@@ -58,7 +84,7 @@ def mix(em, node):
         mixed, _ = _split(lanes, _argument(node, 1, "dim", ast.Constant(None)))
         operand = em.select(operand, lanes, mixed, -sympy.oo, node, name)
         result = masked(lanes.factors, None, lanes.rank)
-    call = ast.Call(func=em.expr(node.func), args=[operand] + [em.expr(a) for a in node.args[1:]],
+    call = ast.Call(func=em.module_function(name), args=[operand] + [em.expr(a) for a in node.args[1:]],
                     keywords=[em.keyword(k) for k in node.keywords])
     em.lanes.nodes[("result", id(node))] = (node, result)
     return call
@@ -137,7 +163,7 @@ def _flip(em, node, operand, lanes):
     """``flip`` of the lanes inside each row: ``ntsym_flip`` where lanes
     outside lie along the flipped axis."""
     mixed, _ = _split(lanes, _argument(node, 1, "dim", ast.Constant(-1)))
-    call = ast.Call(func=em.expr(node.func), args=[operand] + [em.expr(a) for a in node.args[1:]],
+    call = ast.Call(func=em.module_function("flip"), args=[operand] + [em.expr(a) for a in node.args[1:]],
                     keywords=[em.keyword(k) for k in node.keywords])
     if not mixed:
         return call
@@ -177,5 +203,5 @@ def _dot(em, node, operand, a):
         from codegen.lanes import combine
 
         result = combine(None, [result, em.lanes_of(accumulator)])
-    call = ast.Call(func=em.expr(node.func), args=[operand, other] + rest, keywords=[em.keyword(k) for k in node.keywords])
+    call = ast.Call(func=em.module_function("dot"), args=[operand, other] + rest, keywords=[em.keyword(k) for k in node.keywords])
     return _record(em, node, call, result if factors or accumulator is not None else Lanes(None, (), a.rank))

@@ -137,9 +137,9 @@ class PaddingMixin:
         if isinstance(node, ast.Subscript):
             return self._subscript_lanes(node)
         if isinstance(node, ast.Attribute):
-            if node.attr in ("shape", "dtype", "ndim") or self.alias(node.value) in ("tl", "libdevice"):
+            if node.attr in ("shape", "dtype", "ndim", "source") or self.alias(node.value) in ("tl", "libdevice"):
                 return Lanes(None, (), 0)
-            return unknown()
+            return Lanes(None, (), None) if self.lanes_of(node.value).clean else unknown()
         if isinstance(node, ast.Call):
             return self._call_lanes(node)
         if isinstance(node, (ast.Tuple, ast.List)):
@@ -203,12 +203,15 @@ class PaddingMixin:
                 return Lanes(None, (), _offsets_rank(ref, node))
         if name is None and isinstance(func, ast.Attribute) and self.alias(func.value) == "libdevice":
             return combine(None, [self.lanes_of(a) for a in node.args])
-        if name in REDUCTIONS or name in SCANS or name in ("sort", "flip", "dot", "softmax"):
+        method = isinstance(func, ast.Attribute) and self.alias(func.value) is None
+        if name in REDUCTIONS or name in SCANS or name in ("sort", "flip", "dot", "softmax") or (
+                method and func.attr in set(REDUCTIONS) | set(SCANS) | {"sort", "flip", "dot", "softmax"}):
             entry = self.lanes.nodes.get(("result", id(node)))
             if entry is not None and entry[0] is node:
                 return entry[1]
             # Computed without being emitted as such (the end of a tile's offsets).
-            return Lanes(None, (), None) if all(self.lanes_of(a).clean for a in node.args) else unknown()
+            operands = list(node.args) + ([func.value] if method else [])
+            return Lanes(None, (), None) if all(self.lanes_of(a).clean for a in operands) else unknown()
         if name in _FRESH:
             return Lanes(None, (), self._fresh_rank(name, node))
         if name in ("trans", "permute"):
@@ -220,6 +223,8 @@ class PaddingMixin:
             values = [a for a in node.args if not (name == "cast" and a is not node.args[0])]
             return combine(fn, [self.lanes_of(a) for a in values])
         lanes = [self.lanes_of(a) for a in node.args] + [self.lanes_of(k.value) for k in node.keywords]
+        if method:  # a method of a value: its lanes too
+            lanes.append(self.lanes_of(func.value))
         return CLEAN if all(l.clean for l in lanes) else unknown()
 
     def _where_lanes(self, node):
@@ -286,6 +291,10 @@ class PaddingMixin:
             factors.append(Factor.of(expr("tl.permute({f}, {dims})", f=copy.deepcopy(f.node), dims=tuple(dims)),
                                      axes, rank, f.cond))
         return Lanes(base.value, tuple(factors), rank, base.outside)
+
+    def module_function(self, name):
+        """``tl.<name>`` in the generated module."""
+        return ast.Attribute(value=self.module_name("tl"), attr=name, ctx=ast.Load())
 
     def _tl_function(self, func):
         if isinstance(func, ast.Attribute) and self.alias(func.value) == "tl":

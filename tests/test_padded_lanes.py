@@ -253,3 +253,13 @@ def test_a_reshape_of_a_tile_with_no_lanes_outside_is_reduced_as_written():
     out = torch.empty(3, 2)
     ntsym.make(arrangement, app, (Tensor(2, shape_options=width), Tensor(2)))(x, out)
     torch.testing.assert_close(out, x.reshape(3, 2, 4).sum(2))
+
+
+def test_reductions_written_as_methods_read_through_the_mask():
+    def app(x, out):
+        out = x.max(1, keep_dims=True) + ntl.cast(x, ntl.float32).sum(1, keep_dims=True)  # noqa: F841
+
+    x = _negatives()
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, (x.max(1, keepdim=True).values + x.sum(1, keepdim=True)).expand(3, 5))
