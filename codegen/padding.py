@@ -184,8 +184,16 @@ class PaddingMixin:
             factors.append(Factor.of(sub, axes, rank, f.cond))
         return Lanes(base.value, tuple(factors), rank, base.outside)
 
+    def note_result(self, node, lanes):
+        """The value of the application's call ``node`` has ``lanes`` (an
+        inlined function's result, a mixing operation's)."""
+        self.lanes.nodes[("result", id(node))] = (node, lanes if lanes is not None else unknown())
+
     def _call_lanes(self, node):
         func = node.func
+        entry = self.lanes.nodes.get(("result", id(node)))
+        if entry is not None and entry[0] is node:
+            return entry[1]
         if isinstance(func, ast.Attribute) and func.attr == "to" and self._tl_function(func) is None:
             return self.lanes_of(func.value)  # a cast keeps the lanes' value
         name = self._tl_function(func)

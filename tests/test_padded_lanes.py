@@ -263,3 +263,18 @@ def test_reductions_written_as_methods_read_through_the_mask():
     out = torch.empty(3, 5)
     _row_kernel(app)(x, out)
     torch.testing.assert_close(out, (x.max(1, keepdim=True).values + x.sum(1, keepdim=True)).expand(3, 5))
+
+
+def _doubled(v):
+    return v * 2.0
+
+
+def test_the_result_of_an_inlined_function_keeps_its_lanes():
+    def app(x, out):
+        y = _doubled(x)
+        out = ntl.max(y, axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = _negatives()
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, (2 * x).max(1, keepdim=True).values.expand(3, 5))
