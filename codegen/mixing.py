@@ -121,7 +121,9 @@ def _split(lanes, axis_node):
     axis = _axis(axis_node, lanes.rank)
     axes = None if axis is None or axis is _UNKNOWN_AXIS else {axis}
     mixed = [f for f in factors if f.mixes(axes)]
-    return mixed, [f for f in factors if f not in mixed]
+    # A factor of unknown axes (a tile read through a descriptor) is read
+    # through and stays: the result may hold such lanes too.
+    return mixed, [f for f in factors if f not in mixed or f.axes is None]
 
 
 def _reduction(em, node, name, operand, lanes):
@@ -152,6 +154,8 @@ def _reduction(em, node, name, operand, lanes):
 
 def _reduced(factor, axis):
     """A factor that does not vary along ``axis``, with that axis removed."""
+    if factor.axes is None:
+        return factor
     axes = {a + 1 if a < axis else a for a in factor.axes}
     if not factor.rank or factor.rank < -axis:
         return Factor.of(factor.node, axes, factor.rank, factor.cond)

@@ -368,6 +368,17 @@ class PaddingMixin:
             return unchanged
         changing = set().union(*({f.var.name} | set(f.assigned) for f in self.loops.frames))
         varying = [f for f in lanes.factors if f.node is None or f.names & changing]
+        # ``acc + e``, ``maximum(acc, e)``, ...: where ``e`` holds the
+        # identity, the carried value is unchanged and no select is needed
+        # (lanes read through a descriptor stay marked: their axes are not known).
+        term, identity = _accumulation(name, value_node)
+        if term is not None:
+            operand = self.lanes_of(term)
+            proved = [f for f in varying if equals(operand.at(f), identity)]
+            varying = [f for f in varying if f not in proved]
+            dropped = [f for f in proved if f.node is not None]
+            lanes = masked([f for f in lanes.factors if f not in dropped],
+                           [v for f, v in zip(lanes.factors, lanes.outside) if f not in dropped], lanes.rank)
         if not varying:
             self.lanes.locals[name] = lanes
             return unchanged
@@ -417,6 +428,26 @@ class PaddingMixin:
                 self.lanes.locals.pop(name, None)
             else:
                 self.lanes.locals[name] = state
+
+
+def _accumulation(name, node):
+    """``node`` as ``name`` combined with one term by an operation with an
+    identity: (the term, the identity), else (None, None)."""
+    operators = {ast.Add: sympy.S.Zero, ast.Sub: sympy.S.Zero, ast.Mult: sympy.S.One, ast.BitXor: sympy.S.Zero}
+    is_name = lambda n: isinstance(n, ast.Name) and n.id == name  # noqa: E731
+    if isinstance(node, ast.BinOp) and type(node.op) in operators:
+        if is_name(node.left):
+            return node.right, operators[type(node.op)]
+        if is_name(node.right) and not isinstance(node.op, ast.Sub):
+            return node.left, operators[type(node.op)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 2 \
+            and node.func.attr in ("maximum", "minimum") and not node.keywords:
+        identity = -sympy.oo if node.func.attr == "maximum" else sympy.oo
+        if is_name(node.args[0]):
+            return node.args[1], identity
+        if is_name(node.args[1]):
+            return node.args[0], identity
+    return None, None
 
 
 def _conjuncts(node):

@@ -278,3 +278,18 @@ def test_the_result_of_an_inlined_function_keeps_its_lanes():
     out = torch.empty(3, 5)
     _row_kernel(app)(x, out)
     torch.testing.assert_close(out, (2 * x).max(1, keepdim=True).values.expand(3, 5))
+
+
+def test_a_sum_over_zero_padded_chunks_needs_no_select():
+    def app(x, out):
+        acc = ntl.zeros((x.dtype.shape[1],), dtype=ntl.float32)
+        for k in range(x.shape[1]):
+            acc += x[0, k]
+        out = ntl.sum(acc)  # noqa: F841
+
+    kernel = _chunks(app)
+    assert "tl.where" not in kernel.source.split("def application_kernel")[1].split("\ndef ")[0]
+    x = torch.randn(3, 11)
+    out = torch.empty(3)
+    kernel(x, out, B=4)
+    torch.testing.assert_close(out, x.sum(1))
