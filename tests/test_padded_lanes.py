@@ -288,7 +288,7 @@ def test_a_sum_over_zero_padded_chunks_needs_no_select():
         out = ntl.sum(acc)  # noqa: F841
 
     kernel = _chunks(app)
-    assert "tl.where" not in kernel.source.split("def application_kernel")[1].split("\ndef ")[0]
+    assert "tl.where" not in kernel.source
     x = torch.randn(3, 11)
     out = torch.empty(3)
     kernel(x, out, B=4)
