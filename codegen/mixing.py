@@ -12,10 +12,12 @@ are upper bounds of index math increasing along the tile).
 """
 
 import ast
+import copy
 
 import sympy
 
-from codegen.lanes import Factor, Lanes, masked, same_everywhere, unknown
+from codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
+from codegen.printer import conjunction
 from codegen.padding import REDUCTIONS, SCANS, literal
 from codegen.template import expr
 
@@ -175,9 +177,6 @@ def _flip(em, node, operand, lanes):
     if axis is None or axis is _UNKNOWN_AXIS or lanes.rank is None or any(f.node is None for f in mixed):
         raise em.error("`flip` of a tile with lanes outside the tensor needs a constant `dim` of a tile "
                        "of known rank", node)
-    from codegen.printer import conjunction
-    import copy
-
     em.records.helpers.add("ntsym_flip")
     mask = conjunction(copy.deepcopy(f.node) for f in mixed)
     return expr("ntsym_flip({value}, {mask}, {dim})", value=operand, mask=mask, dim=ast.Constant(axis + lanes.rank))
@@ -204,8 +203,6 @@ def _dot(em, node, operand, a):
     accumulator = node.args[2] if len(node.args) > 2 else next((k.value for k in node.keywords if k.arg == "acc"), None)
     result = masked(factors, outside, a.rank)
     if accumulator is not None:
-        from codegen.lanes import combine
-
         result = combine(None, [result, em.lanes_of(accumulator)])
     call = ast.Call(func=em.module_function("dot"), args=[operand, other] + rest, keywords=[em.keyword(k) for k in node.keywords])
     return _record(em, node, call, result if factors or accumulator is not None else Lanes(None, (), a.rank))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from codegen.astutil import constant_node
-from codegen.lanes import CLEAN, Factor, Lanes, apply, combine, equals, join, masked, same_everywhere, unknown, widen
+from codegen.lanes import CLEAN, Factor, Lanes, combine, equals, join, masked, same_everywhere, unknown, widen
 from codegen.printer import PrintError, conjunction
 from codegen.refs import TileRef
 from codegen.template import expr
@@ -499,4 +499,4 @@ def literal(node):
     return None
 
 
-__all__ = ["DESCRIPTOR", "LaneState", "PaddingMixin", "apply", "literal"]
+__all__ = ["DESCRIPTOR", "LaneState", "PaddingMixin", "literal"]
