@@ -273,7 +273,8 @@ class PaddingMixin:
         if isinstance(shape, (ast.Tuple, ast.List)):
             return len(shape.elts)
         if isinstance(shape, ast.Attribute) and shape.attr == "shape":
-            return self.lanes_of(shape.value).rank
+            ref = self.resolve(shape.value)  # ``x.shape``, ``x.dtype.shape``: the tile's
+            return len(self.ref_shape(ref)) if isinstance(ref, TileRef) else self.lanes_of(shape.value).rank
         return None
 
     def _permuted_lanes(self, name, node):
