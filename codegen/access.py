@@ -75,8 +75,9 @@ class AccessMixin:
     # -- pointer access: every tile --------------------------------------------
 
     def _pointer_load(self, ref, node):
-        pointer, mask = self.address(ref, node)
-        self.note_tile(ref, mask, node)
+        address = self.tile_address(ref, node)
+        pointer, mask = self.pointer_and_mask(address, node)
+        self.note_tile(ref, mask, node, address)
         if mask is None:
             return expr("tl.load({pointer})", pointer=pointer)
         other = constant_node(masked_other(ref.param.other))

@@ -43,6 +43,9 @@ class TileAddress:
       fewer divisions, else None;
     - ``conditions``: what an element must meet to exist, the proved ones
       dropped (``[false]`` where no element exists).
+    - ``lanes``: what a lane must meet to lie inside the arranged tensor:
+      ``conditions`` less those ``pad`` added (padding positions are part of
+      the tensor: they read ``other`` and reductions include them).
     """
 
     param: object
@@ -52,6 +55,7 @@ class TileAddress:
     offset: object
     contiguous: object
     conditions: list
+    lanes: list = None  # the conditions a lane must meet to lie inside the arranged tensor
 
 
 class AddressingMixin:
@@ -98,17 +102,11 @@ class AddressingMixin:
         all_ranges = {**self.base_ranges(), **ranges, **known}
         # Implied conditions go first, while what implies them is still
         # there: a condition proved true implies its consequences too.
-        kept = []
-        for c in bounds.drop_implied(list(dict.fromkeys(conditions)), all_ranges):
-            if c is sympy.true:
-                continue
-            if c is sympy.false:
-                kept = [sympy.false]
-                break
-            if not bounds.holds(c, all_ranges):
-                kept.append(c)
+        kept = _needed(conditions, all_ranges)
+        padding = {c.xreplace(subs).xreplace(self.records.size_subs) for c in getattr(p, "padding", ())}
+        lanes = _needed([c for c in conditions if c not in padding], all_ranges) if padding else kept
         contiguous = self._contiguous_offset(p, index, offset)
-        return TileAddress(p, [vars[j] for j in vectorized], names, ranges, offset, contiguous, kept)
+        return TileAddress(p, [vars[j] for j in vectorized], names, ranges, offset, contiguous, kept, lanes)
 
     def pointer_and_mask(self, address, node):
         """Print a ``TileAddress`` as a pointer block and a mask (AST, None
@@ -383,6 +381,20 @@ class AddressingMixin:
             ranges[vars[j]] = extent
             names[vars[j]] = self.arange_name(p, ref.depth, j, pos, len(ref.dims), extent)
         return self.printer(names, ranges)(index)
+
+
+def _needed(conditions, ranges):
+    """The conditions not proved over ``ranges`` (``[false]`` where one is
+    false), those implied by others dropped."""
+    kept = []
+    for c in bounds.drop_implied(list(dict.fromkeys(conditions)), ranges):
+        if c is sympy.true:
+            continue
+        if c is sympy.false:
+            return [sympy.false]
+        if not bounds.holds(c, ranges):
+            kept.append(c)
+    return kept
 
 
 def names_key(printer):

@@ -176,12 +176,16 @@ class LoopState:
       (``loops._LoopFrame``), each collecting the pointers it carries.
     - ``pointer_names``: carried pointer blocks: access key -> name, shared
       by a peeled loop's two bodies.
+    - ``lanes_before``/``lanes_after``: per loop being emitted, the lanes of
+      locals before it and at the end of each of its bodies (``padding``).
     """
 
     ranges: dict = field(default_factory=dict)
     trips: dict = field(default_factory=dict)
     frames: list = field(default_factory=list)
     pointer_names: dict = field(default_factory=dict)
+    lanes_before: list = field(default_factory=list)
+    lanes_after: list = field(default_factory=list)
 
 
 @dataclass

@@ -34,6 +34,64 @@ def ntsym_math_arg(x):
         x = x.to(tl.float32)
     return x
 """,
+    "ntsym_lowest": """
+@triton.jit
+def ntsym_lowest(mask, x):
+    \"\"\"``x`` with the lanes outside ``mask`` set to its type's lowest value
+    (the identity of max and argmax), in its own type.\"\"\"
+    if x.dtype == tl.int8:
+        y = tl.where(mask, x, -128).to(tl.int8)
+    elif x.dtype == tl.int16:
+        y = tl.where(mask, x, -32768).to(tl.int16)
+    elif x.dtype == tl.int32:
+        y = tl.where(mask, x, -2147483648).to(tl.int32)
+    elif x.dtype == tl.int64:
+        y = tl.where(mask, x, -9223372036854775808).to(tl.int64)
+    elif x.dtype == tl.uint8 or x.dtype == tl.uint16 or x.dtype == tl.uint32 or x.dtype == tl.uint64:
+        y = tl.where(mask, x, 0).to(x.dtype)
+    elif x.dtype == tl.int1:
+        y = mask & x
+    else:
+        y = tl.where(mask, x, float("-inf")).to(x.dtype)
+    return y
+""",
+    "ntsym_highest": """
+@triton.jit
+def ntsym_highest(mask, x):
+    \"\"\"``x`` with the lanes outside ``mask`` set to its type's highest value
+    (the identity of min and argmin), in its own type.\"\"\"
+    if x.dtype == tl.int8:
+        y = tl.where(mask, x, 127).to(tl.int8)
+    elif x.dtype == tl.int16:
+        y = tl.where(mask, x, 32767).to(tl.int16)
+    elif x.dtype == tl.int32:
+        y = tl.where(mask, x, 2147483647).to(tl.int32)
+    elif x.dtype == tl.int64:
+        y = tl.where(mask, x, 9223372036854775807).to(tl.int64)
+    elif x.dtype == tl.uint8:
+        y = tl.where(mask, x, 255).to(tl.uint8)
+    elif x.dtype == tl.uint16:
+        y = tl.where(mask, x, 65535).to(tl.uint16)
+    elif x.dtype == tl.uint32:
+        y = tl.where(mask, x, 4294967295).to(tl.uint32)
+    elif x.dtype == tl.uint64:
+        y = tl.where(mask, x, 18446744073709551615).to(tl.uint64)
+    elif x.dtype == tl.int1:
+        y = ~mask | x
+    else:
+        y = tl.where(mask, x, float("inf")).to(x.dtype)
+    return y
+""",
+    "ntsym_flip": """
+@triton.jit
+def ntsym_flip(x, mask, dim: tl.constexpr):
+    \"\"\"``x`` flipped along ``dim`` within the lanes ``mask`` keeps (a
+    prefix of each row): lane i takes lane count - 1 - i; the others stay.\"\"\"
+    inside = tl.where(mask, 1, 0) + tl.zeros(x.shape, tl.int32)
+    count = tl.sum(inside, dim, keep_dims=True)
+    position = tl.cumsum(tl.full(x.shape, 1, tl.int32), dim) - 1
+    return tl.gather(x, tl.where(position < count, count - 1 - position, position), dim)
+""",
     "ntsym_mod": """
 @triton.jit
 def ntsym_mod(a, b):

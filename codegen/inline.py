@@ -62,4 +62,5 @@ class InliningMixin:
         self.blocks.pre.extend(stmts)
         if result is None:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
+        self.note_result(call, self.lanes.locals.get(result))  # the lanes of what it returns
         return ast.Name(id=result, ctx=ast.Load())

@@ -43,6 +43,7 @@ class TensorParam:
     source_sizes: tuple = ()  # the source's own size per dim (symbol or int)
     conditions: tuple = ()  # validity conditions still needed (after proofs)
     dropped: tuple = ()  # conditions proved always true
+    padding: tuple = ()  # the conditions of ``conditions`` that ``pad`` added (padding positions)
     written: bool = False
 
 

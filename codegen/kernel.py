@@ -52,6 +52,7 @@ from codegen.emit_error import EmitError, source_lines
 from codegen.ir import Check
 from codegen.inline import InliningMixin
 from codegen.loops import LoopsMixin
+from codegen.lanes import unknown
 from codegen.padding import LaneState, PaddingMixin
 from codegen.printer import Printer
 from codegen.refs import SourceRef, TileRef
@@ -217,10 +218,12 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             if isinstance(target, ast.Name) and target.id in self.tensors:
                 raise self.error(f"`{target.id}` is a parameter; annotate a new local instead", stmt)
             annotation = self.expr(stmt.annotation)
+            value = self.expr(stmt.value)
             if isinstance(target, ast.Name):
                 self.names.locals.add(target.id)
-                self.lanes.locals.pop(target.id, None)
-            return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=self.expr(stmt.value), simple=1), stmt)
+                self.note_local(target.id, stmt.value)
+                self.wrote(target.id)
+            return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=value, simple=1), stmt)
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.FloorDiv, ast.Mod)):
             # ``a //= b`` is ``a = a // b``, floored (codegen/semantics.py).
             read = copy.deepcopy(stmt.target)
@@ -233,9 +236,16 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 value = ast.BinOp(left=self.load(ref, stmt), op=stmt.op, right=self.expr(stmt.value))
                 self.invalidate(ref.param.name)
                 return self.store(ref, value, stmt)
+            value = self.expr(stmt.value)
             if isinstance(stmt.target, ast.Name):
-                self.lanes.locals.pop(stmt.target.id, None)
-            return ast.copy_location(ast.AugAssign(target=stmt.target, op=stmt.op, value=self.expr(stmt.value)), stmt)
+                combined = ast.BinOp(left=ast.Name(id=stmt.target.id, ctx=ast.Load()), op=stmt.op, right=stmt.value)
+                kept = self.carried(stmt.target.id, combined, ast.Constant(0), augmented=True)
+                if kept is not None:  # lanes outside this iteration's tiles keep the carried value
+                    whole = ast.BinOp(left=ast.Name(id=stmt.target.id, ctx=ast.Load()), op=stmt.op, right=value)
+                    kept.args[1] = whole
+                    return ast.copy_location(ast.Assign(targets=[ast.Name(id=stmt.target.id, ctx=ast.Store())],
+                                                        value=kept), stmt)
+            return ast.copy_location(ast.AugAssign(target=stmt.target, op=stmt.op, value=value), stmt)
         if isinstance(stmt, ast.Expr):
             if isinstance(stmt.value, ast.Call):
                 inlined = self.try_inline(stmt.value, statement=True)
@@ -253,16 +263,22 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 self.blocks.pre = outer
                 return taken
             test = self.expr(stmt.test)
+            before = self.lane_snapshot()
             with self._branch(stmt.body + stmt.orelse):
                 body = self.block(stmt.body)
+                then = self.lane_snapshot()
+                self.lanes.locals = dict(before)
                 self._forget(assigned_names(stmt.body))
                 orelse = self.block(stmt.orelse) if stmt.orelse else []
+            self.lane_join(assigned_names(stmt.body + stmt.orelse), [then, self.lane_snapshot()])
             return ast.copy_location(ast.If(test=test, body=body, orelse=orelse), stmt)
         if isinstance(stmt, ast.While):
             self._enter_loop()
+            before = self.lane_snapshot()
             with self._branch(stmt.body + [stmt.test]):
                 test = self.expr(stmt.test)
                 body = self.block(stmt.body)
+            self.lane_join(assigned_names(stmt.body), [before, self.lane_snapshot()])
             return ast.copy_location(ast.While(test=test, body=body, orelse=[]), stmt)
         if isinstance(stmt, ast.Pass):
             return stmt
@@ -295,8 +311,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             self.invalidate(ref.param.name)
             return self.store(ref, value, stmt)
         if isinstance(target, ast.Name):
-            value = self.expr(value_node)
-            self.note_local(target.id, value_node)
+            value = self.carried(target.id, value_node, self.expr(value_node))
             self.names.locals.add(target.id)
             self.invalidate(target.id)
             self.values.sizes.pop(target.id, None)
@@ -318,16 +333,20 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 self.shapes.padded_locals[target.id] = padded
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+            value = self.expr(value_node)
+            value_lanes = self.lanes_of(value_node)
+            unpacked = value_lanes if value_lanes.clean else unknown()
             for e in target.elts:
                 if e.id in self.tensors and e.id not in self.names.locals:
                     raise self.error(f"unpacking into the parameter `{e.id}` is not supported; assign it alone", stmt)
                 self.names.locals.add(e.id)
-                self.lanes.locals.pop(e.id, None)
+                self.lanes.locals[e.id] = unpacked
+                self.wrote(e.id)
                 self.values.index.pop(e.id, None)
                 self.values.sizes.pop(e.id, None)
                 self.shapes.padded_locals.pop(e.id, None)
                 self.shapes.padded_sizes.pop(e.id, None)
-            return ast.copy_location(ast.Assign(targets=[target], value=self.expr(value_node)), stmt)
+            return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)
 
     # -- expressions -----------------------------------------------------------
@@ -475,15 +494,15 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return inlined
         if isinstance(func, ast.Attribute) and func.attr in ("min", "max") and self.alias(func.value) == "tl" and node.args:
             end = self.index_value(node)
-            if end is not None and self.lanes_of(node.args[0])[1] is None:
+            if end is not None and self.lanes_of(node.args[0]).clean:
                 # ``ntl.min(x.offsets(d))`` over a tile without padded lanes:
                 # the offsets' value at one end of the tile, computed, where a
                 # reduction across the program's lanes would wait on its warps
                 # (causal attention's first and last key blocks of a query block).
                 return self.printer()(end)
-        reduced = self.reduction(node)  # a reduction over lanes a padded tile holds
-        if reduced is not None:
-            return reduced
+        mixed = self.mixing(node)  # an operation that mixes lanes: lanes outside the tensor kept out
+        if mixed is not None:
+            return mixed
         if isinstance(func, ast.Name) and func.id in ("max", "min") and len(node.args) == 2 and not node.keywords:
             name = "maximum" if func.id == "max" else "minimum"
             return ast.Call(

@@ -87,6 +87,30 @@ class LoopsMixin:
         start, step = self._range_start_step(it, assigned)
         self._forget(assigned)
         self._enter_loop()
+        self.loops.lanes_before.append(self.lane_snapshot())
+        self.loops.lanes_after.append([])
+        saved = dict(self.loops.ranges), dict(self.loops.trips), self.names.counter
+        try:
+            for _ in range(4):
+                loop = self._for_loop(stmt, it, args, var, start, step, assigned, ceiling, new_iter)
+                # A value the loop carries may leave an iteration with lanes
+                # outside the tensor it entered without: the body is emitted
+                # again from the wider state, until none widens.
+                widened = self.lane_widened(assigned, self.loops.lanes_before[-1], self.loops.lanes_after[-1])
+                if widened is None:
+                    return loop
+                self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
+                self.loops.ranges, self.loops.trips = dict(saved[0]), dict(saved[1])
+                self.names.counter = saved[2]
+            raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
+        finally:
+            # After the loop (it ran): what the bodies leave, those factors
+            # that read the loop's variable or what it assigns stale.
+            self.lanes.locals = self.loops.lanes_before.pop()
+            self.lane_join(assigned, self.loops.lanes_after.pop(), assigned | {var.name})
+
+    def _for_loop(self, stmt, it, args, var, start, step, assigned, ceiling, new_iter):
+        """``for_loop`` once the loop's range is known: peeled or not."""
         # A loop over the blocks of a size, cdiv(n, b) of them, is peeled:
         # the first n // b iterations see whole blocks, where masks and
         # comparisons against n may be proved away; the last one keeps them.
@@ -174,11 +198,15 @@ class LoopsMixin:
         """Emit a loop body (its advances appended), collecting the pointer
         blocks the loop carries."""
         frame = _LoopFrame(var, start, step, assigned_names(stmts))
+        frame.defined = set(self.loops.lanes_before[-1])  # names whose value an iteration may carry
+        frame.written, frame.branches = set(), self.lanes.branches  # names this iteration assigned so far
+        self.lanes.locals = dict(self.loops.lanes_before[-1])
         self.loops.frames.append(frame)
         try:
             body = self.block(stmts)
         finally:
             self.loops.frames.pop()
+        self.loops.lanes_after[-1].append(self.lane_snapshot())
         # What the emitted body assigns includes what inlined functions do (to
         # the caller's names their parameters became, and to their locals): a
         # pointer whose offset, loop index or step it changes is not carried.
@@ -215,7 +243,6 @@ class LoopsMixin:
         (a later iteration sees the new value, even where the assignment comes
         after this point in the text) or in a branch that may not run."""
         for name in names:
-            self.lanes.locals.pop(name, None)
             self.values.index.pop(name, None)
             self.values.sizes.pop(name, None)
             self.shapes.padded_locals.pop(name, None)
@@ -229,9 +256,11 @@ class LoopsMixin:
         before a block that does not follow it (``else``)."""
         assigned = assigned_names(stmts)
         self._forget(assigned)
+        self.lanes.branches += 1
         try:
             yield
         finally:
+            self.lanes.branches -= 1
             self._forget(assigned)
 
     # -- pointers carried from one iteration to the next -----------------------

@@ -1,17 +1,21 @@
-"""What the masked-out lanes of a value hold, so that a reduction over a
-padded tile sees the tensor's elements only.
+"""Lanes outside the arranged tensor never reach an operation that mixes
+lanes: safe by default.
 
-A tile padded past the tensor's end (a row of 7 elements in a block of 8) is
-loaded with its ``other`` value (0 unless the tensor declares one) on the lanes
-outside the tensor.  A reduction over them then reads those lanes: ``max`` of
-a row of negative numbers would be 0, ``argmax`` would point past the row,
-``sum(exp(x))`` would add ``exp(0)`` per padded lane.  ``lanes_of`` follows,
-through the application's arithmetic, the value such lanes hold (SymPy: a
-number, ``-oo``, or unknown) and the mask of the valid lanes; a reduction whose
-operand holds anything but the reduction's identity there reads it through
-``tl.where(mask, operand, identity)``.  Where the lanes provably hold the
-identity (softmax's ``other=-inf`` into ``max``, then ``exp(-inf) = 0`` into
-``sum``) nothing is added.
+A tile's block may hold lanes outside the tensor the user arranged (a row of
+5 in a block of 8, a window past the end, the last chunk of a loop over
+blocks); they are loaded with the tensor's ``other`` (0 unless declared).
+Every value of the application carries ``Lanes`` (``codegen/lanes.py``):
+which lanes lie inside, as factors of a mask, and what the lanes outside
+hold where SymPy knows it.  An operation that mixes lanes along some axes --
+a reduction, a scan, ``sort``, ``flip``, ``dot``, a value a loop carries
+from one tile to the next -- reads its operand through
+``tl.where(mask, operand, identity)`` for the factors along those axes,
+unless SymPy proves the lanes outside already hold the identity
+(``other=-inf`` into ``max``, ``exp(-inf) = 0`` into ``sum``, zero-padded
+tiles into ``dot``).  Proofs only remove selects: a form not followed costs a
+``where``; a shape change not followed leaves the mask unknown, and a mixing
+operation on such a value is refused.  Padding positions of ``pad()`` are
+elements of the arranged tensor: they read ``other`` and are mixed in.
 """
 
 import ast
@@ -21,163 +25,479 @@ from dataclasses import dataclass, field
 import sympy
 
 from codegen.astutil import constant_node
+from codegen.lanes import CLEAN, Factor, Lanes, combine, equals, join, masked, same_everywhere, unknown, widen
+from codegen.printer import PrintError, conjunction
 from codegen.refs import TileRef
 from codegen.template import expr
-
-# Reductions and the value that leaves them unchanged.
-IDENTITY = {"max": -sympy.oo, "argmax": -sympy.oo, "min": sympy.oo, "argmin": sympy.oo, "sum": sympy.Integer(0)}
 
 # Elementwise functions whose value on a known lane value SymPy computes.
 _FUNCTIONS = {
     "exp": sympy.exp, "exp2": lambda x: 2**x, "log": sympy.log, "log2": lambda x: sympy.log(x, 2), "abs": sympy.Abs,
     "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos, "sigmoid": lambda x: 1 / (1 + sympy.exp(-x)),
     "maximum": sympy.Max, "minimum": sympy.Min,
+    "where": lambda c, a, b: a if c is sympy.true else b if c is sympy.false else None,
+    "cast": lambda x, *_: x,
 }
 # Elementwise functions whose lane value is not followed (the mask is).
-_ELEMENTWISE = {"where", "fma", "erf", "rsqrt", "floor", "ceil", "tanh", "clamp", "fdiv", "div_rn", "sqrt_rn",
-                "cdiv", "log1p", "expm1"}
+_ELEMENTWISE = {"fma", "erf", "rsqrt", "floor", "ceil", "tanh", "clamp", "fdiv", "div_rn", "sqrt_rn", "cdiv", "log1p",
+                "expm1", "umulhi", "isnan", "isinf"}
+# Functions whose result has no lanes from their operands (fresh values).
+_FRESH = {"zeros", "full", "arange", "zeros_like", "program_id", "num_programs", "load", "rand", "randn", "randint"}
 _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
               ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b}
+_COMPARE = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge, ast.Eq: sympy.Eq,
+            ast.NotEq: sympy.Ne}
+# Reductions: their identity, and the position of ``keep_dims`` among the arguments.
+REDUCTIONS = {"sum": (sympy.S.Zero, 2), "xor_sum": (sympy.S.Zero, 2), "max": (-sympy.oo, 4),
+              "min": (sympy.oo, 4), "argmax": (-sympy.oo, 3), "argmin": (sympy.oo, 3), "reduce": (None, 3)}
+SCANS = {"cumsum": sympy.S.Zero, "cumprod": sympy.S.One, "associative_scan": None}
+_FILLS = {-sympy.oo: "ntsym_lowest", sympy.oo: "ntsym_highest"}
 
 
 @dataclass
 class LaneState:
     """Written by ``AccessMixin`` (tiles, at their load) and the visitor's
-    assignments (locals); read by ``PaddingMixin.reduction``."""
+    assignments (locals); read by ``PaddingMixin.mixing``."""
 
-    tiles: dict = field(default_factory=dict)  # tensor -> (mask node, lane value) of its loaded whole tile
-    nodes: dict = field(default_factory=dict)  # id of the application's node -> (node, mask, lane value) of its load
-    locals: dict = field(default_factory=dict)  # name -> (lane value or None, mask node or None)
+    tiles: dict = field(default_factory=dict)  # tensor -> Lanes of its loaded whole tile
+    nodes: dict = field(default_factory=dict)  # id of the application's node -> (node, Lanes) of its load
+    locals: dict = field(default_factory=dict)  # name -> Lanes
+    branches: int = 0  # how many branches (``if``, ``while``) enclose the statement being emitted
 
 
-def _same_everywhere():
-    """A value equal on every lane (a scalar, a reduction's result): finite."""
-    return sympy.Dummy(real=True, finite=True)
+DESCRIPTOR = object()  # lanes loaded through a tensor descriptor: no mask to read them through
 
 
 class PaddingMixin:
-    """For ``KernelEmitter``; uses ``resolve`` and ``alias``."""
+    """For ``KernelEmitter``; uses ``resolve``, ``alias``, ``expr``, ``printer``."""
 
-    def note_tile(self, ref, mask, node):
+    # -- what loads and assignments hold ---------------------------------------
+
+    def note_tile(self, ref, mask, node, address=None):
         """The tile ``ref`` was loaded, for the application's ``node``, with
-        ``mask`` (None: unmasked; ``DESCRIPTOR``: through a tensor descriptor,
-        whose lanes past the tensor read as zeros)."""
+        ``mask`` (``DESCRIPTOR``: through a tensor descriptor, whose lanes past
+        the tensor read as zeros) and ``address`` (its ``TileAddress``)."""
         other = ref.param.other
         try:
             value = sympy.Integer(0) if other is None or mask is DESCRIPTOR else sympy.sympify(other)
         except (sympy.SympifyError, TypeError):
             value = None
-        self.lanes.nodes[id(node)] = (node, mask, value)  # the node kept: its id is not reused
+        rank = len(ref.dims)
+        if mask is DESCRIPTOR:
+            factors = (Factor.of(None, None),)
+        elif address is None:
+            factors = None
+        else:
+            factors = self._address_factors(address, rank)
+        lanes = masked(factors, value, rank)
+        self.lanes.nodes[id(node)] = (node, lanes)  # the node kept: its id is not reused
         if ref.depth == 1 and not ref.fixed:  # the whole tile, loaded once and named
-            self.lanes.tiles[ref.param.name] = (mask, value)
+            self.lanes.tiles[ref.param.name] = lanes
+
+    def _address_factors(self, address, rank):
+        printer = self.printer(address.names, address.ranges)
+        factors = []
+        for c in address.lanes:
+            axes = {pos - rank for pos, v in enumerate(address.vars) if v in c.free_symbols}
+            try:
+                node = ast.Constant(False) if c is sympy.false else printer(c)
+            except PrintError:
+                return None
+            factors.append(Factor.of(node, axes, rank if axes else 0, c))
+        return tuple(factors)
 
     def note_local(self, name, value_node):
         self.lanes.locals[name] = self.lanes_of(value_node)
 
     def lanes_of(self, node):
-        """(what masked-out lanes of ``node`` hold: SymPy, None where unknown;
-        the mask of its valid lanes: a node, None where it has no masked lanes
-        that are known)."""
+        """The ``Lanes`` of the application's expression ``node``."""
         entry = self.lanes.nodes.get(id(node))
         if entry is not None and entry[0] is node:  # a tile this node loaded (``x``, ``x[k]``)
-            return entry[2], entry[1]
+            return entry[1]
         if isinstance(node, ast.Name):
-            if node.id in self.lanes.locals:
-                return self.lanes.locals[node.id]
-            ref = self.resolve(node)
-            if isinstance(ref, TileRef):
-                mask, value = self.lanes.tiles.get(ref.param.name, (None, None))
-                return value, mask
-            if node.id in self.names.locals:
-                return None, None
-            return _same_everywhere(), None  # a scalar parameter or constant
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return sympy.sympify(node.value), None
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            value, mask = self.lanes_of(node.operand)
-            return (None if value is None else -value), mask
+            return self._name_lanes(node)
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool):
+                return Lanes(sympy.true if node.value else sympy.false, (), 0)
+            if isinstance(node.value, (int, float)):
+                return Lanes(sympy.sympify(node.value), (), 0)
+            return Lanes(None, (), 0)
+        if isinstance(node, ast.UnaryOp):
+            fn = {ast.USub: lambda v: -v, ast.UAdd: lambda v: v}.get(type(node.op))
+            return combine(fn, [self.lanes_of(node.operand)])
         if isinstance(node, ast.BinOp):
-            (a, ma), (b, mb) = self.lanes_of(node.left), self.lanes_of(node.right)
-            op = _OPERATORS.get(type(node.op))
-            mask = _both(ma, mb)
-            return (None, None) if mask is _CONFLICT else (_apply(op, a, b), mask)
+            return combine(_OPERATORS.get(type(node.op)), [self.lanes_of(node.left), self.lanes_of(node.right)])
+        if isinstance(node, ast.Compare):
+            fn = _COMPARE.get(type(node.ops[0])) if len(node.ops) == 1 else None
+            return combine(fn, [self.lanes_of(n) for n in [node.left] + node.comparators])
+        if isinstance(node, ast.BoolOp):
+            return combine(None, [self.lanes_of(v) for v in node.values])
+        if isinstance(node, ast.IfExp):
+            return combine(None, [self.lanes_of(n) for n in (node.test, node.body, node.orelse)])
+        if isinstance(node, ast.Subscript):
+            return self._subscript_lanes(node)
+        if isinstance(node, ast.Attribute):
+            if node.attr in ("shape", "dtype", "ndim", "source") or self.alias(node.value) in ("tl", "libdevice"):
+                return Lanes(None, (), 0)
+            return Lanes(None, (), None) if self.lanes_of(node.value).clean else unknown()
         if isinstance(node, ast.Call):
-            if (isinstance(node.func, ast.Attribute) and node.func.attr == "to"
-                    and self._tl_function(node.func) is None):
-                return self.lanes_of(node.func.value)  # a cast keeps the lanes' value
-            name = self._tl_function(node.func)
-            if name in IDENTITY:
-                return _same_everywhere(), None  # reduced: no masked lanes left (to our knowledge)
-            fn = _FUNCTIONS.get(name)
-            if (fn is None and name not in _ELEMENTWISE) or node.keywords:
-                return None, None  # may change the shape: its lanes are not the operands'
-            lanes = [self.lanes_of(a) for a in node.args]
-            mask = None
-            for _, m in lanes:
-                mask = _both(mask, m)
-            if mask is _CONFLICT:
-                return None, None
-            return (_apply(fn, *[v for v, _ in lanes]) if fn else None), mask
-        return None, None
+            return self._call_lanes(node)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            parts = [self.lanes_of(e) for e in node.elts]
+            return CLEAN if all(p.clean for p in parts) else unknown()
+        return unknown()
+
+    def _name_lanes(self, node):
+        if node.id in self.lanes.locals:
+            return self.lanes.locals[node.id]
+        ref = self.resolve(node)
+        if isinstance(ref, TileRef):
+            return self.lanes.tiles.get(ref.param.name, unknown())
+        if node.id in self.names.locals:
+            return unknown()
+        return same_everywhere()  # a scalar parameter or constant
+
+    def _subscript_lanes(self, node):
+        """``v[:, None]`` and the like: the factors' axes and blocks follow."""
+        base = self.lanes_of(node.value)
+        keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if base.clean:
+            return Lanes(base.value, (), None if base.rank is None else base.rank + sum(
+                isinstance(k, ast.Constant) and k.value is None for k in keys))
+        if not base.known or base.rank is None or not all(
+                isinstance(k, ast.Slice) and k.lower is k.upper is k.step is None
+                or isinstance(k, ast.Constant) and k.value is None for k in keys):
+            return unknown()
+        if sum(isinstance(k, ast.Slice) for k in keys) != base.rank:
+            return unknown()
+        rank = len(keys)
+        old = [i for i, k in enumerate(keys) if isinstance(k, ast.Slice)]  # new position of each old axis
+        factors = []
+        for f in base.factors:
+            if not f.axes:
+                factors.append(f)
+                continue
+            if f.axes is None or f.rank != base.rank:
+                return unknown(rank)
+            axes = {old[a + base.rank] - rank for a in f.axes}
+            sub = ast.Subscript(value=copy.deepcopy(f.node), slice=copy.deepcopy(node.slice), ctx=ast.Load())
+            factors.append(Factor.of(sub, axes, rank, f.cond))
+        return Lanes(base.value, tuple(factors), rank, base.outside)
+
+    def note_result(self, node, lanes):
+        """The value of the application's call ``node`` has ``lanes`` (an
+        inlined function's result, a mixing operation's)."""
+        self.lanes.nodes[("result", id(node))] = (node, lanes if lanes is not None else unknown())
+
+    def _call_lanes(self, node):
+        func = node.func
+        entry = self.lanes.nodes.get(("result", id(node)))
+        if entry is not None and entry[0] is node:
+            return entry[1]
+        if isinstance(func, ast.Attribute) and func.attr == "to" and self._tl_function(func) is None:
+            return self.lanes_of(func.value)  # a cast keeps the lanes' value
+        name = self._tl_function(func)
+        if isinstance(func, ast.Name) and func.id in ("float", "int") and len(node.args) == 1:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant):
+                try:
+                    return Lanes(sympy.sympify(float(arg.value) if func.id == "float" else int(arg.value)), (), 0)
+                except (TypeError, ValueError, sympy.SympifyError):
+                    return Lanes(None, (), 0)
+            return Lanes(None, (), 0) if self.lanes_of(arg).clean else unknown()
+        if isinstance(func, ast.Attribute) and func.attr == "offsets":
+            ref = self.resolve(func.value)
+            if isinstance(ref, TileRef):
+                return Lanes(None, (), _offsets_rank(ref, node))
+        if name is None and isinstance(func, ast.Attribute) and self.alias(func.value) == "libdevice":
+            return combine(None, [self.lanes_of(a) for a in node.args])
+        method = isinstance(func, ast.Attribute) and self.alias(func.value) is None
+        if name in REDUCTIONS or name in SCANS or name in ("sort", "flip", "dot", "softmax") or (
+                method and func.attr in set(REDUCTIONS) | set(SCANS) | {"sort", "flip", "dot", "softmax"}):
+            entry = self.lanes.nodes.get(("result", id(node)))
+            if entry is not None and entry[0] is node:
+                return entry[1]
+            # Computed without being emitted as such (the end of a tile's offsets).
+            operands = list(node.args) + ([func.value] if method else [])
+            return Lanes(None, (), None) if all(self.lanes_of(a).clean for a in operands) else unknown()
+        if name in _FRESH:
+            return Lanes(None, (), self._fresh_rank(name, node))
+        if name in ("trans", "permute"):
+            return self._permuted_lanes(name, node)
+        if name == "where" and len(node.args) == 3 and not node.keywords:
+            return self._where_lanes(node)
+        fn = _FUNCTIONS.get(name)
+        if fn is not None or name in _ELEMENTWISE:
+            values = [a for a in node.args if not (name == "cast" and a is not node.args[0])]
+            return combine(fn, [self.lanes_of(a) for a in values])
+        lanes = [self.lanes_of(a) for a in node.args] + [self.lanes_of(k.value) for k in node.keywords]
+        if method:  # a method of a value: its lanes too
+            lanes.append(self.lanes_of(func.value))
+        return CLEAN if all(l.clean for l in lanes) else unknown()
+
+    def _where_lanes(self, node):
+        """``where(c, a, b)``: on the lanes a factor excludes, ``b`` where
+        ``c`` is that factor's condition (``where(key < n, s, -inf)``, the
+        tile's own offsets against its extent), what both sides hold where
+        they agree, else what ``c`` selects."""
+        c, a, b = (self.lanes_of(n) for n in node.args)
+        result = combine(_FUNCTIONS["where"], [c, a, b])
+        if not result.known or not result.factors:
+            return result
+        conditions = [c for c in map(self._condition, _conjuncts(node.args[0])) if c is not None]
+        outside = []
+        for f, v in zip(result.factors, result.outside):
+            if f.cond is not None and any(_same_condition(c, f.cond) for c in conditions):
+                v = b.at(f)
+            elif v is None:
+                x, y = a.at(f), b.at(f)
+                v = x if x is not None and x == y else None
+            outside.append(v)
+        return Lanes(result.value, result.factors, result.rank, tuple(outside))
+
+    def _condition(self, node):
+        """A comparison of index math as SymPy, or None."""
+        relations = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge}
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in relations):
+            return None
+        left, right = self.index_value(node.left), self.index_value(node.comparators[0])
+        if left is None or right is None:
+            return None
+        subs = self.records.size_subs
+        return relations[type(node.ops[0])](left.xreplace(subs), right.xreplace(subs), evaluate=False)
+
+    def _fresh_rank(self, name, node):
+        if name == "arange":
+            return 1
+        shape = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "shape"), None)
+        if isinstance(shape, (ast.Tuple, ast.List)):
+            return len(shape.elts)
+        if isinstance(shape, ast.Attribute) and shape.attr == "shape":
+            ref = self.resolve(shape.value)  # ``x.shape``, ``x.dtype.shape``: the tile's
+            return len(self.ref_shape(ref)) if isinstance(ref, TileRef) else self.lanes_of(shape.value).rank
+        return None
+
+    def _permuted_lanes(self, name, node):
+        base = self.lanes_of(node.args[0]) if node.args else unknown()
+        if base.clean:
+            return base
+        dims = [literal(a) for a in node.args[1:]]
+        if len(dims) == 1 and isinstance(node.args[1], (ast.Tuple, ast.List)):
+            dims = [literal(e) for e in node.args[1].elts]
+        if not dims and base.rank == 2:
+            dims = [1, 0]
+        if not base.known or base.rank is None or sorted(dims) != list(range(base.rank)) or node.keywords:
+            return unknown(base.rank)
+        rank = base.rank
+        factors = []
+        for f in base.factors:
+            if not f.axes:
+                factors.append(f)
+                continue
+            if f.axes is None or f.rank != rank:
+                return unknown(rank)
+            axes = {dims.index(a + rank) - rank for a in f.axes}
+            factors.append(Factor.of(expr("tl.permute({f}, {dims})", f=copy.deepcopy(f.node), dims=tuple(dims)),
+                                     axes, rank, f.cond))
+        return Lanes(base.value, tuple(factors), rank, base.outside)
+
+    def module_function(self, name):
+        """``tl.<name>`` in the generated module."""
+        return ast.Attribute(value=self.module_name("tl"), attr=name, ctx=ast.Load())
 
     def _tl_function(self, func):
         if isinstance(func, ast.Attribute) and self.alias(func.value) == "tl":
             return func.attr
         return None
 
-    def reduction(self, node):
-        """``tl.<reduction>(operand, ...)`` emitted so that it reads only
-        valid lanes: the operand through ``tl.where(mask, operand, identity)``
-        unless its masked-out lanes already hold the identity (or it has none
-        known); None for other calls."""
-        name = self._tl_function(node.func)
-        if name not in IDENTITY or not node.args:
-            return None
-        operand = self.expr(node.args[0])  # loads the tiles it reads, noting their masks
-        value, mask = self.lanes_of(node.args[0])
-        identity = IDENTITY[name]
-        if not (value is not None and _equals(value, identity)):
-            if mask is DESCRIPTOR:
-                # No mask to read through here: this emission (the persistent
-                # variant) is given up, and the plain kernel runs.
-                raise self.error(f"`{name}` would read the zeros a tensor descriptor loads past the tensor", node)
-            if mask is not None:
-                fill = constant_node(float(identity)) if identity.is_infinite else ast.Constant(0)
-                operand = expr("tl.where({mask}, {value}, {fill})", mask=copy.deepcopy(mask), value=operand,
-                               fill=fill)
-        return ast.Call(func=self.expr(node.func), args=[operand] + [self.expr(a) for a in node.args[1:]],
-                        keywords=[self.keyword(k) for k in node.keywords])
+    # -- operations that mix lanes ---------------------------------------------
+
+    def mixing(self, node):
+        """``tl.<op>(operand, ...)`` for an op that mixes lanes, emitted so
+        that lanes outside the tensor do not enter it; None for other calls."""
+        from codegen.mixing import mix
+
+        return mix(self, node)
+
+    def select(self, operand, lanes, factors, identity, node, what):
+        """``operand`` with the lanes that ``factors`` exclude set to
+        ``identity`` (None where not known: refused)."""
+        if not factors:
+            return operand
+        if identity is not None and all(equals(lanes.at(f), identity) for f in factors):
+            return operand
+        if any(f.node is None for f in factors):
+            # No mask to read through here: this emission (the persistent
+            # variant) is given up, and the plain kernel runs.
+            raise self.error(f"`{what}` would read the zeros a tensor descriptor loads past the tensor", node)
+        if identity is None:
+            raise self.error(
+                f"`{what}` has no identity ntsym knows, and its operand `{ast.unparse(node.args[0])}` holds lanes "
+                "outside the tensor (a tile padded to its block or past the tensor's end); give the tile a "
+                "`Tensor(..., other=...)` that is the operation's identity, or use `ntl.where` with the tile's "
+                "offsets to set those lanes", node)
+        mask = conjunction(copy.deepcopy(f.node) for f in factors)
+        helper = _FILLS.get(identity)
+        if helper is not None:
+            self.records.helpers.add(helper)
+            return expr(f"{helper}({{mask}}, {{value}})", mask=mask, value=operand)
+        return expr("tl.where({mask}, {value}, {fill})", mask=mask, value=operand,
+                    fill=constant_node(int(identity)) if identity.is_integer else constant_node(float(identity)))
+
+    def require_known(self, lanes, node, what):
+        if not lanes.known:
+            raise self.error(
+                f"`{what}` mixes the lanes of `{ast.unparse(node.args[0])}`, which may hold lanes outside the "
+                "tensor (from a tile padded to its block or past the tensor's end) that ntsym cannot follow "
+                "through the operations before it (a reshape, a value set in a branch); reduce before "
+                "reshaping, or set those lanes with `ntl.where` on the tile's offsets first", node)
+
+    # -- values a loop carries; paths that join ---------------------------------
+
+    def carried(self, name, value_node, value, augmented=False):
+        """``name = value`` inside a loop where ``name`` carries a value from
+        one iteration to the next and ``value`` reads it: lanes outside this
+        iteration's tiles keep the carried value (a running max over row
+        chunks must not take the padding of the last chunk)."""
+        lanes = self.lanes_of(value_node)
+        frames = [f for f in self.loops.frames if name in f.defined and name not in f.written]
+        reads = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value_node))
+        self.wrote(name)
+        unchanged = None if augmented else value
+        if not frames or not reads or not lanes.known:
+            self.lanes.locals[name] = lanes
+            return unchanged
+        changing = set().union(*({f.var.name} | set(f.assigned) for f in self.loops.frames))
+        varying = [f for f in lanes.factors if f.node is None or f.names & changing]
+        # ``acc + e``, ``maximum(acc, e)``, ...: where ``e`` holds the
+        # identity, the carried value is unchanged and no select is needed
+        # (lanes read through a descriptor stay marked: their axes are not known).
+        term, identity = _accumulation(name, value_node)
+        if term is not None:
+            operand = self.lanes_of(term)
+            proved = [f for f in varying if equals(operand.at(f), identity)]
+            varying = [f for f in varying if f not in proved]
+            dropped = [f for f in proved if f.node is not None]
+            lanes = masked([f for f in lanes.factors if f not in dropped],
+                           [v for f, v in zip(lanes.factors, lanes.outside) if f not in dropped], lanes.rank)
+        if not varying:
+            self.lanes.locals[name] = lanes
+            return unchanged
+        if any(f.node is None for f in varying):
+            raise self.error(f"`{name}` would carry the zeros a tensor descriptor loads past the tensor", value_node)
+        mask = conjunction(copy.deepcopy(f.node) for f in varying)
+        kept = [(f, v) for f, v in zip(lanes.factors, lanes.outside) if f not in varying]
+        self.lanes.locals[name] = masked([f for f, _ in kept], [v for _, v in kept], lanes.rank)
+        return expr("tl.where({mask}, {value}, {name})", mask=mask, value=value, name=name)
+
+    def wrote(self, name):
+        """``name`` is assigned here: in the loops around, unless in a branch
+        that may not run, what the rest of the iteration reads is this value,
+        not the one carried from the previous iteration."""
+        for frame in self.loops.frames:
+            if frame.branches == self.lanes.branches:
+                frame.written.add(name)
+
+    def lane_widened(self, names, before, afters):
+        """The lanes of locals before a loop, widened by what its bodies
+        (``afters``) leave in the ``names`` it carries; None where nothing
+        widens (the bodies were emitted from a state that holds)."""
+        widened, changed = dict(before), False
+        for name in names:
+            entry = before.get(name)
+            for end in (a.get(name) for a in afters):
+                if entry is None or end is None:
+                    continue
+                wider = widen(entry, end)
+                if wider is not entry:
+                    entry, changed = wider, True
+            if entry is not None:
+                widened[name] = entry
+        return widened if changed else None
+
+    def lane_snapshot(self):
+        return dict(self.lanes.locals)
+
+    def lane_join(self, names, snapshots, changing=()):
+        """After paths ending in ``snapshots``, what ``names`` hold; factors
+        that read ``changing`` names (a loop's variable) are stale there."""
+        for name in names:
+            state = join([s.get(name) for s in snapshots])
+            if state is not None and state.factors and any(f.names & set(changing) for f in state.factors):
+                state = unknown(state.rank)
+            if state is None:
+                self.lanes.locals.pop(name, None)
+            else:
+                self.lanes.locals[name] = state
 
 
-def _apply(fn, *values):
-    if fn is None or any(v is None for v in values):
-        return None
-    try:
-        result = fn(*values)
-    except (TypeError, ValueError, ZeroDivisionError):
-        return None
-    return None if result is sympy.nan or result.has(sympy.zoo, sympy.nan) else result
+def _accumulation(name, node):
+    """``node`` as ``name`` combined with one term by an operation with an
+    identity: (the term, the identity), else (None, None)."""
+    operators = {ast.Add: sympy.S.Zero, ast.Sub: sympy.S.Zero, ast.Mult: sympy.S.One, ast.BitXor: sympy.S.Zero}
+    is_name = lambda n: isinstance(n, ast.Name) and n.id == name  # noqa: E731
+    if isinstance(node, ast.BinOp) and type(node.op) in operators:
+        if is_name(node.left):
+            return node.right, operators[type(node.op)]
+        if is_name(node.right) and not isinstance(node.op, ast.Sub):
+            return node.left, operators[type(node.op)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 2 \
+            and node.func.attr in ("maximum", "minimum") and not node.keywords:
+        identity = -sympy.oo if node.func.attr == "maximum" else sympy.oo
+        if is_name(node.args[0]):
+            return node.args[1], identity
+        if is_name(node.args[1]):
+            return node.args[0], identity
+    return None, None
 
 
-def _equals(value, identity):
-    if identity.is_infinite:
-        return value == identity
-    return value.is_zero is True
+def _conjuncts(node):
+    """The terms of ``a & b & ...`` (``and``): a lane failing one fails all."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return [t for v in node.values for t in _conjuncts(v)]
+    return [node]
 
 
-_CONFLICT = object()  # two different masks: their shapes may differ, so neither is kept
-DESCRIPTOR = object()  # lanes loaded through a tensor descriptor: no mask to read them through
+def _below_zero(relation):
+    """``relation`` over integers as ``e < 0``: ``e``, or None."""
+    if isinstance(relation, sympy.StrictLessThan):
+        return sympy.expand(relation.lhs - relation.rhs)
+    if isinstance(relation, sympy.LessThan):
+        return sympy.expand(relation.lhs - relation.rhs - 1)
+    if isinstance(relation, sympy.StrictGreaterThan):
+        return sympy.expand(relation.rhs - relation.lhs)
+    if isinstance(relation, sympy.GreaterThan):
+        return sympy.expand(relation.rhs - relation.lhs - 1)
+    return None
 
 
-def _both(a, b):
-    if a is _CONFLICT or b is _CONFLICT:
-        return _CONFLICT
-    if a is None:
-        return b
-    if b is None or a is b:
-        return a
-    if a is DESCRIPTOR or b is DESCRIPTOR:
-        return DESCRIPTOR
-    if ast.dump(a) == ast.dump(b):
-        return a
-    return _CONFLICT
+def _same_condition(a, b):
+    x, y = _below_zero(a), _below_zero(b)
+    return x is not None and y is not None and sympy.expand(x - y) == 0
+
+
+def _offsets_rank(ref, node):
+    """The rank of ``x.offsets(d)``: a vector where one tile dimension runs
+    along source dimension ``d``, else the tile's (``AddressingMixin.offsets``)."""
+    p = ref.param
+    d = literal(node.args[0]) if len(node.args) == 1 else None
+    if d is None or not -p.ndim <= d < p.ndim:
+        return len(ref.dims)
+    index = p.index[d].xreplace({var: value for var, (value, _, _) in ref.fixed.items()})
+    vars = p.level_vars[ref.depth]
+    return 1 if sum(vars[j] in index.free_symbols for j in ref.dims) == 1 else len(ref.dims)
+
+
+def literal(node):
+    """An integer literal (negative too), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = literal(node.operand)
+        return None if value is None else -value
+    return None
+
+
+__all__ = ["DESCRIPTOR", "LaneState", "PaddingMixin", "literal"]

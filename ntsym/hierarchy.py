@@ -26,9 +26,9 @@ class Level:
 class Hierarchy:
     """The immutable description of an arranged tensor (see the module docstring)."""
 
-    __slots__ = ("source", "levels", "index", "conditions", "requirements", "live")
+    __slots__ = ("source", "levels", "index", "conditions", "requirements", "live", "padding")
 
-    def __init__(self, source, levels, index, conditions, requirements=(), live=None):
+    def __init__(self, source, levels, index, conditions, requirements=(), live=None, padding=()):
         self.source = source
         self.levels = tuple(levels)
         # Index variable -> how many of its first indices may hold elements:
@@ -43,8 +43,12 @@ class Hierarchy:
         # Facts about sizes that the meta-operations assumed but SymPy could not
         # decide (e.g. a squeezed symbolic size is 1); checked at launch.
         self.requirements = tuple(dict.fromkeys(requirements))
+        # The conditions ``pad`` added: an element failing only these is a
+        # padding position, part of the arranged tensor (it reads ``other``
+        # and reductions include it), not a lane past the tensor's extent.
+        self.padding = tuple(dict.fromkeys(c for c in padding if c is not sympy.true))
 
-    def substitute(self, mapping, level_pos, new_levels, extra_conditions=(), requirements=(), live=None):
+    def substitute(self, mapping, level_pos, new_levels, extra_conditions=(), requirements=(), live=None, padding=()):
         """Replace level ``level_pos`` by ``new_levels`` and its variables by
         the expressions in ``mapping``; ``live`` adds live extents of new
         variables."""
@@ -58,6 +62,7 @@ class Hierarchy:
             [c.xreplace(mapping) for c in self.conditions] + list(extra_conditions),
             self.requirements + tuple(requirements),
             {**{v: e for v, e in self.live.items() if v not in mapping}, **(live or {})},
+            [c.xreplace(mapping) for c in self.padding] + list(padding),
         )
 
 

@@ -294,8 +294,9 @@ def _positive_twins(arranged):
 class _Renamed:
     """An arranged tensor after renaming, as plain data."""
 
-    def __init__(self, name, levels, index, conditions, requirements):
+    def __init__(self, name, levels, index, conditions, requirements, padding=()):
         self.name = name
+        self.padding = padding
         self.levels = levels  # list of (shape tuple, vars tuple)
         self.index = index
         self.conditions = conditions
@@ -319,6 +320,7 @@ def _rename_hierarchy(tensor, renames):
         tuple(sympy.sympify(e).xreplace(mapping) for e in hier.index),
         tuple(c.xreplace(mapping) for c in hier.conditions),
         tuple(r.xreplace(mapping) for r in hier.requirements),
+        tuple(c.xreplace(mapping) for c in hier.padding),
     )
     # Live counts of the outermost dimensions (windows past the end masked).
     renamed.live = tuple(
@@ -569,6 +571,7 @@ class _Proof(PairingMixin):
             mapping = dict(program)
             index = tuple(self._apply(e).xreplace(mapping) for e in t.index)
             conditions = [self._apply(c).xreplace(mapping) for c in t.conditions]
+            padding = [self._apply(c).xreplace(mapping) for c in t.padding]
             sizes = tuple(self._apply(s) for s in src.shape)
             if tensor.jagged_dim is not None:
                 # Inside a program, the ragged size is this sequence's length:
@@ -579,6 +582,7 @@ class _Proof(PairingMixin):
                 levels = levels[:1] + [tuple(sympy.sympify(n).xreplace(row) for n in shape) for shape in levels[1:]]
                 index = tuple(e.xreplace(row) for e in index)
                 conditions = [c.xreplace(row) for c in conditions]
+                padding = [c.xreplace(row) for c in padding]
                 sizes = tuple(sympy.sympify(n).xreplace(row) for n in sizes)
                 self._jagged_batch[name] = batch
                 if self._seq_len(name) in set().union(*(sympy.sympify(n).free_symbols for n in levels[-1])):
@@ -613,6 +617,7 @@ class _Proof(PairingMixin):
                     sizes=sizes,
                     source_sizes=tuple(src.shape),
                     conditions=tuple(kept),
+                    padding=tuple(c for c in kept if c in set(padding)),
                     dropped=tuple(dropped),
                 )
             )

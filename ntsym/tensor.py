@@ -231,8 +231,8 @@ class Tensor:
 
     # -- meta-operations ----------------------------------------------------
 
-    def _derive(self, mapping, new_levels, extra_conditions=(), requirements=(), live=None):
-        hier = self._hier.substitute(mapping, self._level, new_levels, extra_conditions, requirements, live)
+    def _derive(self, mapping, new_levels, extra_conditions=(), requirements=(), live=None, padding=()):
+        hier = self._hier.substitute(mapping, self._level, new_levels, extra_conditions, requirements, live, padding)
         return Tensor._view(hier, self._level)
 
     def _check_dims(self, op, arg_name, values):
@@ -403,6 +403,7 @@ class Tensor:
             hier.conditions,
             hier.requirements,
             hier.live,
+            hier.padding,
         )
         return Tensor._view(merged, self._level)
 
@@ -428,7 +429,7 @@ class Tensor:
                 conditions.append(sympy.Lt(expr, n))
             shape.append(n + before + after)
             vars.append(p)
-        return self._derive(mapping, [Level(shape, vars)], conditions)
+        return self._derive(mapping, [Level(shape, vars)], conditions, padding=conditions)
 
     def __getitem__(self, key):
         """Select (int) or slice (``a:b:c``) dimensions of this level, as NumPy

@@ -1,0 +1,195 @@
+"""What the lanes of a value outside the arranged tensor are: the data model
+of ``codegen/padding.py``.
+
+A tile's block may hold lanes outside the tensor the user arranged (a row of
+5 in a block of 8, a window past the end, the last chunk of a loop over
+blocks).  Each value of the application carries ``Lanes``: the *factors*
+whose conjunction says which lanes lie inside (boolean blocks, each with the
+axes it varies along), and what the lanes outside hold where SymPy knows it.
+Padding positions of ``pad()`` lie inside: they are elements of the arranged
+tensor, reading ``other``.
+"""
+
+import ast
+from dataclasses import dataclass
+
+import sympy
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One condition a lane must meet to lie inside the tensor.
+
+    ``node``: the boolean block (AST; None for a tile read through a tensor
+    descriptor, which has no mask to read through); ``axes``: the axes it
+    varies along, counted from the last (-1) so that broadcasting lines them
+    up, or None where not known; ``names``: the names it reads (a factor
+    reading a loop's variable changes from one iteration to the next);
+    ``rank``: the number of axes of its block (it broadcasts to the value)."""
+
+    node: object
+    axes: frozenset
+    names: frozenset
+    key: str
+    rank: object = None  # the number of axes of ``node`` (0: a scalar)
+    cond: object = None  # the condition as SymPy index math, where known
+
+    @staticmethod
+    def of(node, axes, rank=None, cond=None):
+        names = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name)) if node is not None else frozenset()
+        return Factor(node, None if axes is None else frozenset(axes), names,
+                      ast.dump(node) if node is not None else "descriptor", rank, cond)
+
+    def mixes(self, axes):
+        """Whether an operation mixing lanes along ``axes`` (None: all) meets
+        lanes this factor excludes."""
+        return axes is None or self.axes is None or bool(self.axes & axes)
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """``factors``: a tuple of ``Factor`` (empty: every lane lies inside),
+    or None where the value may hold lanes outside the tensor that are not
+    known (a shape change ntsym does not follow); ``outside``: per factor,
+    what the lanes it excludes hold (SymPy, None where not known);
+    ``value``: what every lane holds where that is one value (a scalar), None
+    for data; ``rank``: the number of axes, None where not known.
+
+    Data (the tensor's elements, and what is computed from them) is taken to
+    be finite: ``-inf - x`` is ``-inf`` and ``0 * x`` is 0 for an element
+    ``x``."""
+
+    value: object = None
+    factors: tuple = ()
+    rank: object = None
+    outside: tuple = ()
+
+    @property
+    def known(self):
+        return self.factors is not None
+
+    @property
+    def clean(self):
+        return self.factors == ()
+
+    def at(self, factor):
+        """What this value holds on the lanes ``factor`` excludes."""
+        for f, v in zip(self.factors or (), self.outside):
+            if f.key == factor.key:
+                return v
+        return self.value if self.value is not None else sympy.Dummy(real=True, finite=True)
+
+
+CLEAN = Lanes()
+
+
+def unknown(rank=None):
+    return Lanes(None, None, rank)
+
+
+def masked(factors, outside, rank, value=None):
+    """Lanes with ``factors``, each excluding lanes that hold ``outside``
+    (one value for all, or one per factor)."""
+    if factors is None:
+        return unknown(rank)
+    factors = tuple(factors)
+    if not isinstance(outside, (tuple, list)):
+        outside = (outside,) * len(factors)
+    return Lanes(value, factors, rank, tuple(outside))
+
+
+def same_everywhere():
+    """A value equal on every lane (a scalar): finite."""
+    return Lanes(sympy.Dummy(real=True, finite=True), (), 0)
+
+
+def merge_factors(*groups):
+    """The conjunction of factor tuples, each factor once; None where one is
+    not known."""
+    if any(g is None for g in groups):
+        return None
+    seen, out = set(), []
+    for g in groups:
+        for f in g:
+            if f.key not in seen:
+                seen.add(f.key)
+                out.append(f)
+    return tuple(out)
+
+
+def combine(fn, lanes, rank=None):
+    """The lanes of an elementwise function of values with ``lanes``: a lane
+    lies inside where it does in every operand; on the lanes a factor
+    excludes, the function of what each operand holds there."""
+    factors = merge_factors(*(l.factors for l in lanes))
+    ranks = [l.rank for l in lanes]
+    if rank is None:
+        rank = None if any(r is None for r in ranks) else max(ranks, default=0)
+    if factors is None:
+        return unknown(rank)
+    outside = tuple(apply(fn, *[l.at(f) for l in lanes]) for f in factors)
+    return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside)
+
+
+def apply(fn, *values):
+    if fn is None or any(v is None for v in values):
+        return None
+    try:
+        result = fn(*values)
+    except (TypeError, ValueError, ZeroDivisionError, AttributeError):
+        return None
+    if isinstance(result, bool):
+        return sympy.true if result else sympy.false
+    if not isinstance(result, sympy.Basic) or result is sympy.nan or result.has(sympy.zoo, sympy.nan):
+        return None
+    return result
+
+
+def equals(value, identity):
+    """Whether ``value`` is provably ``identity``."""
+    if value is None or not isinstance(value, sympy.Expr):
+        return False
+    if identity.is_infinite:
+        return value == identity
+    return value == identity or sympy.expand(value - identity) == 0
+
+
+def join(states):
+    """The lanes of a name after paths that leave it as ``states`` (None: not
+    assigned on that path): the same factors, or unknown."""
+    present = [s for s in states if s is not None]
+    if not present:
+        return None
+    first = present[0]
+    ranks = {s.rank for s in present}
+    rank = first.rank if len(ranks) == 1 else None
+    keys = [f.key for f in first.factors] if first.known else None
+    if keys is None or any(not s.known or [f.key for f in s.factors] != keys for s in present):
+        return unknown(rank)
+    outside = tuple(vs[0] if len(set(vs)) == 1 else None for vs in zip(*(s.outside for s in present))) \
+        if first.factors else ()
+    values = {s.value for s in present}
+    return Lanes(first.value if len(values) == 1 else None, first.factors, rank, outside)
+
+
+def widen(entry, end):
+    """``entry`` widened by ``end``: every factor of either, what the lanes
+    outside hold kept where both agree; ``entry`` itself where it already
+    covers ``end``."""
+    if not entry.known:
+        return entry
+    if not end.known:
+        return unknown(entry.rank)
+    keys = {f.key for f in entry.factors}
+    covered = all(f.key in keys for f in end.factors) and all(
+        v is None or v == end.at(f) for f, v in zip(entry.factors, entry.outside)) and (
+        entry.value is None or entry.value == end.value)
+    if covered:
+        return entry
+    factors = merge_factors(entry.factors, end.factors)
+    outside = []
+    for f in factors:
+        a, b = entry.at(f), end.at(f)
+        outside.append(a if a is not None and a == b else None)
+    return Lanes(entry.value if entry.value == end.value else None, factors,
+                 entry.rank if entry.rank == end.rank else None, tuple(outside))

@@ -1,0 +1,208 @@
+"""Operations that mix lanes, emitted so that lanes outside the tensor do not
+enter them (``PaddingMixin.mixing``): reductions, scans, ``sort``,
+``flip``, ``softmax`` and ``dot``.
+
+Each reads its operand through the factors of its mask along the axes it
+mixes (``PaddingMixin.select``: the operation's identity there, unless
+proved held already); factors along other axes pass to the result, their
+blocks reduced with it.  ``flip`` moves the lanes inside to the front
+(``ntsym_flip``); ``sort`` sends the identity-filled lanes to the end, where
+they were (lanes inside a tile are a prefix along each axis: the conditions
+are upper bounds of index math increasing along the tile).
+"""
+
+import ast
+import copy
+
+import sympy
+
+from codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
+from codegen.printer import conjunction
+from codegen.padding import REDUCTIONS, SCANS, literal
+from codegen.template import expr
+
+_UNKNOWN_AXIS = object()
+
+
+MIXING = set(REDUCTIONS) | set(SCANS) | {"sort", "flip", "dot", "softmax"}
+
+
+def mix(em, node):
+    original = node
+    name, node = _function_form(em, node)
+    if name not in MIXING or not node.args:
+        return None
+    call = _mix(em, node, name)
+    if call is None:
+        return None
+    em.lanes.nodes[("result", id(original))] = (original, em.lanes.nodes[("result", id(node))][1])
+    return call
+
+
+def _function_form(em, node):
+    """(the operation's name, the call as ``tl.<name>(operand, ...)``):
+    ``v.sum(1)`` is ``tl.sum(v, 1)``."""
+    name = em._tl_function(node.func)
+    if name is not None:
+        return name, node
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr in MIXING) or em.alias(func.value) is not None:
+        return None, node
+    call = ast.Call(func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=func.attr, ctx=ast.Load()),
+                    args=[func.value] + list(node.args), keywords=list(node.keywords))
+    return func.attr, ast.copy_location(call, node)
+
+
+def _mix(em, node, name):
+    operand = em.expr(node.args[0])  # loads the tiles it reads, noting their lanes
+    lanes = em.lanes_of(node.args[0])
+    if name == "dot":
+        return _dot(em, node, operand, lanes)
+    if not lanes.clean:
+        em.require_known(lanes, node, name)
+    if name in REDUCTIONS:
+        operand, result = _reduction(em, node, name, operand, lanes)
+    elif name in SCANS:
+        axis = _argument(node, 1, "axis", ast.Constant(0))
+        mixed, _ = _split(lanes, axis)
+        operand = em.select(operand, lanes, mixed, SCANS[name], node, name)
+        result = masked(lanes.factors, None, lanes.rank)
+    elif name == "sort":
+        descending = _argument(node, 2, "descending", ast.Constant(False))
+        if not isinstance(descending, ast.Constant):
+            descending = em.expr(descending)  # a global constant becomes a literal
+        if not isinstance(descending, ast.Constant):
+            descending = ast.Constant(True) if lanes.clean else None
+        if descending is None:
+            raise em.error("`sort` of a tile with lanes outside the tensor needs a constant `descending`", node)
+        mixed, _ = _split(lanes, _argument(node, 1, "dim", ast.Constant(-1)))
+        identity = -sympy.oo if descending.value else sympy.oo
+        operand = em.select(operand, lanes, mixed, identity, node, name)
+        result = masked(lanes.factors, None, lanes.rank)
+    elif name == "flip":
+        operand = _flip(em, node, operand, lanes)
+        return _record(em, node, operand, lanes)
+    else:  # softmax
+        mixed, _ = _split(lanes, _argument(node, 1, "dim", ast.Constant(None)))
+        operand = em.select(operand, lanes, mixed, -sympy.oo, node, name)
+        result = masked(lanes.factors, None, lanes.rank)
+    call = ast.Call(func=em.module_function(name), args=[operand] + [em.expr(a) for a in node.args[1:]],
+                    keywords=[em.keyword(k) for k in node.keywords])
+    em.lanes.nodes[("result", id(node))] = (node, result)
+    return call
+
+
+def _record(em, node, call, lanes):
+    em.lanes.nodes[("result", id(node))] = (node, lanes)
+    return call
+
+
+def _argument(node, position, keyword, default):
+    for k in node.keywords:
+        if k.arg == keyword:
+            return k.value
+    return node.args[position] if len(node.args) > position else default
+
+
+def _axis(node, rank):
+    """The axis an ``axis`` argument names, counted from the last (-1);
+    None for every axis (``axis=None``); ``_UNKNOWN_AXIS`` where not known."""
+    if isinstance(node, ast.Constant) and node.value is None:
+        return None
+    value = literal(node)
+    if value is None:
+        return _UNKNOWN_AXIS
+    if value < 0:
+        return value
+    return _UNKNOWN_AXIS if rank is None else value - rank
+
+
+def _split(lanes, axis_node):
+    """The factors an operation along ``axis_node`` mixes, and the others."""
+    factors = lanes.factors or ()
+    axis = _axis(axis_node, lanes.rank)
+    axes = None if axis is None or axis is _UNKNOWN_AXIS else {axis}
+    mixed = [f for f in factors if f.mixes(axes)]
+    # A factor of unknown axes (a tile read through a descriptor) is read
+    # through and stays: the result may hold such lanes too.
+    return mixed, [f for f in factors if f not in mixed or f.axes is None]
+
+
+def _reduction(em, node, name, operand, lanes):
+    identity, keep_position = REDUCTIONS[name]
+    axis_node = _argument(node, 1, "axis", ast.Constant(None))
+    if name == "reduce":
+        identity = None
+    mixed, passing = _split(lanes, axis_node)
+    operand = em.select(operand, lanes, mixed, identity, node, name)
+    axis = _axis(axis_node, lanes.rank)
+    keep = _argument(node, keep_position, "keep_dims", ast.Constant(False))
+    indices = _argument(node, 2, "return_indices", ast.Constant(False)) if name in ("max", "min") else None
+    if axis is None:
+        return operand, same_everywhere() if not passing else unknown()
+    if axis is _UNKNOWN_AXIS or not isinstance(keep, ast.Constant) or not (
+            indices is None or isinstance(indices, ast.Constant) and not indices.value):
+        return operand, unknown() if lanes.factors else Lanes(None, (), None)
+    if keep.value:
+        factors, rank = tuple(passing), lanes.rank
+    else:
+        factors, rank = tuple(_reduced(f, axis) for f in passing), None if lanes.rank is None else lanes.rank - 1
+    # Lanes another factor excludes, all holding v along the axis: max and
+    # min give v, a sum of zeros 0.
+    outside = [lanes.at(f) if name in ("max", "min") else
+               sympy.S.Zero if name in ("sum", "xor_sum") and lanes.at(f) == 0 else None for f in passing]
+    return operand, masked(factors, outside, rank)
+
+
+def _reduced(factor, axis):
+    """A factor that does not vary along ``axis``, with that axis removed."""
+    if factor.axes is None:
+        return factor
+    axes = {a + 1 if a < axis else a for a in factor.axes}
+    if not factor.rank or factor.rank < -axis:
+        return Factor.of(factor.node, axes, factor.rank, factor.cond)
+    node = expr("tl.sum({f}.to(tl.int32), axis={axis}) > 0", f=factor.node, axis=axis + factor.rank)
+    return Factor.of(node, axes, factor.rank - 1, factor.cond)
+
+
+def _flip(em, node, operand, lanes):
+    """``flip`` of the lanes inside each row: ``ntsym_flip`` where lanes
+    outside lie along the flipped axis."""
+    mixed, _ = _split(lanes, _argument(node, 1, "dim", ast.Constant(-1)))
+    call = ast.Call(func=em.module_function("flip"), args=[operand] + [em.expr(a) for a in node.args[1:]],
+                    keywords=[em.keyword(k) for k in node.keywords])
+    if not mixed:
+        return call
+    axis = _axis(_argument(node, 1, "dim", ast.Constant(-1)), lanes.rank)
+    if axis is None or axis is _UNKNOWN_AXIS or lanes.rank is None or any(f.node is None for f in mixed):
+        raise em.error("`flip` of a tile with lanes outside the tensor needs a constant `dim` of a tile "
+                       "of known rank", node)
+    em.records.helpers.add("ntsym_flip")
+    mask = conjunction(copy.deepcopy(f.node) for f in mixed)
+    return expr("ntsym_flip({value}, {mask}, {dim})", value=operand, mask=mask, dim=ast.Constant(axis + lanes.rank))
+
+
+def _dot(em, node, operand, a):
+    """``dot(a, b)``: lanes outside along the contracted axis are zero in
+    both operands (proved, or selected); the others pass to the result."""
+    if len(node.args) < 2:
+        return None
+    other = em.expr(node.args[1])
+    b = em.lanes_of(node.args[1])
+    for lanes in (a, b):
+        if not lanes.clean:
+            em.require_known(lanes, node, "dot")
+    mixed_a, passing_a = _split(a, ast.Constant(-1))
+    mixed_b, passing_b = _split(b, ast.Constant(-2))
+    operand = em.select(operand, a, mixed_a, sympy.S.Zero, node, "dot")
+    other = em.select(other, b, mixed_b, sympy.S.Zero, node, "dot")
+    rest = [em.expr(x) for x in node.args[2:]]
+    factors = tuple(passing_a) + tuple(f for f in passing_b if f.key not in {g.key for g in passing_a})
+    # A row (column) of zeros times finite data is zero.
+    outside = [sympy.S.Zero if a.at(f) == 0 or b.at(f) == 0 else None for f in factors]
+    accumulator = node.args[2] if len(node.args) > 2 else next((k.value for k in node.keywords if k.arg == "acc"), None)
+    result = masked(factors, outside, a.rank)
+    if accumulator is not None:
+        result = combine(None, [result, em.lanes_of(accumulator)])
+    call = ast.Call(func=em.module_function("dot"), args=[operand, other] + rest, keywords=[em.keyword(k) for k in node.keywords])
+    return _record(em, node, call, result if factors or accumulator is not None else Lanes(None, (), a.rank))

@@ -1,0 +1,295 @@
+"""Lanes outside the arranged tensor never reach an operation that mixes
+lanes (reductions, scans, sort, flip, dot, values a loop carries), whatever
+the form of the operand; padding positions of ``pad()`` are elements and are
+mixed in.  Each case is built from the construct at tiny sizes and compared
+with torch."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def _rows(block):
+    def arrangement(x, out):
+        return x.tile((1, block)), out.tile((1, block))
+
+    return arrangement
+
+
+def _row_kernel(application, block=8, other=None, dtype=None):
+    """Rows of 5 elements in a block of ``block``: 3 lanes past the row."""
+    return ntsym.make(_rows(block), application, (Tensor(2, other=other), Tensor(2)))
+
+
+def _negatives():
+    return -(torch.rand(3, 5) + 1.0)
+
+
+def _first_lane(value):
+    """A row result written to the first lane of the output row."""
+    return value
+
+
+def test_max_of_a_cast_reads_through_the_mask():
+    def app(x, out):
+        out = ntl.max(ntl.cast(x, ntl.float32), axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = _negatives()
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, x.max(1, keepdim=True).values.expand(3, 5))
+
+
+def test_argmax_of_a_cast_points_inside_the_row():
+    def app(x, out):
+        out = ntl.argmax(ntl.cast(x, ntl.float32), axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.int32)  # noqa: F841
+
+    x = _negatives()
+    out = torch.empty(3, 5, dtype=torch.int32)
+    ntsym.make(_rows(8), app, (Tensor(2), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, x.argmax(1, keepdim=True).to(torch.int32).expand(3, 5))
+
+
+def test_sum_of_exp_of_a_cast_adds_nothing_past_the_row():
+    def app(x, out):
+        out = ntl.sum(ntl.exp(ntl.cast(x, ntl.float32)), axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, x.exp().sum(1, keepdim=True).expand(3, 5))
+
+
+def test_sum_of_a_comparison_counts_the_row_only():
+    def app(x, out):
+        out = ntl.sum(ntl.where(x > -100.0, 1.0, 0.0), axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, torch.full((3, 5), 5.0))
+
+
+def test_max_of_the_sum_of_two_padded_tiles():
+    def arrangement(x, z, out):
+        return x.tile((1, 8)), z.tile((1, 8)), out.tile((1, 8))
+
+    def app(x, z, out):
+        out = ntl.max(x + z, axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x, z = _negatives(), _negatives()
+    out = torch.empty(3, 5)
+    ntsym.make(arrangement, app, (Tensor(2), Tensor(2), Tensor(2)))(x, z, out)
+    torch.testing.assert_close(out, (x + z).max(1, keepdim=True).values.expand(3, 5))
+
+
+def _padded(application):
+    def arrangement(x, out):
+        return x.pad(((1, 1),)).tile((4,)), out.tile((1,))
+
+    return ntsym.make(arrangement, application, (Tensor(1, other=5.0), Tensor(1)))
+
+
+def test_a_copy_of_pad_positions_reads_other():
+    def arrangement(x, out):
+        return x.pad(((1, 1),)).tile((4,)), out.tile((4,))
+
+    def copy(x, out):
+        out = x  # noqa: F841
+
+    out = torch.empty(8)
+    ntsym.make(arrangement, copy, (Tensor(1, other=5.0), Tensor(1)))(torch.ones(6), out)
+    torch.testing.assert_close(out, F.pad(torch.ones(6), (1, 1), value=5.0))
+
+
+@pytest.mark.parametrize("length", [6, 5])
+def test_reductions_include_pad_positions_and_nothing_past_the_padded_extent(length):
+    def total(x, out):
+        out = ntl.sum(x)  # noqa: F841
+
+    padded = F.pad(torch.ones(length), (1, 1), value=5.0)
+    tiles = -(-padded.numel() // 4)
+    out = torch.empty(tiles)
+    _padded(total)(torch.ones(length), out)
+    reference = F.pad(padded, (0, 4 * tiles - padded.numel())).reshape(tiles, 4).sum(1)
+    torch.testing.assert_close(out, reference)
+
+
+def test_flip_keeps_the_row_in_place():
+    def app(x, out):
+        out = ntl.flip(x, 1)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, x.flip(1))
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_leaves_padding_past_the_row(descending):
+    def app(x, out):
+        out = ntl.sort(x, 1, False)  # noqa: F841
+
+    def app_descending(x, out):
+        out = ntl.sort(x, 1, True)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app_descending if descending else app)(x, out)
+    torch.testing.assert_close(out, x.sort(1, descending=descending).values)
+
+
+def test_reverse_cumprod_starts_at_the_row_end():
+    def app(x, out):
+        out = ntl.cumprod(x, 1, reverse=True)  # noqa: F841
+
+    x = torch.rand(3, 5) + 0.5
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, x.flip(1).cumprod(1).flip(1))
+
+
+def test_xor_sum_skips_lanes_that_read_other():
+    def app(x, out):
+        out = ntl.xor_sum(x, 1, keep_dims=True) + ntl.zeros(out.shape, ntl.int32)  # noqa: F841
+
+    x = torch.randint(0, 64, (3, 5), dtype=torch.int32)
+    out = torch.empty(3, 5, dtype=torch.int32)
+    ntsym.make(_rows(8), app, (Tensor(2, other=7), Tensor(2)))(x, out)
+    reference = x[:, 0]
+    for j in range(1, 5):
+        reference = reference ^ x[:, j]
+    torch.testing.assert_close(out, reference[:, None].expand(3, 5))
+
+
+def _chunks(application):
+    def arrangement(x, out, B=ntsym.block_size(lower_bound=4)):
+        return x.tile((1, B)).tile((1, -1)), out.tile((1,))
+
+    return ntsym.make(arrangement, application, (Tensor(2), Tensor(1)))
+
+
+def test_a_running_maximum_over_row_chunks():
+    def app(x, out):
+        best = ntl.full((x.dtype.shape[1],), float("-inf"), dtype=ntl.float32)
+        for k in range(x.shape[1]):
+            best = ntl.maximum(best, x[0, k])
+        out = ntl.max(best)  # noqa: F841
+
+    x = -(torch.rand(3, 11) + 1.0)
+    out = torch.empty(3)
+    _chunks(app)(x, out, B=4)
+    torch.testing.assert_close(out, x.max(1).values)
+
+
+def test_an_accumulated_exp_over_row_chunks():
+    def app(x, out):
+        acc = ntl.zeros((x.dtype.shape[1],), dtype=ntl.float32)
+        for k in range(x.shape[1]):
+            acc += ntl.exp(x[0, k])
+        out = ntl.sum(acc)  # noqa: F841
+
+    x = torch.randn(3, 11)
+    out = torch.empty(3)
+    _chunks(app)(x, out, B=4)
+    torch.testing.assert_close(out, x.exp().sum(1))
+
+
+def test_an_integer_max_stays_exact():
+    def app(x, out):
+        out = ntl.max(x, axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.int32)  # noqa: F841
+
+    x = -torch.randint(2**25, 2**30, (3, 5), dtype=torch.int32)
+    out = torch.empty(3, 5, dtype=torch.int32)
+    ntsym.make(_rows(8), app, (Tensor(2), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, x.max(1, keepdim=True).values.expand(3, 5))
+
+
+def test_a_carried_value_read_before_the_iteration_assigns_it():
+    # Chunks of 3 in blocks of 4: the fourth lane is outside in every
+    # iteration, and `acc` takes it (other=5) from the first iteration on;
+    # the sum at the top of the next iteration must not read it.
+    def arrangement(x, out):
+        return x.tile((1, 3)).tile((1, -1)), out.tile((1,))
+
+    def app(x, out):
+        acc = ntl.zeros((x.dtype.shape[1],), dtype=ntl.float32)
+        total = 0.0
+        for k in range(x.shape[1]):
+            total += ntl.sum(acc)
+            acc = acc + x[0, k]
+        out = total  # noqa: F841
+
+    x = torch.randn(2, 9)
+    out = torch.empty(2)
+    ntsym.make(arrangement, app, (Tensor(2, other=5.0), Tensor(1)))(x, out)
+    chunks = x.reshape(2, 3, 3).sum(2)
+    torch.testing.assert_close(out, chunks[:, 0] * 2 + chunks[:, 1])
+
+
+def test_a_reduction_after_a_reshape_ntsym_does_not_follow_is_refused():
+    def app(x, out):
+        out = ntl.sum(ntl.reshape(x, (2, 4)), axis=1)[:, None] + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match="may hold lanes outside the tensor"):
+        _row_kernel(app)
+
+
+
+def test_a_reshape_of_a_tile_with_no_lanes_outside_is_reduced_as_written():
+    # A whole row of a compile-time power-of-two width: no lane outside.
+    def arrangement(x, out):
+        return x.tile((1, -1)), out.tile((1, 2))
+
+    def app(x, out):
+        out = ntl.reshape(ntl.sum(ntl.reshape(x, (2, 4)), axis=1), (1, 2))  # noqa: F841
+
+    width = (None, {"constexpr": True, "power_of_two": True})
+    x = torch.randn(3, 8)
+    out = torch.empty(3, 2)
+    ntsym.make(arrangement, app, (Tensor(2, shape_options=width), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, x.reshape(3, 2, 4).sum(2))
+
+
+def test_reductions_written_as_methods_read_through_the_mask():
+    def app(x, out):
+        out = x.max(1, keep_dims=True) + ntl.cast(x, ntl.float32).sum(1, keep_dims=True)  # noqa: F841
+
+    x = _negatives()
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, (x.max(1, keepdim=True).values + x.sum(1, keepdim=True)).expand(3, 5))
+
+
+def _doubled(v):
+    return v * 2.0
+
+
+def test_the_result_of_an_inlined_function_keeps_its_lanes():
+    def app(x, out):
+        y = _doubled(x)
+        out = ntl.max(y, axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = _negatives()
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, (2 * x).max(1, keepdim=True).values.expand(3, 5))
+
+
+def test_a_sum_over_zero_padded_chunks_needs_no_select():
+    def app(x, out):
+        acc = ntl.zeros((x.dtype.shape[1],), dtype=ntl.float32)
+        for k in range(x.shape[1]):
+            acc += x[0, k]
+        out = ntl.sum(acc)  # noqa: F841
+
+    kernel = _chunks(app)
+    assert "tl.where" not in kernel.source
+    x = torch.randn(3, 11)
+    out = torch.empty(3)
+    kernel(x, out, B=4)
+    torch.testing.assert_close(out, x.sum(1))
