@@ -175,7 +175,7 @@ def _chunks(application):
 
 def test_a_running_maximum_over_row_chunks():
     def app(x, out):
-        best = ntl.full((x.dtype.shape[1],), float("-inf"), dtype=ntl.float32)
+        best = ntl.full((1, x.dtype.shape[1]), float("-inf"), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
         for k in range(x.shape[1]):
             best = ntl.maximum(best, x[0, k])
         out = ntl.max(best)  # noqa: F841
@@ -188,7 +188,7 @@ def test_a_running_maximum_over_row_chunks():
 
 def test_an_accumulated_exp_over_row_chunks():
     def app(x, out):
-        acc = ntl.zeros((x.dtype.shape[1],), dtype=ntl.float32)
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
         for k in range(x.shape[1]):
             acc += ntl.exp(x[0, k])
         out = ntl.sum(acc)  # noqa: F841
@@ -217,7 +217,7 @@ def test_a_carried_value_read_before_the_iteration_assigns_it():
         return x.tile((1, 3)).tile((1, -1)), out.tile((1,))
 
     def app(x, out):
-        acc = ntl.zeros((x.dtype.shape[1],), dtype=ntl.float32)
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
         total = 0.0
         for k in range(x.shape[1]):
             total += ntl.sum(acc)
@@ -282,7 +282,7 @@ def test_the_result_of_an_inlined_function_keeps_its_lanes():
 
 def test_a_sum_over_zero_padded_chunks_needs_no_select():
     def app(x, out):
-        acc = ntl.zeros((x.dtype.shape[1],), dtype=ntl.float32)
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
         for k in range(x.shape[1]):
             acc += x[0, k]
         out = ntl.sum(acc)  # noqa: F841
