@@ -21,6 +21,34 @@ import ast
 
 from codegen import bounds
 
+def _nan_reduction(name, combine):
+    """The source of ``ntsym_<name>``: ``tl.<name>`` returning NaN where the
+    operand holds one; on a GPU one reduction whose combine is ``<combine>``'s
+    NaN form, in the interpreter a second reduction counting NaNs."""
+    return f"""
+@triton.jit
+def ntsym_{name}_nan(a, b):
+    return tl.{combine}(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def ntsym_{name}(x, axis: tl.constexpr = None, keep_dims: tl.constexpr = False):
+    \"\"\"tl.{name} that returns NaN where the operand holds one, as torch.{name} does.\"\"\"
+    if tl.constexpr(x.dtype.is_floating()):
+        if NTSYM_INTERPRETING:  # the interpreter would run a combine function lane by lane
+            m = tl.{name}(x, axis, keep_dims=keep_dims)
+            m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
+        else:  # one reduction, as tl.{name}'s (narrow floats in float32), combining with {combine}.NaN
+            y = x
+            if tl.constexpr(x.dtype.primitive_bitwidth < 32):
+                y = x.to(tl.float32)
+            m = tl.reduce(y, axis, ntsym_{name}_nan, keep_dims=keep_dims)
+    else:
+        m = tl.{name}(x, axis, keep_dims=keep_dims)
+    return m
+"""
+
+
 HELPERS = {
     "ntsym_py_floordiv": """
 @triton.jit
@@ -39,50 +67,8 @@ def ntsym_py_mod(a, b):
     r = a % b
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 """,
-    "ntsym_max": """
-@triton.jit
-def ntsym_max_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def ntsym_max(x, axis: tl.constexpr = None, keep_dims: tl.constexpr = False):
-    \"\"\"tl.max that returns NaN where the operand holds one, as torch.max does.\"\"\"
-    if tl.constexpr(x.dtype.is_floating()):
-        if NTSYM_INTERPRETING:  # the interpreter would run a combine function lane by lane
-            m = tl.max(x, axis, keep_dims=keep_dims)
-            m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
-        else:  # one reduction, as tl.max's (narrow floats in float32), combining with maximum.NaN
-            y = x
-            if tl.constexpr(x.dtype.primitive_bitwidth < 32):
-                y = x.to(tl.float32)
-            m = tl.reduce(y, axis, ntsym_max_nan, keep_dims=keep_dims)
-    else:
-        m = tl.max(x, axis, keep_dims=keep_dims)
-    return m
-""",
-    "ntsym_min": """
-@triton.jit
-def ntsym_min_nan(a, b):
-    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def ntsym_min(x, axis: tl.constexpr = None, keep_dims: tl.constexpr = False):
-    \"\"\"tl.min that returns NaN where the operand holds one, as torch.min does.\"\"\"
-    if tl.constexpr(x.dtype.is_floating()):
-        if NTSYM_INTERPRETING:  # the interpreter would run a combine function lane by lane
-            m = tl.min(x, axis, keep_dims=keep_dims)
-            m = tl.where(tl.max((x != x).to(tl.int32), axis, keep_dims=keep_dims) != 0, float("nan"), m)
-        else:  # one reduction, as tl.min's (narrow floats in float32), combining with minimum.NaN
-            y = x
-            if tl.constexpr(x.dtype.primitive_bitwidth < 32):
-                y = x.to(tl.float32)
-            m = tl.reduce(y, axis, ntsym_min_nan, keep_dims=keep_dims)
-    else:
-        m = tl.min(x, axis, keep_dims=keep_dims)
-    return m
-""",
+    "ntsym_max": _nan_reduction("max", "maximum"),
+    "ntsym_min": _nan_reduction("min", "minimum"),
     "ntsym_argmax": """
 @triton.jit
 def ntsym_argmax(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, keep_dims: tl.constexpr = False):
