@@ -33,22 +33,36 @@ def test_reshape_view_and_broadcast_to_in_an_application():
     torch.testing.assert_close(y, x + rows)
 
 
-def test_bincount_with_reshape_and_broadcast_to():
+def _bincount(exact):
+    """exact: an input of 8 values, a tile without padded lanes; else any length, padded."""
     def arrangement(input, output):
         out = output.tile((B,))
         return input.tile((-1,)).expand(out.shape), out
 
-    def application(input, output):
-        bins = output.offsets(0)
-        column = ntl.reshape(input, (input.shape[0], 1))
-        row = ntl.broadcast_to(ntl.reshape(bins, (1, output.shape[0])), (input.shape[0], output.shape[0]))
-        output = ntl.sum((column == row).to(ntl.int64), 0)  # noqa: F841
+    def counted(values, bins, output):
+        column = ntl.reshape(values, (values.shape[0], 1))
+        row = ntl.broadcast_to(ntl.reshape(bins, (1, output.shape[0])), (values.shape[0], output.shape[0]))
+        return ntl.sum((column == row).to(ntl.int64), 0)
 
-    k = ntsym.make(arrangement, application, (Tensor(1, dtype=ntsym.int64), Tensor(1, dtype=ntsym.int64)))
+    def raw(input, output):
+        output = counted(input, output.offsets(0), output)  # noqa: F841
+
+    input = Tensor(shape=(8,), dtype=ntsym.int64) if exact else Tensor(1, dtype=ntsym.int64)
+    return ntsym.make(arrangement, raw, (input, Tensor(1, dtype=ntsym.int64)))
+
+
+def test_bincount_with_reshape_and_broadcast_to():
+    k = _bincount(exact=True)
     x = torch.tensor([0, 3, 1, 1, 4, 3, 1, 0])
     y = torch.empty(5, dtype=torch.int64)
     k(x, y, B=4)
     assert torch.equal(y, torch.bincount(x, minlength=5))
+
+
+def test_bincount_counting_padded_lanes_is_refused():
+    # Without the where, the padded lane (0) would be counted in bin 0.
+    with pytest.raises(ntsym.ApplicationError, match="mixes the lanes"):
+        _bincount(exact=False)
 
 
 # -- version counters and autograd -----------------------------------------------------------
@@ -421,7 +435,8 @@ def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked():
     a, b, c = torch.randn(32, 32), torch.randn(32, 32), torch.empty(32, 32)
     k(a, b, c, BM=16, BN=16, BK1=16, BK2=16)
     torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
-    with pytest.raises(ntsym.LaunchError, match=r"BK1 \(=16\) must equal BK2 \(=32\).*ntl.dot\(a\[k\], b\[k\]\)"):
+    with pytest.raises(ntsym.LaunchError, match=r"BK1 \(=16\) must equal BK2 \(=32\).*ntl.dot\(a\[k\], b\[k\]\)"
+                       r"|cdiv\(b.shape\[0\], BK2\) \(=1.*must equal cdiv\(a.shape\[1\], BK1\) \(=2"):
         k(a, b, c, BM=16, BN=16, BK1=16, BK2=32)
 
 
