@@ -257,14 +257,12 @@ class PaddingMixin:
 
     def _condition(self, node):
         """A comparison of index math as SymPy, or None."""
-        relations = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge}
-        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in relations):
+        comparison = self.index_comparison(node)
+        if comparison is None:
             return None
-        left, right = self.index_value(node.left), self.index_value(node.comparators[0])
-        if left is None or right is None:
-            return None
+        relation, left, right = comparison
         subs = self.records.size_subs
-        return relations[type(node.ops[0])](left.xreplace(subs), right.xreplace(subs), evaluate=False)
+        return relation(left.xreplace(subs), right.xreplace(subs), evaluate=False)
 
     def _fresh_rank(self, name, node):
         if name == "arange":

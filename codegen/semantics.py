@@ -49,6 +49,21 @@ def ntsym_{name}(x, axis: tl.constexpr = None, keep_dims: tl.constexpr = False):
 """
 
 
+def _nan_arg_reduction(name):
+    """The source of ``ntsym_<name>``: ``tl.<name>`` pointing at the first NaN
+    where the operand holds one, as torch's does."""
+    return f"""
+@triton.jit
+def ntsym_{name}(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, keep_dims: tl.constexpr = False):
+    \"\"\"tl.{name} that points at the first NaN where the operand holds one, as torch.{name} does.\"\"\"
+    i = tl.{name}(x, axis, tie_break_left=tie_break_left, keep_dims=keep_dims)
+    if tl.constexpr(x.dtype.is_floating()):
+        nan = (x != x).to(tl.int32)
+        i = tl.where(tl.max(nan, axis, keep_dims=keep_dims) != 0, tl.argmax(nan, axis, keep_dims=keep_dims), i)
+    return i
+"""
+
+
 HELPERS = {
     "ntsym_py_floordiv": """
 @triton.jit
@@ -69,26 +84,8 @@ def ntsym_py_mod(a, b):
 """,
     "ntsym_max": _nan_reduction("max", "maximum"),
     "ntsym_min": _nan_reduction("min", "minimum"),
-    "ntsym_argmax": """
-@triton.jit
-def ntsym_argmax(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, keep_dims: tl.constexpr = False):
-    \"\"\"tl.argmax that points at the first NaN where the operand holds one, as torch.argmax does.\"\"\"
-    i = tl.argmax(x, axis, tie_break_left=tie_break_left, keep_dims=keep_dims)
-    if tl.constexpr(x.dtype.is_floating()):
-        nan = (x != x).to(tl.int32)
-        i = tl.where(tl.max(nan, axis, keep_dims=keep_dims) != 0, tl.argmax(nan, axis, keep_dims=keep_dims), i)
-    return i
-""",
-    "ntsym_argmin": """
-@triton.jit
-def ntsym_argmin(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, keep_dims: tl.constexpr = False):
-    \"\"\"tl.argmin that points at the first NaN where the operand holds one, as torch.argmin does.\"\"\"
-    i = tl.argmin(x, axis, tie_break_left=tie_break_left, keep_dims=keep_dims)
-    if tl.constexpr(x.dtype.is_floating()):
-        nan = (x != x).to(tl.int32)
-        i = tl.where(tl.max(nan, axis, keep_dims=keep_dims) != 0, tl.argmax(nan, axis, keep_dims=keep_dims), i)
-    return i
-""",
+    "ntsym_argmax": _nan_arg_reduction("argmax"),
+    "ntsym_argmin": _nan_arg_reduction("argmin"),
 }
 
 # Module-level constant of the helpers that differ between the interpreter and a

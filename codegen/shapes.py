@@ -305,21 +305,32 @@ class ShapesMixin:
             self.values.tile_vars[vars[j]] = block_extent_expr(p.levels[ref.depth][j], self.records.pow2)
         return p.index[d].xreplace(subs)
 
+    def index_comparison(self, node):
+        """``(relation, left, right)`` of a single ``<``, ``<=``, ``>`` or ``>=``
+        between two index values (SymPy), or None."""
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _RELATIONS):
+            return None
+        a, b = self.index_value(node.left), self.index_value(node.comparators[0])
+        if a is None or b is None:
+            return None
+        return _RELATIONS[type(node.ops[0])], a, b
+
     def proved(self, node):
         """Whether the comparison ``node`` holds for every element and every
         iteration it can see (its sides' tile values compared pairwise in
         any arrangement: they may share no tile variable)."""
-        relations = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge}
-        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in relations):
+        comparison = self.index_comparison(node)
+        if comparison is None:
             return False
-        a, b = self.index_value(node.left), self.index_value(node.comparators[0])
-        if a is None or b is None:
-            return False
+        relation, a, b = comparison
         tiles = set(self.values.tile_vars)
         if a.free_symbols & b.free_symbols & tiles:
             return False
         ranges = {**self.base_ranges(), **self.values.tile_vars}
-        return bounds.holds(relations[type(node.ops[0])](a, b), ranges)
+        return bounds.holds(relation(a, b), ranges)
+
+
+_RELATIONS = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge}
 
 
 def _arithmetic(op, a, b):
