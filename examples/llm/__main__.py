@@ -71,14 +71,8 @@ def logits_agreement(model, variant, prompt, steps, reference):
     """Max |logits - torch's| over the steps before the first differing token, relative to max |logits|."""
     generator = _make_generator(model, variant, steps, prompt.device.type)
     generator.graph_wanted = False
-    tokens, logits = generator(prompt, keep_logits=True)
-    ref_tokens, ref_logits = reference
-    same = (tokens == ref_tokens).all(0)
-    agree = int(same.int().cumprod(0).sum())  # steps before the first difference
-    upto = max(agree, 1)  # the first step's logits depend only on the prompt
-    diff = (logits[:, :upto].float() - ref_logits[:, :upto].float()).abs().max().item()
-    return {"variant": variant, "steps_equal": agree, "steps": steps, "max_abs_diff": diff,
-            "max_abs_logit": ref_logits[:, :upto].float().abs().max().item()}
+    agree, diff, top = llm.agreement(generator(prompt, keep_logits=True), reference)
+    return {"variant": variant, "steps_equal": agree, "steps": steps, "max_abs_diff": diff, "max_abs_logit": top}
 
 
 def decode_step_time(model, variant, new_tokens, prompt, replays=40):

@@ -309,3 +309,16 @@ class Generator:
         if keep_logits:
             return tokens, torch.stack(kept, 1)
         return tokens
+
+
+def agreement(result, reference):
+    """(greedy steps of ``result`` equal to ``reference``'s before the first that
+    differs, the largest |logit difference| over those steps, the largest
+    |logit| of the reference there); each a ``(tokens, logits)`` pair."""
+    tokens, logits = result
+    ref_tokens, ref_logits = reference
+    same = (tokens == ref_tokens).all(0)
+    agree = int(same.int().cumprod(0).sum())  # steps before the first difference
+    upto = max(agree, 1)  # the first step's logits depend only on the prompt
+    diff = (logits[:, :upto].float() - ref_logits[:, :upto].float()).abs().max().item()
+    return agree, diff, ref_logits[:, :upto].float().abs().max().item()

@@ -145,17 +145,6 @@ def generate(model, prompt, new_tokens, graph, keep_logits=False):
     return generator, generator(prompt, keep_logits=keep_logits)
 
 
-def agreement(result, reference):
-    """Greedy steps equal to the reference, and the largest logit difference before the first that differs."""
-    tokens, logits = result
-    ref_tokens, ref_logits = reference
-    same = (tokens == ref_tokens).all(0)
-    agree = int(same.int().cumprod(0).sum())
-    upto = max(agree, 1)
-    diff = (logits[:, :upto].float() - ref_logits[:, :upto].float()).abs().max().item()
-    return agree, diff, ref_logits[:, :upto].float().abs().max().item()
-
-
 def tokens_per_second(generator, prompt, runs):
     times = []
     for _ in range(runs):
@@ -227,12 +216,6 @@ def collectives_ms(config, world, dtype, device, replays=20):
     return 2 * config.num_hidden_layers * reduce + gather, reduce, gather
 
 
-def weights_read(model):
-    every = sum(p.numel() * p.element_size() for p in model.parameters())
-    embedding = model.model.embed_tokens.weight
-    return every - embedding.numel() * embedding.element_size()
-
-
 # -- the runs ---------------------------------------------------------------------------------------
 
 
@@ -245,9 +228,9 @@ def check_tokens(full, shard, prompt, steps, log):
     parallel = generate(shard, prompt, steps, graph=False, keep_logits=True)[1]
     log(f"| tokens of | compared with | greedy steps equal (of {steps}) | max abs logit diff | max abs logit |")
     log("|---|---|---:|---:|---:|")
-    rows = {"tensor-parallel ntsym | ntsym, one device": agreement(parallel, ntsym_ref),
-            "tensor-parallel ntsym | torch, one device": agreement(parallel, torch_ref)}
-    one_device = {"ntsym, one device | torch, one device": agreement(ntsym_ref, torch_ref)}
+    rows = {"tensor-parallel ntsym | ntsym, one device": llm.agreement(parallel, ntsym_ref),
+            "tensor-parallel ntsym | torch, one device": llm.agreement(parallel, torch_ref)}
+    one_device = {"ntsym, one device | torch, one device": llm.agreement(ntsym_ref, torch_ref)}
     for name, (agree, diff, top) in {**rows, **one_device}.items():
         log(f"| {name} | {agree} | {diff:.3g} | {top:.3g} |")
     log()
@@ -273,7 +256,7 @@ def tiny(log):
 
 
 def bench(args, log):
-    from examples.llm.__main__ import environment, measured_bandwidth
+    from examples.llm.__main__ import environment, measured_bandwidth, weight_bytes
 
     with process_group() as (rank, world, device):
         if device.type != "cuda":
@@ -310,7 +293,7 @@ def bench(args, log):
         steps = {"tensor-parallel": step_ms(parallel, cached), "one GPU": step_ms(one, cached)}
         bandwidth = measured_bandwidth()
         collectives, reduce, gather = collectives_ms(config, world, dtype, device)
-        read = {"tensor-parallel": weights_read(shard), "one GPU": weights_read(full)}
+        read = {"tensor-parallel": weight_bytes(shard)[1], "one GPU": weight_bytes(full)[1]}  # all but the embedding
         bounds = {"tensor-parallel": read["tensor-parallel"] / bandwidth * 1e3 + collectives,
                   "one GPU": read["one GPU"] / bandwidth * 1e3}
         how = "CUDA-graph replay" if graph else "eager"
