@@ -381,12 +381,37 @@ class PaddingMixin:
         if not varying:
             self.lanes.locals[name] = lanes
             return unchanged
+        scaled = self._scaled_accumulation(name, value_node, value, varying, lanes)
+        if scaled is not None:
+            return scaled
         if any(f.node is None for f in varying):
             raise self.error(f"`{name}` would carry the zeros a tensor descriptor loads past the tensor", value_node)
         mask = conjunction(copy.deepcopy(f.node) for f in varying)
         kept = [(f, v) for f, v in zip(lanes.factors, lanes.outside) if f not in varying]
         self.lanes.locals[name] = masked([f for f, _ in kept], [v for _, v in kept], lanes.rank)
         return expr("tl.where({mask}, {value}, {name})", mask=mask, value=value, name=name)
+
+    def _scaled_accumulation(self, name, value_node, value, varying, lanes):
+        """``acc * f + e`` where ``e`` provably holds 0 on the lanes outside
+        the ``varying`` factors: ``acc * where(mask, f, 1) + e``, which keeps
+        the carried value there as the select of the whole value does, at the
+        cost of a select of the factor (a running attention sum rescaled by
+        ``alpha``: a row vector instead of the whole accumulator, which also
+        leaves the product's accumulation chain whole).  None for other forms."""
+        parts = _scaled_parts(name, value_node)
+        emitted = _scaled_parts(name, value) if parts is not None else None
+        if emitted is None or any(f.node is None for f in varying):
+            return None
+        term = self.lanes_of(parts[1])
+        if not all(equals(term.at(f), sympy.S.Zero) for f in varying):
+            return None
+        factor, _, (product, side) = emitted
+        mask = conjunction(copy.deepcopy(f.node) for f in varying)
+        kept = [(f, v) for f, v in zip(lanes.factors, lanes.outside) if f not in varying]
+        self.lanes.locals[name] = masked([f for f, _ in kept], [v for _, v in kept], lanes.rank)
+        selected = expr("tl.where({mask}, {factor}, 1.0)", mask=mask, factor=factor)
+        setattr(product, side, selected)
+        return value
 
     def wrote(self, name):
         """``name`` is assigned here: in the loops around, unless in a branch
@@ -447,6 +472,25 @@ def _accumulation(name, node):
         if is_name(node.args[1]):
             return node.args[0], identity
     return None, None
+
+
+def _scaled_parts(name, node):
+    """``node`` as ``name * f + e`` (either order of both operations): (f, e,
+    (the product node, the attribute holding f)), else None."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
+        return None
+    is_name = lambda n: isinstance(n, ast.Name) and n.id == name  # noqa: E731
+    for product, term in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(product, ast.BinOp) and isinstance(product.op, ast.Mult):
+            if is_name(product.left) and not _reads(product.right, name) and not _reads(term, name):
+                return product.right, term, (product, "right")
+            if is_name(product.right) and not _reads(product.left, name) and not _reads(term, name):
+                return product.left, term, (product, "left")
+    return None
+
+
+def _reads(node, name):
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
 
 
 def _conjuncts(node):

@@ -293,3 +293,53 @@ def test_a_sum_over_zero_padded_chunks_needs_no_select():
     out = torch.empty(3)
     kernel(x, out, B=4)
     torch.testing.assert_close(out, x.sum(1))
+
+
+
+@pytest.mark.parametrize("other", [None, 5.0])
+def test_a_rescaled_carried_sum_keeps_its_value_past_the_tensor(other):
+    # ``acc * f + x[k]`` over the chunks of a longer jagged sequence, as
+    # varlen attention rescales its accumulator: a chunk past x's sequence
+    # (k = 2 of sequence 0) and lanes past it (k = 1) keep the carried value.
+    # With zeros there the select is on the factor only; with other=5 on the
+    # whole value.
+    def arrangement(x, y, out):
+        def chunks(t):
+            arranged = t.tile((1, 4)).tile((1, -1))
+            arranged.dtype = arranged.dtype.squeeze(0)
+            arranged.dtype.dtype = arranged.dtype.dtype.squeeze(0)
+            return arranged
+
+        return chunks(x), chunks(y), out.tile((1,))
+
+    def app(x, y, out):
+        acc = ntl.zeros(x.dtype.shape, dtype=ntl.float32)
+        for k in range(y.shape[0]):
+            acc = acc * 0.5 + x[k]
+        out = ntl.sum(acc)  # noqa: F841
+
+    tensors = (Tensor(2, jagged_dim=1, other=other), Tensor(2, jagged_dim=1), Tensor(1))
+    kernel = ntsym.make(arrangement, app, tensors)
+    xs, ys = [torch.randn(6), torch.randn(4)], [torch.randn(12), torch.randn(4)]
+    out = torch.empty(2)
+    x = ntsym.jagged(torch.cat(xs), torch.tensor([0, 6, 10]))
+    y = ntsym.jagged(torch.cat(ys), torch.tensor([0, 12, 16]))
+    kernel(x, y, out)
+    expected = torch.stack([_rescaled_sum(a, len(b)) for a, b in zip(xs, ys)])
+    torch.testing.assert_close(out, expected)
+    factor_only = "acc * tl.where(" in kernel.source
+    assert factor_only == (other is None), kernel.source
+
+
+def _rescaled_sum(x, m, chunk=4):
+    """Per lane of a chunk: ``a = a * 0.5 + x[k * chunk + lane]`` over the
+    ``cdiv(m, chunk)`` chunks of a sequence of ``m``, kept where the element
+    is past ``x``'s end; the lanes' sum."""
+    total = torch.zeros(())
+    for lane in range(chunk):
+        a = torch.zeros(())
+        for k in range(-(-m // chunk)):
+            if k * chunk + lane < len(x):
+                a = a * 0.5 + x[k * chunk + lane]
+        total += a
+    return total
