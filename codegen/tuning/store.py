@@ -5,7 +5,7 @@ beside it a file of shortlists, keyed by the same facts with sizes in classes
 (``class_key``): the configurations that led a full tuning of one shape, which
 a new shape of the class times instead of every candidate.  Writers lock the
 file and replace it atomically; a damaged file reads as empty and is
-rewritten.  ``tuning`` turns entries into configurations."""
+rewritten.  ``stored`` turns entries into configurations."""
 
 import hashlib
 import json
