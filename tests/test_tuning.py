@@ -466,3 +466,28 @@ def test_each_constexpr_value_is_tuned_and_remembered_on_its_own(monkeypatch):
     assert len(kernel._cache.calls) == 2
     assert len(kernel._cache.tuned) == 2
     assert {key[3] for key in kernel._cache.tuned} == {(False,), (True,)}
+
+
+def test_config_has_one_field_per_launch_option_and_entries_round_trip():
+    import dataclasses
+
+    from codegen import options
+    from codegen.tuning import stored
+
+    assert [f.name for f in dataclasses.fields(tuning.Config)] == ["meta", *options.NAMES]
+    assert all(getattr(tuning.Config(()), o.name) == o.default for o in options.OPTIONS)
+    config = tuning.Config((("B", 32),), 8, 2, True, True)
+    assert stored._config(stored._entry(config)) == config
+    assert stored._config({"meta": [["B", 32]], "num_warps": 8, "num_stages": 2}) == tuning.Config((("B", 32),), 8, 2)
+
+
+def test_options_a_call_fixes_key_its_stored_choice_apart():
+    from codegen import options
+
+    assert options.tuning_key({}) == options.tuning_key({"persistent": None}) == ""
+    fixed = {"num_warps": 8, "num_stages": 2, "persistent": False, "advance": True}
+    assert options.tuning_key(fixed) == "|plain|advance|num_stages=2|num_warps=8"
+    with pytest.raises(ntsym.LaunchError, match=r"ntsym_options\['advance'\] must be True or False, got 1"):
+        options.validate("k", {"advance": 1})
+    with pytest.raises(ntsym.LaunchError, match="num_stages must be an int from 1 to 8, got True"):
+        options.validate("k", {"num_stages": True})

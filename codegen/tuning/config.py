@@ -3,9 +3,14 @@ it reads in messages."""
 
 from dataclasses import dataclass
 
+from codegen.options import OPTIONS
+
 
 @dataclass(frozen=True)
 class Config:
+    """Block sizes (``meta``) and one field per launch option of
+    codegen/options.py, with the schema's defaults."""
+
     meta: tuple  # ((name, value), ...)
     num_warps: int = 4
     num_stages: int = 3
@@ -37,17 +42,18 @@ class Config:
         return grid(dict(self.meta))
 
     def __str__(self):
+        """Block sizes, then the int options, then the bool options that are set."""
         parts = [f"{k}={v}" for k, v in self.meta]
-        parts += [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
-        return ", ".join(parts + (["persistent"] if self.persistent else []) + (["advance"] if self.advance else []))
+        parts += [f"{o.name}={getattr(self, o.name)}" for o in OPTIONS if o.type is not bool]
+        return ", ".join(parts + [o.name for o in OPTIONS if o.type is bool and getattr(self, o.name)])
 
 
 def describe(config):
     """A configuration as the keyword arguments that ask for it."""
     chosen = "".join(f"{k}={v}, " for k, v in config.meta)
-    variant = ", 'persistent': True" if config.persistent else ""
-    variant += ", 'advance': True" if config.advance else ""
-    return f"{chosen}ntsym_options={{'num_warps': {config.num_warps}, 'num_stages': {config.num_stages}{variant}}}"
+    given = [f"'{o.name}': {getattr(config, o.name)!r}" for o in OPTIONS
+             if o.type is not bool or getattr(config, o.name)]
+    return f"{chosen}ntsym_options={{{', '.join(given)}}}"
 
 
 def _no_persistent(spec, why):

@@ -4,6 +4,7 @@ before a launch takes what it says."""
 
 import warnings
 
+from codegen.options import OPTIONS
 from codegen.tuning import store as tuning_store
 from codegen.tuning.config import Config
 
@@ -26,14 +27,18 @@ def _store(spec, key, config, shortlisted=False):
 
 
 def _entry(config):
-    return {"meta": [list(kv) for kv in config.meta], "num_warps": config.num_warps,
-            "num_stages": config.num_stages, "persistent": config.persistent, "advance": config.advance}
+    """A configuration as a stored entry: its block sizes and each launch option."""
+    return {"meta": [list(kv) for kv in config.meta], **{o.name: getattr(config, o.name) for o in OPTIONS}}
 
 
 def _config(entry):
+    """A stored entry as a configuration, or None where it cannot be read: a
+    bool option missing from it (an entry older than the option) takes the
+    schema's default; an int one is required."""
     try:
-        return Config(tuple((k, int(v)) for k, v in entry["meta"]), int(entry["num_warps"]), int(entry["num_stages"]),
-                      bool(entry.get("persistent", False)), bool(entry.get("advance", False)))
+        values = {o.name: bool(entry.get(o.name, o.default)) if o.type is bool else int(entry[o.name])
+                  for o in OPTIONS}
+        return Config(tuple((k, int(v)) for k, v in entry["meta"]), **values)
     except (TypeError, KeyError, ValueError):
         return None
 
@@ -68,10 +73,9 @@ def _entry_problem(spec, config, fixed, launch):
             return f"{name}={meta[name]} is not one of the candidates {list(m.candidates)}"
         if not m.candidates and (meta[name] < 1 or meta[name] & (meta[name] - 1)):
             return f"{name}={meta[name]} is not a positive power of two"
-    if config.num_warps not in (1, 2, 4, 8, 16, 32):
-        return f"num_warps={config.num_warps} is not 1, 2, 4, 8, 16 or 32"
-    if not 1 <= config.num_stages <= 8:
-        return f"num_stages={config.num_stages} is not from 1 to 8"
+    for option in OPTIONS:
+        if not option.allows(getattr(config, option.name)):
+            return f"{option.name}={getattr(config, option.name)} is not {option.allowed_text}"
     for name, value in launch.items():
         if getattr(config, name) != value:
             return f"{name}={getattr(config, name)} where the call asks for {value}"
