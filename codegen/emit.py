@@ -5,6 +5,7 @@ import ast
 
 import sympy
 
+from codegen import triton_compat
 from codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
 from codegen.astutil import generated_assign
 from codegen.index_width import IndexPeak, multiplied_sizes, peaks
@@ -306,22 +307,10 @@ class Persistent:
         self.extra = extra
 
 
-def _tma_available():
-    """Whether this Triton has device-side tensor descriptors and flattened loops."""
-    try:
-        import inspect
-
-        import triton.language as tl
-
-        return hasattr(tl, "make_tensor_descriptor") and "flatten" in inspect.signature(tl.range.__init__).parameters
-    except Exception:
-        return False
-
-
 def _persistent_kernel(ir, plain, kernel_name):
     """The persistent, tensor-descriptor variant of the kernel, or None where
     no tile of a loop can be read through a descriptor."""
-    if not _tma_available() or ir.jagged:
+    if not triton_compat.device_tensor_descriptors() or ir.jagged:
         return None  # jagged tensors move their pointers per program: no descriptors
     emitter = KernelEmitter(ir, tma=True, read=plain.records.loaded)
     # The plain kernel's names for padded blocks, peeled loops and contiguity

@@ -3,6 +3,8 @@ without Triton's per-call argument binding and cache lookup."""
 
 import os
 
+from codegen import triton_compat
+
 
 # NTSYM_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (``kernel[grid](...)``).
 _DIRECT_OFF = os.environ.get("NTSYM_DIRECT_LAUNCH", "") == "0"
@@ -19,14 +21,11 @@ class _Direct:
     __slots__ = ("compiled", "constexprs", "guard", "knobs", "driver")
 
     def __init__(self, compiled, constexprs, guard):
-        from triton import knobs
-        from triton.runtime import driver
-
         self.compiled = compiled
         self.constexprs = constexprs  # values of the parameters passed by keyword, in order
         self.guard = guard  # ((position, token), ...)
-        self.knobs = knobs.runtime  # launch hooks, read at each launch as Triton does
-        self.driver = driver  # its active driver, likewise
+        self.knobs = triton_compat.runtime_knobs()  # launch hooks, read at each launch as Triton does
+        self.driver = triton_compat.driver()  # its active driver, likewise
 
 
 def _int_facts(value):
@@ -45,9 +44,7 @@ def _guard_token(value, constexpr):
 def _direct_for(kernel, compiled, call, kwargs, spec):
     """A _Direct for this launch, or None where the Triton version or the call does
     not allow one (the launch then goes through ``kernel[grid]`` each time)."""
-    if spec.interpreting or compiled is None or hasattr(compiled, "result"):
-        return None
-    if not all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata", "launch_metadata")):
+    if spec.interpreting or not triton_compat.launchable(compiled):
         return None
     params = getattr(kernel, "params", None)
     names = getattr(kernel, "arg_names", None)
@@ -82,7 +79,7 @@ def _launch_direct(direct, grid, call, device):
     compiled = direct.compiled
     values = (*call, *direct.constexprs)
     enter, leave = direct.knobs.launch_enter_hook, direct.knobs.launch_exit_hook
-    if _no_hook(enter) and _no_hook(leave):
+    if triton_compat.hook_is_empty(enter) and triton_compat.hook_is_empty(leave):
         # What the launch hooks would be given is not built where no hook
         # is set (Triton builds it each launch where its hooks are chains).
         metadata = enter = leave = None
@@ -93,9 +90,3 @@ def _launch_direct(direct, grid, call, device):
     g2 = grid[2] if len(grid) > 2 else 1
     compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, metadata, enter, leave, *values)
     return True
-
-
-def _no_hook(hook):
-    """Whether a launch hook calls nothing: None, or an empty ``HookChain``
-    (Triton 3.6 and 3.9 keep their hooks as chains, never None)."""
-    return hook is None or (type(hook).__name__ == "HookChain" and not getattr(hook, "calls", True))

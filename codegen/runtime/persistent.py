@@ -4,6 +4,7 @@ programs it runs, and the scratch allocator its descriptors need."""
 
 import functools
 
+from codegen import triton_compat
 from codegen.tuning import space
 
 
@@ -124,13 +125,5 @@ def ensure_allocator():
     """Tensor descriptors made on the device need scratch memory, which Triton
     takes from the allocator given to ``triton.set_allocator``; where none is
     set (in this thread's context), one that allocates torch tensors is."""
-    try:
-        from triton.runtime import _allocation
-
-        if not isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
-            return
-    except (ImportError, AttributeError):
-        pass
-    import triton
-
-    triton.set_allocator(_allocate)
+    if not triton_compat.allocator_set():
+        triton_compat.set_allocator(_allocate)

@@ -72,11 +72,9 @@ def _key(fixed_items, int64, tensors, constexprs, size):
 def _path(spec, kind="choices"):
     """The file of ``spec``'s stored entries of one kind: ``choices`` (a
     configuration per call shape), ``classes`` (shortlists per size class)."""
-    import triton
+    from codegen import cache, triton_compat
 
-    from codegen import cache
-
-    ident = "\n".join([spec.kernel_source, triton.__version__, cache.package_version()])
+    ident = "\n".join([spec.kernel_source, triton_compat.version(), cache.package_version()])
     digest = hashlib.sha256(ident.encode()).hexdigest()[:24]
     folder = os.path.join(cache.cache_dir(), "tuning")
     os.makedirs(folder, exist_ok=True)
