@@ -15,6 +15,7 @@ from codegen.printer import Printer, to_source
 from codegen.promotion import meetings
 from codegen.semantics import HELPERS as SEMANTIC_HELPERS
 from codegen.semantics import INTERPRETING as SEMANTIC_INTERPRETING
+from codegen.strategies import DESCRIPTORS
 from codegen.signature import jit_function, kernel_args, param, positional
 from codegen.template import stmt, stmts
 
@@ -312,7 +313,7 @@ def _persistent_kernel(ir, plain, kernel_name):
     no tile of a loop can be read through a descriptor."""
     if not triton_compat.device_tensor_descriptors() or ir.jagged:
         return None  # jagged tensors move their pointers per program: no descriptors
-    emitter = KernelEmitter(ir, tma=True, read=plain.records.loaded)
+    emitter = KernelEmitter(ir, access=DESCRIPTORS, read=plain.records.loaded)
     # The plain kernel's names for padded blocks, peeled loops and contiguity
     # flags, so that both kernels share their parameters.
     emitter.records.pow2 = dict(plain.records.pow2)

@@ -179,6 +179,7 @@ def test_padded_reads_keep_pointer_loads():
     import ast
 
     from codegen.kernel import KernelEmitter
+    from codegen.strategies import DESCRIPTORS
 
     B = ntsym.block_size(lower_bound=16)
 
@@ -199,7 +200,7 @@ def test_padded_reads_keep_pointer_loads():
         out = (best + total)[:, None]  # noqa: F841
 
     kernel = ntsym.make(arrangement, application, (Tensor(2, other=float("-inf")), Tensor(2), Tensor(2)))
-    body = ast.unparse(ast.Module(body=KernelEmitter(kernel.ir, tma=True).emit_body(), type_ignores=[]))
+    body = ast.unparse(ast.Module(body=KernelEmitter(kernel.ir, access=DESCRIPTORS).emit_body(), type_ignores=[]))
     assert "y_desc.load(" in body and "x_desc" not in body and "tl.load(x_ptr" in body
     assert "_persistent(" not in kernel.source
 
