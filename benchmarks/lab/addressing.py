@@ -4,7 +4,7 @@ from the loop index: ``ptr + (base + i * step)``) and ``{"advance": True}``
 (pointer blocks set before the loop and advanced each iteration), against the
 Triton baseline (tuned), at the benchmark shapes, fp16, interleaved rounds.
 
-Usage (GPU): python -m benchmarks.experiments.addressing [--dtype bfloat16] [--tasks sdpa sdpa_causal mm]
+Usage (GPU): python -m benchmarks.lab.addressing [--dtype bfloat16] [--tasks sdpa sdpa_causal mm]
 """
 import argparse
 
@@ -12,7 +12,7 @@ import torch
 import triton
 
 from benchmarks import tasks, triton_baselines as tb
-from benchmarks.experiments._rounds import interleaved, ratio_table
+from benchmarks.lab._rounds import interleaved, ratio_table
 import examples.addmm as addmm
 import examples.bmm as bmm
 import examples.mm as mm

@@ -5,7 +5,7 @@ variant); a tensor of more than 2**31 elements (the 64-bit variant); host
 launch cost of the C path, the Python launcher and a plain Triton launch; the
 build time of mm over its configurations, serial and in parallel.
 
-    python -m benchmarks.experiments.aot      # prints a markdown table; results under $OUT if set
+    python -m benchmarks.lab.aot      # prints a markdown table; results under $OUT if set
 """
 
 import functools

@@ -1,6 +1,6 @@
 """What does attention need on Hopper to come near torch's SDPA? One process, one table per shape.
 
-    python -m benchmarks.experiments.attention_hopper [--shapes B,H,S,D ...] [--cpu]
+    python -m benchmarks.lab.attention_hopper [--shapes B,H,S,D ...] [--cpu]
 
 Per shape (non-causal and causal): torch's default SDPA and each of its backends it
 has (flash, cuDNN, efficient), the Triton baseline (tuned), ntsym's sdpa (tuned; its
@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchmarks.experiments._rounds import flops_table, interleaved
+from benchmarks.lab._rounds import flops_table, interleaved
 
 sys.path.insert(0, os.getcwd())
 

@@ -1,7 +1,7 @@
 """Memory-bound bandwidth at the benchmark's sizes: copies of several sizes and elementwise add
 variants, each timed three ways (do_bench, whose flush leaves dirty lines in L2; a flush that
 only reads 256 MB; back-to-back launches over input sets larger than L2), plus ntsym's and
-the Triton baseline's add and softmax.  ``python -m benchmarks.experiments.bandwidth`` (GPU)."""
+the Triton baseline's add and softmax.  ``python -m benchmarks.lab.bandwidth`` (GPU)."""
 import os, sys, statistics
 import torch, triton, triton.language as tl
 from triton.testing import do_bench

@@ -1,7 +1,7 @@
 """Causal attention that stops at the diagonal, against non-causal attention
 and torch's scaled_dot_product_attention (flash on an H100), in one process.
 
-    python -m benchmarks.experiments.causal_sdpa [--shapes B,H,S,D ...]
+    python -m benchmarks.lab.causal_sdpa [--shapes B,H,S,D ...]
 
 Prints one table: ms and TFLOP/s (causal counts half the work) per shape and
 implementation, and ntsym's time as a fraction of torch's."""
@@ -10,7 +10,7 @@ import argparse
 
 import torch
 
-from benchmarks.experiments._rounds import interleaved
+from benchmarks.lab._rounds import interleaved
 from examples import sdpa
 
 DEFAULT_SHAPES = ("4,48,1024,64", "4,32,4096,64", "2,32,4096,128", "1,16,16384,128")

@@ -1,6 +1,6 @@
 """What brings conv2d (3x3, 512 channels, 14x14) near cuDNN? One process, one table per batch.
 
-    python -m benchmarks.experiments.conv2d_variants [--batches 2,4,...] [--splits 2,4,8] [--cpu]
+    python -m benchmarks.lab.conv2d_variants [--batches 2,4,...] [--splits 2,4,8] [--cpu]
 
 Variants of ``examples/conv2d.py``, each timed end to end (copies and extra kernels included):
 
@@ -84,7 +84,7 @@ CONFIGS = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (12
 def configs(batches, rounds):
     import os
 
-    from benchmarks.experiments._rounds import flops_table, interleaved
+    from benchmarks.lab._rounds import flops_table, interleaved
 
     for batch in batches:
         x = torch.randn(batch, 512, 14, 14, device="cuda", dtype=torch.float16)
@@ -129,7 +129,7 @@ def main():
     if args.configs:
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {__import__('triton').__version__}")
         return configs([int(b) for b in args.batches.split(",")], args.rounds)
-    from benchmarks.experiments._rounds import flops_table, interleaved
+    from benchmarks.lab._rounds import flops_table, interleaved
 
     splits = [int(g) for g in args.splits.split(",") if g]
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {__import__('triton').__version__}")

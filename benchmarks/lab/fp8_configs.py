@@ -5,7 +5,7 @@ tensor-descriptor kernel with and without ``warp_specialize``, against
 accumulator carried over all K tiles), interleaved rounds; every result's largest
 error against float32 products and sums beside its time.
 
-    python -m benchmarks.experiments.fp8_configs [--sizes 4096 8192] [--cpu]
+    python -m benchmarks.lab.fp8_configs [--sizes 4096 8192] [--cpu]
 
 ``--cpu`` runs the hand-written kernel through the interpreter (float32 stand-ins)."""
 
@@ -22,7 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchmarks.experiments._rounds import interleaved
+from benchmarks.lab._rounds import interleaved
 
 sys.path.insert(0, os.getcwd())
 

@@ -1,6 +1,6 @@
 """ntsym's bmm kernel as generated, and the same body inside a loop over tiles (persistent grids)."""
 import statistics, torch, triton, triton.language as tl
-from benchmarks.experiments._rounds import interleaved
+from benchmarks.lab._rounds import interleaved
 
 
 @triton.jit

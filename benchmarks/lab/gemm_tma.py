@@ -8,8 +8,8 @@ warp_specialize=True), plus an extra tma_persistent_ws_outer (warp_specialize on
 the outer tile loop, as Triton's tutorial 09 does) on two configs.
 
 Usage:
-    python -m benchmarks.experiments.gemm_tma              # on the GPU
-    python -m benchmarks.experiments.gemm_tma --cpu-check  # correctness only, tiny shapes, interpreter
+    python -m benchmarks.lab.gemm_tma              # on the GPU
+    python -m benchmarks.lab.gemm_tma --cpu-check  # correctness only, tiny shapes, interpreter
 
 Written against the APIs common to triton 3.6.0 and 3.9.0:
   tl.make_tensor_descriptor(base, shape, strides, block_shape), desc.load/store,

@@ -3,7 +3,7 @@ example's function, of the kernel called with its output given, and of the
 torch operator, then a cProfile of the example's function (top entries by
 own time).  Small shapes, so the device is idle and the host is what is timed.
 
-    python -m benchmarks.experiments.host_profile
+    python -m benchmarks.lab.host_profile
 """
 
 import cProfile

@@ -9,8 +9,8 @@ the torch operator.  Small shapes, so the device is idle and the host is what
 is timed; per-call µs, the best of 7 batches, the columns taking turns batch by
 batch.
 
-    python -m benchmarks.experiments.launch_layers          # on a GPU
-    python -m benchmarks.experiments.launch_layers --cpu    # the Python layer, Triton's interpreter stubbed
+    python -m benchmarks.lab.launch_layers          # on a GPU
+    python -m benchmarks.lab.launch_layers --cpu    # the Python layer, Triton's interpreter stubbed
 """
 
 import argparse
@@ -131,7 +131,7 @@ def main():
                 call = built_call(kernel, entry, args)
                 direct = entry.direct
                 if direct is not None:
-                    fns["binary"] = (lambda: runtime._launch_direct(direct, entry.grid, call, entry.device), None)
+                    fns["binary"] = (lambda: runtime.direct._launch_direct(direct, entry.grid, call, entry.device), None)
                     fns["binary, hooks"] = (lambda: triton_jit_style(direct, entry.grid, call), None)
                     compiled = direct.compiled
                     stream = direct.driver.active.get_current_stream(entry.device)

@@ -4,11 +4,11 @@ in one process at the benchmark shapes, fp16; each ntsym form tuned with
 ``ntsym_options={"persistent": False/True}`` and "auto" (the tuner chooses).
 Logs every timed configuration (ntsym logger at DEBUG).
 
-Usage (GPU): python -m benchmarks.experiments.persistent mm bmm addmm
+Usage (GPU): python -m benchmarks.lab.persistent mm bmm addmm
 """
 import logging, os, statistics, sys, time
 import torch, triton
-from benchmarks.experiments._rounds import interleaved
+from benchmarks.lab._rounds import interleaved
 h = logging.StreamHandler(sys.stdout); h.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
 logging.getLogger("ntsym").addHandler(h); logging.getLogger("ntsym").setLevel(logging.DEBUG)
 from benchmarks import tasks, triton_baselines as tb

@@ -4,7 +4,7 @@ mm, bmm and sdpa (non-causal and causal) at one configuration each for an H100
 target and counts the SASS instructions by opcode (Triton's bundled
 ``cuobjdump``).  No GPU is needed: Triton compiles for a named target.
 
-    python -m benchmarks.experiments.sass_counts [--source FILE.py ...]
+    python -m benchmarks.lab.sass_counts [--source FILE.py ...]
 
 ``--source``: generated modules to compile instead of the examples' current
 ones (the golden files of an older commit, say), as NAME=PATH with NAME one of
@@ -79,7 +79,7 @@ def counts(path, constants, unit, warps, stages, dtype):
 def _counted(path, name, advance):
     """``counts`` of case ``name`` in a child process."""
     env = dict(os.environ, TRITON_INTERPRET="0")
-    out = subprocess.run([sys.executable, "-m", "benchmarks.experiments.sass_counts", "--count", path, name,
+    out = subprocess.run([sys.executable, "-m", "benchmarks.lab.sass_counts", "--count", path, name,
                           str(int(advance))], capture_output=True, text=True, env=env, check=True).stdout
     return collections.Counter(json.loads(out.splitlines()[-1]))
 

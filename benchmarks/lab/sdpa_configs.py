@@ -1,6 +1,6 @@
 """sdpa: ntsym at forced configs vs the Triton baseline (its tuned config) vs torch, interleaved rounds."""
 import math, sys, os, torch, triton
-from benchmarks.experiments._rounds import interleaved, ratio_table
+from benchmarks.lab._rounds import interleaved, ratio_table
 sys.path.insert(0, os.getcwd())
 from examples import sdpa as ex
 from benchmarks import triton_baselines as tb

@@ -6,12 +6,12 @@ kernel, the descriptor kernel with one program per tile, and the descriptor
 kernel on a persistent grid, against the Triton baseline and torch (fp16,
 benchmark shape, one process).  Run with NTSYM_RETUNE=1 so each form is tuned.
 
-Usage (GPU): NTSYM_RETUNE=1 python -m benchmarks.experiments.sdpa_tma
+Usage (GPU): NTSYM_RETUNE=1 python -m benchmarks.lab.sdpa_tma
 """
 import inspect, logging, sys, time
 import torch, triton
-from benchmarks.experiments._rounds import interleaved, ratio_table
-import codegen.emit as E, codegen.runtime as R
+from benchmarks.lab._rounds import interleaved, ratio_table
+import codegen.emit as E, codegen.runtime.persistent as R
 src = inspect.getsource(E._persistent_kernel).replace("flatten=True", "flatten=False")
 exec(src, E.__dict__)
 E._streams = lambda body: True

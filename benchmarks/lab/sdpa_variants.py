@@ -1,6 +1,6 @@
 """ntsym's generated sdpa kernel (pow2 head) with one difference from the Triton baseline toggled at a time."""
 import math, sys, os, torch, triton, triton.language as tl
-from benchmarks.experiments._rounds import interleaved, ratio_table
+from benchmarks.lab._rounds import interleaved, ratio_table
 sys.path.insert(0, os.getcwd())
 
 

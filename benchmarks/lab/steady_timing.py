@@ -1,6 +1,6 @@
 """Does a configuration's short timing (the tuner's first pass) rank it as a steady run does?
 
-    python -m benchmarks.experiments.steady_timing [--shapes B,H,S,D ...] [--dtype bfloat16] [--lengths]
+    python -m benchmarks.lab.steady_timing [--shapes B,H,S,D ...] [--dtype bfloat16] [--lengths]
 
 Per shape and causal flag: ntsym's sdpa as tuned, the Triton baseline (tuned) and ntsym's
 kernel at fixed configurations, each timed once short (``do_bench`` warm-up 5 ms, rep
@@ -14,7 +14,7 @@ import statistics
 import torch
 from triton.testing import do_bench
 
-from benchmarks.experiments._rounds import interleaved
+from benchmarks.lab._rounds import interleaved
 
 CONFIGS = ((64, 64, 4, 3, False), (128, 64, 8, 3, False), (128, 64, 8, 4, True), (128, 64, 8, 4, False),
            (128, 128, 8, 3, False), (64, 32, 4, 3, False))

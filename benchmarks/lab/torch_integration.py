@@ -10,7 +10,7 @@
    launches the kernels) and of the ``custom_op`` form (opaque calls), and
    ``mode="reduce-overhead"``, each checked equal.
 
-    python -m benchmarks.experiments.torch_integration
+    python -m benchmarks.lab.torch_integration
 """
 
 import statistics

@@ -4,8 +4,8 @@ a class searches in full), the configurations timed, the choice and its steady t
 then a full search of the same shape, its choice, steady time and first-call time.
 Run with an empty NTSYM_CACHE_DIR (the compiled kernels may be cached).
 
-    python -m benchmarks.experiments.tuning_shortlist          # on a GPU
-    NTSYM_TUNE_IN_INTERPRETER=1 python -m benchmarks.experiments.tuning_shortlist --cpu
+    python -m benchmarks.lab.tuning_shortlist          # on a GPU
+    NTSYM_TUNE_IN_INTERPRETER=1 python -m benchmarks.lab.tuning_shortlist --cpu
 """
 import os
 import sys
@@ -45,13 +45,13 @@ def first_call(kernel, args):
     """(seconds, configurations timed, configuration chosen) of a call that tunes."""
     kernel._cache.calls.clear()
     kernel._cache.tuned.clear()
-    before = tuning.BENCHMARKS_RUN
+    before = tuning.timing.BENCHMARKS_RUN
     sync()
     start = time.perf_counter()
     kernel(*args)
     sync()
     (chosen,) = kernel._cache.tuned.values()
-    return time.perf_counter() - start, tuning.BENCHMARKS_RUN - before, chosen
+    return time.perf_counter() - start, tuning.timing.BENCHMARKS_RUN - before, chosen
 
 
 def case(name, kernel, make_args, sizes):
@@ -63,7 +63,7 @@ def case(name, kernel, make_args, sizes):
         args = make_args(n)
         os.environ["NTSYM_TUNE_SHORTLIST"] = "1"
         seconds, timed, chosen = first_call(kernel, args)
-        search = "shortlist" if timed <= tuning.SHORTLIST else "full"
+        search = "shortlist" if timed <= tuning.shortlist.SHORTLIST else "full"
         row = [str(n), search, f"{seconds:.2f}", str(timed), tuning.describe(chosen),
                f"{steady_ms(kernel, args, chosen):.4f}"]
         if search == "shortlist":

@@ -3,7 +3,7 @@ against padding every sequence to the longest and running the dense ntsym
 sdpa kernel (examples/sdpa.py), and against torch's
 scaled_dot_product_attention on nested tensors of the jagged layout.
 
-    python -m benchmarks.experiments.varlen_sdpa [--batch 16] [--heads 16] [--seed 0]
+    python -m benchmarks.lab.varlen_sdpa [--batch 16] [--heads 16] [--seed 0]
 
 Sequence lengths are drawn log-uniformly from 64..4096 (seeded; the longest
 is set to 4096 and the shortest to 64 so that the spread is the same every
@@ -32,7 +32,7 @@ import torch
 import triton
 
 import ntsym
-from benchmarks.experiments._rounds import interleaved
+from benchmarks.lab._rounds import interleaved
 from examples import sdpa, varlen_sdpa
 
 

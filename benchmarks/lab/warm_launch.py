@@ -1,6 +1,6 @@
 """Can a warm ntsym kernel be slow for a whole do_bench round, and why?
 
-    python -m benchmarks.experiments.warm_launch [--tasks rms_norm,softmax,add] [--rounds 30]
+    python -m benchmarks.lab.warm_launch [--tasks rms_norm,softmax,add] [--rounds 30]
                                                  [--calls 20000] [--out DIR]
 
 For each task at the paper's shape (float16), ntsym's example function and torch's, after
@@ -154,7 +154,7 @@ def host_bound(fn, waits_us):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m benchmarks.experiments.warm_launch")
+    p = argparse.ArgumentParser(prog="python -m benchmarks.lab.warm_launch")
     p.add_argument("--tasks", default="rms_norm,softmax,add")
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--calls", type=int, default=20000)
