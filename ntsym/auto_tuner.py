@@ -51,13 +51,13 @@ class AutoTuner:
     @staticmethod
     def _time(func, args, kwargs):
         try:
-            return tuning._time(_Timing(), lambda: func(*args, **kwargs))
+            return tuning.median_ms(_Timing(), lambda: func(*args, **kwargs))
         except LaunchError:
             return float("inf")
 
 
 class _Timing:
-    """What ``tuning._time`` reads of a kernel: whether kernels run in the interpreter."""
+    """What ``tuning.median_ms`` reads of a kernel: whether kernels run in the interpreter."""
 
     interpreting = runtime.interpreting()
 

@@ -14,10 +14,10 @@ from codegen.tuning.choice import OPTIONS, choose
 from codegen.tuning.config import Config, describe
 from codegen.tuning.space import (DEFAULT_MAX_CONFIGS, GEMM_SHAPES, MAX_BLOCK_ELEMENTS, candidates, default_config,
                                   device_shared_memory, multiprocessors, shared_memory)
-from codegen.tuning.timing import compile_ahead, compile_threads, launch_parts
+from codegen.tuning.timing import compile_ahead, compile_threads, launch_parts, median_ms
 
 __all__ = [
     "Config", "DEFAULT_MAX_CONFIGS", "GEMM_SHAPES", "MAX_BLOCK_ELEMENTS", "OPTIONS", "candidates", "choose",
     "compile_ahead", "compile_threads", "default_config", "describe", "device_shared_memory", "launch_parts",
-    "multiprocessors", "shared_memory",
+    "median_ms", "multiprocessors", "shared_memory",
 ]

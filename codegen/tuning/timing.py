@@ -37,6 +37,13 @@ def _time(spec, fn, rep=20, warmup=5):
     return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
 
 
+def median_ms(spec, fn):
+    """Median milliseconds of ``fn``, as tuning times a configuration once (a
+    ``do_bench`` on a GPU, a wall clock in the interpreter, where ``spec``
+    says it runs)."""
+    return _time(spec, fn)
+
+
 # Configurations timed within this fraction of the fastest are timed again,
 # longer and in interleaved rounds, before one is chosen: single short timings
 # of memory-bound kernels move by a few percent from run to run, and those of
