@@ -5,6 +5,7 @@ import ast
 
 import sympy
 
+from codegen import triton_compat
 from codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
 from codegen.astutil import generated_assign
 from codegen.index_width import IndexPeak, multiplied_sizes, peaks
@@ -14,6 +15,7 @@ from codegen.printer import Printer, to_source
 from codegen.promotion import meetings
 from codegen.semantics import HELPERS as SEMANTIC_HELPERS
 from codegen.semantics import INTERPRETING as SEMANTIC_INTERPRETING
+from codegen.strategies import DESCRIPTORS
 from codegen.signature import jit_function, kernel_args, param, positional
 from codegen.template import stmt, stmts
 
@@ -306,24 +308,12 @@ class Persistent:
         self.extra = extra
 
 
-def _tma_available():
-    """Whether this Triton has device-side tensor descriptors and flattened loops."""
-    try:
-        import inspect
-
-        import triton.language as tl
-
-        return hasattr(tl, "make_tensor_descriptor") and "flatten" in inspect.signature(tl.range.__init__).parameters
-    except Exception:
-        return False
-
-
 def _persistent_kernel(ir, plain, kernel_name):
     """The persistent, tensor-descriptor variant of the kernel, or None where
     no tile of a loop can be read through a descriptor."""
-    if not _tma_available() or ir.jagged:
+    if not triton_compat.device_tensor_descriptors() or ir.jagged:
         return None  # jagged tensors move their pointers per program: no descriptors
-    emitter = KernelEmitter(ir, tma=True, read=plain.records.loaded)
+    emitter = KernelEmitter(ir, access=DESCRIPTORS, read=plain.records.loaded)
     # The plain kernel's names for padded blocks, peeled loops and contiguity
     # flags, so that both kernels share their parameters.
     emitter.records.pow2 = dict(plain.records.pow2)

@@ -58,6 +58,7 @@ from codegen.printer import Printer
 from codegen.refs import SourceRef, TileRef
 from codegen.semantics import SemanticsMixin
 from codegen.shapes import ShapesMixin, block_extent_expr
+from codegen.strategies import POINTERS
 
 __all__ = ["EmitError", "KernelEmitter", "block_extent_expr"]
 
@@ -87,15 +88,17 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
     created here (``codegen/context.py``).  After ``emit_body``,
     ``records`` holds what module assembly needs.
 
-    With ``tma``, tiles that meet the rules of the GPU's tensor memory
-    accelerator are read (and written) through tensor descriptors instead of
-    masked pointer loads: the persistent variant of a kernel with loops.
+    ``access`` is the strategy every read and write starts from
+    (codegen/strategies.py): ``POINTERS``, masked pointer loads and stores;
+    ``DESCRIPTORS``, tensor descriptors where tiles meet the rules of the
+    GPU's tensor memory accelerator (the persistent variant of a kernel with
+    loops), falling back to pointers.
     ``read`` names the tensors some load of the plain emission reads (a
     tensor written through a descriptor must not be read in the kernel)."""
 
-    def __init__(self, ir, tma=False, read=frozenset()):
+    def __init__(self, ir, access=POINTERS, read=frozenset()):
         self.ir = ir
-        self.tma = tma
+        self.access = access
         self.params = {p.name: p for p in ir.params if p.kind != "shape"}
         self.tensors = {p.name: p for p in ir.params if p.kind == "tensor"}
         func = ir.application

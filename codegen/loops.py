@@ -45,42 +45,11 @@ class LoopsMixin:
     def for_loop(self, stmt):
         """``for v in range(...)``: the loop, peeled where it runs over the
         blocks of a size, with the pointers it carries set before it."""
-        if not isinstance(stmt.target, ast.Name):
-            raise self.error("loop targets must be a single name", stmt)
+        self._check_loop(stmt)
         it = stmt.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "static_range")):
-            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "static_range":
-                pass
-            else:
-                raise self.error("only `for i in range(...)` loops are supported", it)
-        if stmt.target.id in self.params and stmt.target.id not in self.names.locals:
-            raise self.error(
-                f"the loop variable `{stmt.target.id}` shadows the parameter `{stmt.target.id}`; "
-                "choose another name",
-                stmt.target,
-            )
         var = sympy.Symbol(stmt.target.id, integer=True)
         args = it.args
-        # What proofs know of the variable's range holds only where the body
-        # leaves the variable to the loop: no `k = k - 2`, no inner loop over
-        # `k` (so no enclosing loop's range is ever that of an inner `k`).
-        body_assigned = assigned_names(stmt.body)
-        rebound = stmt.target.id in body_assigned
-        ceiling = None  # the cdiv(n, b) the loop's stop is (or is at most)
-        if len(args) == 1 and not rebound:
-            bound = self._range_value(args[0])
-            if bound is not None:
-                self.loops.ranges[var] = bound
-                self.loops.trips[var] = bound
-                ceiling = bound if isinstance(bound, CeilDiv) else None
-        elif len(args) == 2 and not it.keywords and not rebound:
-            # range(a, b) with a >= 0: the variable lies in [0, b), which
-            # is all the proofs of masks use of a loop variable's range.
-            start_value, stop = self._range_value(args[0]), self._range_value(args[1])
-            if start_value is not None and stop is not None \
-                    and bounds.nonnegative(start_value, self.base_ranges()):
-                self.loops.ranges[var] = stop
-                ceiling = _ceiling_of(stop)
+        body_assigned, ceiling = self._learn_range(stmt, var)
         self.names.locals.add(stmt.target.id)
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
         assigned = body_assigned | {stmt.target.id}
@@ -108,6 +77,52 @@ class LoopsMixin:
             # that read the loop's variable or what it assigns stale.
             self.lanes.locals = self.loops.lanes_before.pop()
             self.lane_join(assigned, self.loops.lanes_after.pop(), assigned | {var.name})
+
+    def _check_loop(self, stmt):
+        """Refuse a loop ntsym cannot emit: not over ``range`` (or
+        ``static_range``), a target that is not one name, or one that shadows
+        a parameter."""
+        if not isinstance(stmt.target, ast.Name):
+            raise self.error("loop targets must be a single name", stmt)
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "static_range")):
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "static_range":
+                pass
+            else:
+                raise self.error("only `for i in range(...)` loops are supported", it)
+        if stmt.target.id in self.params and stmt.target.id not in self.names.locals:
+            raise self.error(
+                f"the loop variable `{stmt.target.id}` shadows the parameter `{stmt.target.id}`; "
+                "choose another name",
+                stmt.target,
+            )
+
+    def _learn_range(self, stmt, var):
+        """What proofs may know of the loop variable's range (into
+        ``loops.ranges`` and ``trips``); returns the names the body assigns
+        and the cdiv(n, b) the loop's stop is (or is at most), or None."""
+        it, args = stmt.iter, stmt.iter.args
+        # What proofs know of the variable's range holds only where the body
+        # leaves the variable to the loop: no `k = k - 2`, no inner loop over
+        # `k` (so no enclosing loop's range is ever that of an inner `k`).
+        body_assigned = assigned_names(stmt.body)
+        rebound = stmt.target.id in body_assigned
+        ceiling = None  # the cdiv(n, b) the loop's stop is (or is at most)
+        if len(args) == 1 and not rebound:
+            bound = self._range_value(args[0])
+            if bound is not None:
+                self.loops.ranges[var] = bound
+                self.loops.trips[var] = bound
+                ceiling = bound if isinstance(bound, CeilDiv) else None
+        elif len(args) == 2 and not it.keywords and not rebound:
+            # range(a, b) with a >= 0: the variable lies in [0, b), which
+            # is all the proofs of masks use of a loop variable's range.
+            start_value, stop = self._range_value(args[0]), self._range_value(args[1])
+            if start_value is not None and stop is not None \
+                    and bounds.nonnegative(start_value, self.base_ranges()):
+                self.loops.ranges[var] = stop
+                ceiling = _ceiling_of(stop)
+        return body_assigned, ceiling
 
     def _for_loop(self, stmt, it, args, var, start, step, assigned, ceiling, new_iter):
         """``for_loop`` once the loop's range is known: peeled or not."""

@@ -137,7 +137,7 @@ def _config_int(value):
 
 def _plan(kernel, name, compilation, meta):
     """The codegen plan of a made (torch) kernel, for the C launcher."""
-    from codegen import tuning
+    from codegen import options, tuning
     from ntsym.make import _display_names
 
     ir, generated, spec = kernel.ir, kernel._generated, kernel._spec
@@ -373,20 +373,18 @@ def export(kernel, path):
     """Write ``kernel`` as a standalone module: its ``@triton.jit`` kernel and
     a launcher needing only torch and triton, with the configurations its
     calls were tuned to (the default one where none was)."""
-    from codegen import tuning
+    from codegen import options, tuning
     from ntsym.make import _display_names
 
     spec = kernel._spec
     configs = []
     for config in kernel._cache.tuned.values():
-        entry = dict(config.meta, num_warps=config.num_warps, num_stages=config.num_stages)
-        if config.advance:
-            entry["advance"] = True
+        entry = dict(config.meta, **options.target_values(config, "standalone"))
         if entry not in configs:
             configs.append(entry)
     if not configs:
         config = tuning.default_config(spec, {})
-        configs.append(dict(config.meta, num_warps=config.num_warps, num_stages=config.num_stages))
+        configs.append(dict(config.meta, **options.target_values(config, "standalone")))
     source = aot.standalone_source(kernel.ir, kernel._generated, _display_names(kernel.ir), configs, spec)
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ kernels, such as variants made with different arrangements.)
 import hashlib
 import json
 
-from codegen import runtime, tuning
+from codegen import runtime, triton_compat, tuning
 from codegen.cache import package_version
 from codegen.errors import LaunchError
 from ntsym.generation import CACHE_DIR
@@ -25,13 +25,11 @@ from ntsym.generation import CACHE_DIR
 
 class AutoTuner:
     def __init__(self, funcs, keys):
-        import triton
-
         self._funcs = tuple(funcs)
         self._keys = tuple(str(k) for k in keys)
         if len(self._funcs) != len(self._keys):
             raise ValueError(f"AutoTuner: {len(self._funcs)} kernels but {len(self._keys)} keys; give one key each")
-        version = f"ntsym_{package_version()}_triton_{triton.__version__}".replace(".", "_")
+        version = f"ntsym_{package_version()}_triton_{triton_compat.version()}".replace(".", "_")
         digest = hashlib.sha256(str(self._keys).encode()).hexdigest()
         self._path = CACHE_DIR / "auto_tuning" / version / f"{digest}.json"
         self._timings = _read(self._path)
@@ -53,13 +51,13 @@ class AutoTuner:
     @staticmethod
     def _time(func, args, kwargs):
         try:
-            return tuning._time(_Timing(), lambda: func(*args, **kwargs))
+            return tuning.median_ms(_Timing(), lambda: func(*args, **kwargs))
         except LaunchError:
             return float("inf")
 
 
 class _Timing:
-    """What ``tuning._time`` reads of a kernel: whether kernels run in the interpreter."""
+    """What ``tuning.median_ms`` reads of a kernel: whether kernels run in the interpreter."""
 
     interpreting = runtime.interpreting()
 

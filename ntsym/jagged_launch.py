@@ -20,7 +20,7 @@ import numpy
 import torch
 
 from codegen.errors import LaunchError
-from codegen.runtime import _extent
+from codegen.runtime.checks import _extent
 
 
 class Jagged:

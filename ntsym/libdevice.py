@@ -15,6 +15,7 @@ import math
 import numpy as np
 import triton.language as tl
 
+from codegen import triton_compat
 from codegen.runtime import interpreting
 
 
@@ -39,11 +40,7 @@ def _result_dtype(dtypes):
 
 def _tensor(data, dtype):
     """A tensor of the interpreter holding ``data`` as ``dtype``."""
-    from triton.runtime.interpreter import TensorHandle, _get_np_dtype
-
-    data = np.asarray(data).astype(_get_np_dtype(dtype))
-    ty = tl.block_type(dtype, list(data.shape)) if data.shape else dtype
-    return tl.tensor(TensorHandle(data, dtype), ty)
+    return triton_compat.interpreter_tensor(data, dtype)
 
 
 def _numpy(function, *args, result=None):
@@ -170,9 +167,7 @@ class _InterpreterLibdevice:
 def _load():
     if interpreting():
         return _InterpreterLibdevice()
-    from triton.language.extra import libdevice
-
-    return libdevice
+    return triton_compat.gpu_libdevice()
 
 
 libdevice = _load()

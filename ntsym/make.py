@@ -11,6 +11,7 @@ import weakref
 import torch
 
 from codegen import cache, emit, runtime
+from codegen import options as launch_options
 from codegen.kernel import EmitError
 from codegen.printer import PrintError
 from ntsym.errors import ApplicationError, CodegenError
@@ -49,7 +50,7 @@ class Kernel:
 
             args, kwargs = prepare(self.ir, self._spec, args, kwargs)
         args = _needed(self.ir, args)
-        if "num_warps" in kwargs or "num_stages" in kwargs:
+        if any(name in kwargs for name in launch_options.KEYWORDS):
             kwargs = _launch_options(kwargs, self._spec)
         for name in self._any_size:
             value = kwargs.get(name)
@@ -197,16 +198,11 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None, ou
 
 
 def _launch_options(kwargs, spec):
-    """``num_warps=`` and ``num_stages=`` given as Triton users give them: the
-    same as ``ntsym_options={"num_warps": ...}`` (unless the kernel has a
-    parameter of that name)."""
-    kwargs = dict(kwargs)
-    options = dict(kwargs.get("ntsym_options") or {})
-    for name in ("num_warps", "num_stages"):
-        if name in kwargs and name not in spec.meta_by_name and all(p.name != name for p in spec.params):
-            options[name] = kwargs.pop(name)
-    kwargs["ntsym_options"] = options
-    return kwargs
+    """The launch options given as Triton users give them (``num_warps=``,
+    ``num_stages=``: those codegen/options.py marks ``keyword``): the same as
+    ``ntsym_options={"num_warps": ...}`` (unless the kernel has a parameter
+    of that name)."""
+    return launch_options.keywords(kwargs, set(spec.meta_by_name) | {p.name for p in spec.params})
 
 
 def _needed(ir, args):

@@ -278,17 +278,17 @@ def test_tuner_times_the_advancing_form_at_the_best_configurations(monkeypatch):
         return [(1.0 / (dict(c.meta)["BLOCK_SIZE_M"] * dict(c.meta)["BLOCK_SIZE_N"]) - c.advance * 1e-6, c)
                 for c in configs]
 
-    monkeypatch.setattr(tuning, "_time_all", time_all)
+    monkeypatch.setattr(tuning.timing, "_time_all", time_all)
     a, b = torch.randn(40, 48), torch.randn(48, 24)
     spec = mm.kernel._spec
     grid = lambda meta: (1,)  # noqa: E731
-    best, _ = tuning._benchmark(None, spec, grid, (), {}, (a, b, torch.empty(40, 24)), False, {})
+    best, _ = tuning.timing._benchmark(None, spec, grid, (), {}, (a, b, torch.empty(40, 24)), False, {})
     plain = [c for c in timed if not c.advance]
     advancing = [c for c in timed if c.advance]
-    assert len(advancing) == tuning.ADVANCE_CONFIGS
+    assert len(advancing) == tuning.timing.ADVANCE_CONFIGS
     ranked = sorted(plain, key=lambda c: 1.0 / (dict(c.meta)["BLOCK_SIZE_M"] * dict(c.meta)["BLOCK_SIZE_N"]))
     assert [(c.meta, c.num_warps, c.num_stages) for c in advancing] == [
-        (c.meta, c.num_warps, c.num_stages) for c in ranked[: tuning.ADVANCE_CONFIGS]
+        (c.meta, c.num_warps, c.num_stages) for c in ranked[: tuning.timing.ADVANCE_CONFIGS]
     ]
     assert best.advance
     assert best.kwargs({}, False, spec)["NTSYM_ADVANCE"] is True
@@ -433,7 +433,7 @@ def test_one_offset_two_tile_shapes():
 def test_advancing_with_64_bit_index_math(monkeypatch):
     from codegen import runtime
 
-    monkeypatch.setattr(runtime, "needs_int64", lambda tensors: True)
+    monkeypatch.setattr(runtime.checks, "needs_int64", lambda tensors: True)
     a, b = torch.randn(40, 50), torch.randn(50, 24)
     for c in both(mm.kernel, a, b, torch.empty(40, 24), BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16):
         torch.testing.assert_close(c, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)

@@ -110,7 +110,7 @@ def test_a_good_call_reaches_the_driver(built):
     x = torch.zeros(64, dtype=torch.float16)
     code, message = add_lib.status(x, x, torch.zeros(64, dtype=torch.float16))
     if torch.cuda.is_available():
-        pytest.skip("a GPU machine: benchmarks/experiments/aot.py checks results")
+        pytest.skip("a GPU machine: benchmarks/lab/aot.py checks results")
     assert code == aot.STATUS["NTSYM_ERROR_CUDA"] and "libcuda" in message
 
 

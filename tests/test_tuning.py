@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent(
     y = torch.empty_like(x)
     kernel(x, y)
     assert torch.equal(y, x * 2)
-    print(tuning.BENCHMARKS_RUN)
+    print(tuning.timing.BENCHMARKS_RUN)
     """
 )
 
@@ -76,7 +76,7 @@ def test_a_new_shape_of_a_tuned_size_class_times_only_its_shortlist(tmp_path):
     # B in {16, ..., 1024}: seven candidates; a shortlist of five.
     shortlist = 5
     script = SCRIPT.replace("upper_bound=64", "upper_bound=1024").replace(
-        "kernel = ntsym.make(", f"tuning.SHORTLIST = {shortlist}\nkernel = ntsym.make(")
+        "kernel = ntsym.make(", f"tuning.shortlist.SHORTLIST = {shortlist}\nkernel = ntsym.make(")
     assert script.count("upper_bound=1024") == 1 and script.count("SHORTLIST") == 1
 
     def tune(n, **env):
@@ -114,11 +114,11 @@ def test_a_shortlist_that_does_not_run_falls_back_to_a_full_search(tmp_path):
     (path,) = choices_file(tmp_path)
     assert not any(entry.get("shortlist") for entry in json.loads(path.read_text()).values())
     (entry,) = json.loads(shortlists.read_text()).values()
-    assert len(entry["configs"]) == tuning.SHORTLIST - 1  # the full search's seven leaders replace it
+    assert len(entry["configs"]) == tuning.shortlist.SHORTLIST - 1  # the full search's seven leaders replace it
 
 
 def test_size_classes():
-    from codegen.tuning_store import size_class
+    from codegen.tuning.store import size_class
 
     assert [size_class(n) for n in (1, 2, 3, 5, 7, 9, 100, 1024, 1025, 2304, 3073)] == \
         [1, 2, 3, 6, 8, 12, 128, 1024, 1536, 3072, 4096]
@@ -130,12 +130,12 @@ def test_compiled_sizes_stay_exact_in_a_size_class():
     from examples import sdpa
 
     spec = sdpa.kernel._spec
-    assert tuning._compiled_sizes(spec) == {(0, 3), (1, 3), (2, 3), (3, 3)}  # the head dimension of q, k, v, o
+    assert tuning.shortlist._compiled_sizes(spec) == {(0, 3), (1, 3), (2, 3), (3, 3)}  # the head dimension of q, k, v, o
     q = torch.empty(1, 2, 100, 48)
-    keys = {tuning.tuning_store.class_key((), False, (q,), (), tuning._compiled_sizes(spec)),
-            tuning.tuning_store.class_key((), False, (torch.empty(1, 2, 120, 48),), (), tuning._compiled_sizes(spec))}
+    keys = {tuning.store.class_key((), False, (q,), (), tuning.shortlist._compiled_sizes(spec)),
+            tuning.store.class_key((), False, (torch.empty(1, 2, 120, 48),), (), tuning.shortlist._compiled_sizes(spec))}
     assert len(keys) == 1 and "(1, 2, 128, 48)" in keys.pop()
-    other = tuning.tuning_store.class_key((), False, (torch.empty(1, 2, 100, 40),), (), tuning._compiled_sizes(spec))
+    other = tuning.store.class_key((), False, (torch.empty(1, 2, 100, 40),), (), tuning.shortlist._compiled_sizes(spec))
     assert "(1, 2, 128, 40)" in other
 
 
@@ -179,12 +179,12 @@ def test_interpreter_takes_default_config_without_benchmarking():
     kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
     import torch
 
-    before = tuning.BENCHMARKS_RUN
+    before = tuning.timing.BENCHMARKS_RUN
     x = torch.randn(100)
     y = torch.empty_like(x)
     kernel(x, y)
     if kernel._spec.interpreting:
-        assert tuning.BENCHMARKS_RUN == before
+        assert tuning.timing.BENCHMARKS_RUN == before
     assert torch.equal(x, y)
 
 
@@ -215,9 +215,9 @@ def test_attention_candidates_include_square_blocks():
     assert len(configs) == tuning.DEFAULT_MAX_CONFIGS + 4
     from examples import mm
 
-    assert tuning._square_candidates(mm.kernel._spec, {}) == []  # GEMM shapes hold them already
+    assert tuning.space._square_candidates(mm.kernel._spec, {}) == []  # GEMM shapes hold them already
     fixed = {"BLOCK_SIZE_M": 64}
-    assert tuning._square_candidates(sdpa.kernel_pow2_head._spec, fixed) == []  # one free size: no squares
+    assert tuning.space._square_candidates(sdpa.kernel_pow2_head._spec, fixed) == []  # one free size: no squares
 
 
 class _RecordingKernel:
@@ -321,17 +321,17 @@ def test_near_ties_are_timed_again_and_the_lowest_median_wins(monkeypatch):
         calls.append((config, (warmup, rep)))
         return again[config].pop(0)
 
-    monkeypatch.setattr(tuning, "_time", fake_time)
+    monkeypatch.setattr(tuning.timing, "_time", fake_time)
     timed = [(1.00, a), (1.02, b), (1.04, c), (1.50, d)]  # d is not within 15 % of the best
-    ranked, ms = tuning._rank(spec, timed, lambda config: (lambda: config))
+    ranked, ms = tuning.timing._rank(spec, timed, lambda config: (lambda: config))
     # the leaders by their medians (b 0.99, a 1.03, c 1.2), then the rest by the short timing
     assert ranked == [b, a, c, d] and ms == 0.99
     assert [cfg for cfg, _ in calls] == [a, b, c] * 3  # interleaved rounds, leaders only
     # timed long, after a warm-up as long as a steady run's
-    assert all(length == (tuning.RETIME_WARMUP, tuning.RETIME_REP) == (25, 100) for _, length in calls)
+    assert all(length == (tuning.timing.RETIME_WARMUP, tuning.timing.RETIME_REP) == (25, 100) for _, length in calls)
     # a clear winner is not timed again
     calls.clear()
-    assert tuning._rank(spec, [(2.0, b), (1.0, a)], lambda config: (lambda: config)) == ([a, b], 1.0)
+    assert tuning.timing._rank(spec, [(2.0, b), (1.0, a)], lambda config: (lambda: config)) == ([a, b], 1.0)
     assert calls == []
 
 
@@ -341,11 +341,11 @@ def test_when_no_configuration_runs_the_first_failure_is_named(monkeypatch):
     def fail(spec, fn, rep=20):
         raise RuntimeError("out of shared memory, say")
 
-    monkeypatch.setattr(tuning, "_time", fail)
+    monkeypatch.setattr(tuning.timing, "_time", fail)
     a, b = torch.randn(20, 20), torch.randn(20, 20)
     with pytest.raises(ntsym.LaunchError, match=r"no configuration could be compiled and run; with BLOCK_SIZE_K=.*"
                                                 r"RuntimeError: out of shared memory, say"):
-        tuning._benchmark(None, mm.kernel._spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
+        tuning.timing._benchmark(None, mm.kernel._spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
 
 
 def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeypatch, tmp_path):
@@ -359,14 +359,14 @@ def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeyp
         fn()
         return 1.0
 
-    original = tuning._time_all
+    original = tuning.timing._time_all
 
     def spy(spec, configs, *args, **kwargs):
         timed.extend(configs)
         return original(spec, configs, *args, **kwargs)
 
-    monkeypatch.setattr(tuning, "_time", fake_time)
-    monkeypatch.setattr(tuning, "_time_all", spy)
+    monkeypatch.setattr(tuning.timing, "_time", fake_time)
+    monkeypatch.setattr(tuning.timing, "_time_all", spy)
     B = ntsym.block_size(lower_bound=16, upper_bound=64)
 
     def application(x, y):
@@ -407,8 +407,8 @@ def test_long_tuning_shows_progress_on_stderr(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
     monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("NTSYM_TUNING_PROGRESS", "1")
-    monkeypatch.setattr(tuning, "PROGRESS_AFTER", 0.0)
-    monkeypatch.setattr(tuning, "_time", lambda spec, fn, rep=20: (fn(), 1.0)[1])
+    monkeypatch.setattr(tuning.timing, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(tuning.timing, "_time", lambda spec, fn, rep=20: (fn(), 1.0)[1])
     B = ntsym.block_size(lower_bound=16, upper_bound=64)
     kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), _triple, (Tensor(1), Tensor(1)))
     x = torch.arange(50, dtype=torch.float32)
@@ -466,3 +466,28 @@ def test_each_constexpr_value_is_tuned_and_remembered_on_its_own(monkeypatch):
     assert len(kernel._cache.calls) == 2
     assert len(kernel._cache.tuned) == 2
     assert {key[3] for key in kernel._cache.tuned} == {(False,), (True,)}
+
+
+def test_config_has_one_field_per_launch_option_and_entries_round_trip():
+    import dataclasses
+
+    from codegen import options
+    from codegen.tuning import stored
+
+    assert [f.name for f in dataclasses.fields(tuning.Config)] == ["meta", *options.NAMES]
+    assert all(getattr(tuning.Config(()), o.name) == o.default for o in options.OPTIONS)
+    config = tuning.Config((("B", 32),), 8, 2, True, True)
+    assert stored._config(stored._entry(config)) == config
+    assert stored._config({"meta": [["B", 32]], "num_warps": 8, "num_stages": 2}) == tuning.Config((("B", 32),), 8, 2)
+
+
+def test_options_a_call_fixes_key_its_stored_choice_apart():
+    from codegen import options
+
+    assert options.tuning_key({}) == options.tuning_key({"persistent": None}) == ""
+    fixed = {"num_warps": 8, "num_stages": 2, "persistent": False, "advance": True}
+    assert options.tuning_key(fixed) == "|plain|advance|num_stages=2|num_warps=8"
+    with pytest.raises(ntsym.LaunchError, match=r"ntsym_options\['advance'\] must be True or False, got 1"):
+        options.validate("k", {"advance": 1})
+    with pytest.raises(ntsym.LaunchError, match="num_stages must be an int from 1 to 8, got True"):
+        options.validate("k", {"num_stages": True})

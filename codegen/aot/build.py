@@ -11,6 +11,7 @@ import pathlib
 import shutil
 import subprocess
 
+from codegen import triton_compat
 from codegen.aot.common import AotError
 
 
@@ -120,9 +121,5 @@ def plan_fingerprint(plan_):
 
 
 def triton_version():
-    try:
-        import importlib.metadata
-
-        return importlib.metadata.version("triton")
-    except Exception:  # pragma: no cover - triton is a dependency
-        return "unknown"
+    """The installed Triton's version, for the build key."""
+    return triton_compat.distribution_version()

@@ -6,7 +6,7 @@ uint8 meeting int8, written tensors with stride 0, tensors that share memory
 with a written one, lazily negated views, sizes outside ``shape_options``.
 Rather than restate those checks, the module embeds the runtime's own
 functions by their source (``runtime.check_arguments`` and every function of
-``codegen.runtime`` it calls, found through the names its code reads), with
+``codegen.runtime.checks`` it calls, found through the names its code reads), with
 the facts they read from ``Spec`` as literals, and a few stand-ins for what
 lives outside the runtime (``fail``, ``traced``, ``promotion.refusal``).
 A name the checks read that is neither embedded, a stand-in nor a builtin
@@ -19,12 +19,13 @@ import inspect
 import textwrap
 import types
 
-from codegen import promotion, runtime, writes
+from codegen import promotion, writes
+from codegen.runtime import checks
 from codegen.aot.common import AotError
 
 # Where the checks start: the launcher calls these.
 _ENTRIES = ("check_arguments", "check_size", "check_shape")
-# What the checks read that is defined outside codegen.runtime.
+# What the checks read that is defined outside codegen.runtime.checks.
 _STAND_INS = '''
 class LaunchError(ValueError):
     """A call the kernel refuses (ntsym's LaunchError, in a standalone module)."""
@@ -62,14 +63,14 @@ def _globals(code):
 
 
 # Modules whose functions the checks may reach and that are embedded with them.
-_EMBEDDED = {runtime.__name__, writes.__name__}
+_EMBEDDED = {checks.__name__, writes.__name__}
 
 
 def _closure():
     """The functions the entry points reach (in the runtime and the modules of
     ``_EMBEDDED``), in a stable order, and the numbers and strings of those
     modules they read (name -> value)."""
-    found, todo, constants = {}, [(name, runtime) for name in _ENTRIES], {}
+    found, todo, constants = {}, [(name, checks) for name in _ENTRIES], {}
     while todo:
         name, module = todo.pop()
         if name in found:

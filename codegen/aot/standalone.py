@@ -4,6 +4,7 @@ only ``torch`` and ``triton``."""
 import sympy
 
 from codegen.aot.common import AotError
+from codegen.options import ADVANCE, NUM_STAGES, NUM_WARPS
 
 
 def standalone_source(ir, generated, display, configs, spec):
@@ -89,7 +90,7 @@ def standalone_source(ir, generated, display, configs, spec):
         elif name == records.int64_flag:
             value = "int64"
         elif name == records.advance_flag:
-            value = "bool(meta.get('advance', False))"
+            value = f"bool(meta.get({ADVANCE.name!r}, False))"
         elif name in metas:
             value = name
         else:
@@ -99,8 +100,8 @@ def standalone_source(ir, generated, display, configs, spec):
     body.append(f"grid = ({grid},)")
     call = ", ".join(f"{n}={v}" for n, v in args + kwargs)  # by name: compile-time sizes sit among the others
     body.append("if grid[0] > 0:")
-    body.append(f"    {generated.kernel_name}[grid]({call}, num_warps=meta.get('num_warps', 4), "
-                "num_stages=meta.get('num_stages', 3))")
+    launch = ", ".join(f"{o.name}=meta.get({o.name!r}, {o.default!r})" for o in (NUM_WARPS, NUM_STAGES))
+    body.append(f"    {generated.kernel_name}[grid]({call}, {launch})")
     params = "".join(f", {m}=None" for m in metas)
     given = "{" + ", ".join(f"{m!r}: {m}" for m in metas) + "}"
     launcher = [f"def launch(*args, config=0{params}):",

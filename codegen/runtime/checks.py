@@ -1,0 +1,333 @@
+"""The checks a generated launcher runs on a call's arguments: binding them to
+parameters, their kinds, dtypes, devices and layouts, aliasing between them,
+the sizes ``shape_options`` declare, compile-time values, and the index width
+the call needs.  The standalone module embeds these functions by their source
+(codegen/aot/embedded.py): they read nothing outside this module but what it
+stands in for."""
+
+import functools
+import itertools
+
+from codegen import promotion
+from codegen.errors import fail
+from codegen.tracing import is_fake, traced
+from codegen.writes import check_no_overlap
+
+
+def scalar(value):
+    """A runtime scalar argument: Python numbers pass through, one-element
+    tensors are read."""
+    if hasattr(value, "item") and hasattr(value, "numel"):
+        return value.item()
+    return value
+
+
+def fail_check(check, values, display=None):
+    """Raise for a failed launch check, in the user's terms:
+    ``input.shape[1] (=40) must equal other.shape[0] (=41): <why>``."""
+    display = display or {}
+    rel = check.relation
+
+    def side(expr):
+        names = sorted(expr.free_symbols, key=lambda s: -len(s.name))
+        text = str(expr)
+        for s in names:
+            text = text.replace(s.name, display.get(s.name, s.name))
+        value = expr.xreplace({s: values[s.name] for s in expr.free_symbols if s.name in values})
+        if not expr.free_symbols:
+            return text
+        if expr.is_Symbol:
+            return f"{text} (={value})"
+        # An expression: the sizes it was computed from too (cdiv(K, 16) (=3, K=40)).
+        given = ", ".join(f"{display.get(s.name, s.name)}={values[s.name]}"
+                          for s in sorted(expr.free_symbols, key=lambda s: s.name) if s.name in values)
+        return f"{text} (={value}, {given})" if given else f"{text} (={value})"
+
+    kind = type(rel).__name__
+    words = {"Equality": "must equal", "GreaterThan": "must be >=", "StrictGreaterThan": "must be >",
+             "LessThan": "must be <=", "StrictLessThan": "must be <", "Unequality": "must differ from"}
+    if kind in words:
+        text = f"{side(rel.lhs)} {words[kind]} {side(rel.rhs)}"
+    elif kind == "Or" and all(type(a).__name__ == "Equality" and a.lhs == rel.args[0].lhs for a in rel.args):
+        # One value that must equal one of several (a count of windows, or
+        # the count of those starting inside).
+        text = f"{side(rel.args[0].lhs)} must equal " + " or ".join(side(a.rhs) for a in rel.args)
+    else:
+        text = f"{rel} must hold; got " + ", ".join(f"{display.get(k, k)}={v}" for k, v in values.items())
+    reason = check.reason or check.message
+    why = getattr(check, "why", "")
+    fail(f"{text}: {reason}" + (f"; {why}" if why else ""))
+
+
+def unknown_keywords(spec, unknown):
+    known = ", ".join(sorted(spec.meta_by_name)) or "none"
+    params = ", ".join(p.name for p in spec.params)
+    fail(
+        f"kernel `{spec.name}` got unknown keyword argument(s) {', '.join(sorted(unknown))}; "
+        f"its parameters are: {params}; its compile-time parameters are: {known} (and ntsym_options)"
+    )
+
+
+def bind_arguments(spec, args, keywords):
+    """The kernel's own arguments, in order, of a call that names parameters by
+    keyword or passes the values of ``Tensor(0, constexpr=True, value=v)``
+    parameters (NineToothed's launcher takes every parameter, in its place or
+    by keyword).  A value given must be the compiled one, of its type."""
+    names = [p.name for p in spec.params]
+    fixed = {p.name: p.value for p in spec.params if p.kind == "constexpr" and p.value is not None}
+    unknown = set(keywords) - set(names)
+    if unknown:
+        unknown_keywords(spec, unknown)
+    own = [n for n in names if n not in fixed]
+    bound = None
+    # Every parameter in its place (NineToothed's signature), else only the
+    # kernel's own (ntsym's: the compiled values left out).
+    for order in (names, own):
+        if len(args) <= len(order) and not set(order[: len(args)]) & set(keywords):
+            candidate = {**dict(zip(order, args)), **keywords}
+            if all(n in candidate for n in own):
+                bound = candidate
+                break
+    if bound is None:
+        text = f"kernel `{spec.name}` takes {len(own)} arguments ({', '.join(own)}), got {len(args)}"
+        if keywords:
+            text += f" and keyword argument(s) {', '.join(keywords)}"
+        if fixed:
+            values = ", ".join(f"`{n}` (compiled as {v!r})" for n, v in fixed.items())
+            text += f"; {values} may be passed too, in its place or by keyword"
+        fail(text)
+    for name, value in fixed.items():
+        if name in bound:
+            given = bound[name]
+            if not (type(given) is type(value) and (given == value or given != given and value != value)):
+                fail(
+                    f"`{name}` was compiled with the value {value!r} ({type(value).__name__}, from "
+                    f"Tensor(0, constexpr=True, value={value!r})) but the call gives {_shown(given)}: "
+                    f"the kernel would compute with {value!r}; make a kernel with the other value"
+                )
+    return tuple(bound[n] for n in own)
+
+
+def _shown(value):
+    """A call's argument in a message: tensors by shape and dtype."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"a tensor of shape {tuple(value.shape)} ({value.dtype})"
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_size(name, dim, value, lower, upper, power_of_two):
+    """A size declared with ``shape_options``.  Only ``power_of_two`` is a
+    requirement: tiles over the size are unpadded, so another value would
+    read and write the wrong elements.  ``lower`` and ``upper`` are the
+    bounds NineToothed prunes its tuning configurations with; no code ntsym
+    generates depends on them, so a size outside them computes correctly and
+    is launched (a tile as long as the size may then compile to more
+    registers than the configurations were chosen for: slower, not wrong)."""
+    where = f"{name}.shape[{dim}] (={value})"
+    if power_of_two and (value <= 0 or value & (value - 1)):
+        fail(f"{where} must be a power of two: its shape_options say so (tiles over it are unpadded)")
+
+
+def check_shape(name, tensor, dim, expected):
+    if tensor.shape[dim] != expected:
+        fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}: the arrangement fixes it")
+
+
+@functools.lru_cache(maxsize=None)
+def _call_types():
+    """(dtypes Triton kernels read, torch.bool, torch.Tensor, torch.strided):
+    looked up once."""
+    import torch
+
+    return frozenset(_supported()), torch.bool, torch.Tensor, torch.strided
+
+
+def check_arguments(spec, args):
+    """Validate the call's arguments; return the tensors, in order."""
+    params = spec.call_params
+    if len(args) != len(params):
+        fail(f"kernel `{spec.name}` takes {len(params)} arguments ({', '.join(p[0] for p in params)}), got {len(args)}")
+    supported, bool_dtype, tensor_type, strided = _call_types()
+    device = None
+    tensors = []
+    for (name, kind, ndim, written), a in zip(params, args):
+        if kind in ("tensor", "shape") and getattr(a, "is_nested", False):
+            fail(_nested_refusal(name, a, ndim))
+        if kind == "tensor" and isinstance(a, tensor_type) and a.layout is not strided:
+            fail(f"`{name}` is a {a.layout} tensor; kernels read strided (dense) tensors only: "
+                 f"pass {name}.to_dense()")
+        if kind == "offsets":
+            if not isinstance(a, tensor_type) or a.ndim != 1 or a.dtype not in _offset_dtypes():
+                fail(f"`{name}` must be a 1-D int32 or int64 tensor of sequence offsets")
+            continue
+        if kind == "tensor":
+            if not isinstance(a, tensor_type):
+                fail(f"`{name}` must be a torch.Tensor, got {type(a).__name__}")
+            if a.ndim != ndim:
+                fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
+            if a.dtype not in supported:
+                fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
+            if a.is_neg() or a.is_conj():
+                fail(_lazy_view_refusal(name, a, written))
+            if a.dtype == bool_dtype and name in spec.arithmetic:
+                fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values: "
+                     "Triton adds booleans as 1-bit integers (True + True is False), torch does not; "
+                     f"pass `{name}` as an integer tensor (e.g. {name}.to(torch.int8))")
+            if name in spec.untouched:
+                continue  # never read nor written: any device (codegen/placeholders.py)
+            if device is None:
+                device = a.device
+                if device.type == "cpu" and not spec.interpreting:
+                    fail(f"`{name}` is on the CPU but kernels run on the GPU; move it with .cuda()")
+            elif a.device != device:
+                fail(f"all tensors must be on one device: `{tensors[0][0]}` is on {device}, `{name}` on {a.device}")
+            if written and 0 in a.stride() and name not in spec.jagged:
+                for d, (n, st) in enumerate(zip(a.shape, a.stride())):
+                    if st == 0 and n > 1:
+                        fail(
+                            f"`{name}` is written by the kernel but dimension {d} has stride 0 "
+                            "(an expanded view): several programs would write one element; pass a "
+                            "contiguous tensor"
+                        )
+            if written and name not in spec.jagged and not is_fake(a):  # fake tensors have no memory
+                check_no_overlap(name, a)
+            tensors.append((name, a))
+        elif kind == "shape":
+            if not isinstance(a, tensor_type):
+                fail(f"`{name}` must be a torch.Tensor (the kernel reads its shape), got {type(a).__name__}")
+            if a.ndim != ndim:
+                fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
+        elif kind == "scalar":
+            if isinstance(a, tensor_type):
+                if a.numel() != 1:
+                    fail(f"`{name}` is a scalar parameter; got a tensor of shape {tuple(a.shape)}")
+            elif not isinstance(a, (int, float, bool)):
+                fail(f"`{name}` must be a number, got {type(a).__name__}")
+    if spec.meetings:
+        refused = promotion.refusal(spec.meetings, {name: t.dtype for name, t in tensors})
+        if refused:
+            fail(refused)
+    if spec.written and len(tensors) > 1 and not traced([t for _, t in tensors]):
+        _check_aliasing(spec, tensors)  # fake tensors have no memory to share
+
+
+def _lazy_view_refusal(name, a, written):
+    """A tensor whose negation or conjugation torch applies lazily, on reading
+    (``z.conj().imag`` has the negative bit): kernels read and write the stored
+    values, so the sign would be wrong."""
+    bit, resolve = ("negative", "resolve_neg") if a.is_neg() else ("conjugate", "resolve_conj")
+    use = ("the kernel would write the stored values, which the view shows negated; write into a "
+           f"resolved tensor ({name}.{resolve}()) and copy back") if written else \
+        f"the kernel would read the stored values, without the sign; pass {name}.{resolve}()"
+    return f"`{name}` is a view with the {bit} bit set (torch applies it lazily, e.g. z.conj().imag): {use}"
+
+
+def _offset_dtypes():
+    import torch
+
+    return (torch.int32, torch.int64)
+
+
+def _nested_refusal(name, a, ndim):
+    import torch
+
+    if a.layout != torch.jagged:
+        return (f"`{name}` is a nested tensor in the {a.layout} layout; ntsym reads nested tensors of the "
+                "jagged layout only (torch.nested.nested_tensor(..., layout=torch.jagged)), declared "
+                "Tensor(ndim, jagged_dim=d)")
+    return (f"`{name}` is a jagged nested tensor (shape {tuple(a.shape)}) but the kernel declares it dense, "
+            f"Tensor({ndim}); declare it Tensor({a.ndim}, jagged_dim={a._ragged_idx}) to launch with "
+            "sequences of different lengths, or pass a dense tensor (e.g. nested.to_padded_tensor(0.0))")
+
+
+def _extent(t):
+    """The byte range a tensor's elements span."""
+    start = t.data_ptr()
+    span = 1
+    for n, st in zip(t.shape, t.stride()):
+        if n == 0:
+            return start, start
+        span += (n - 1) * abs(st)
+    return start, start + span * t.element_size()
+
+
+def _check_aliasing(spec, tensors):
+    written = spec.written
+    extents = [_extent(t) for _, t in tensors]
+    for i, j in itertools.combinations(range(len(tensors)), 2):
+        (na, a), (nb, b) = tensors[i], tensors[j]
+        if na not in written and nb not in written:
+            continue
+        (a0, a1), (b0, b1) = extents[i], extents[j]
+        if not (a0 < b1 and b0 < a1):
+            continue
+        safe = spec.aliasing.get((na, nb), spec.aliasing.get((nb, na), False))
+        identical = a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
+        if not (safe is True and identical):
+            why = "the views are not identical" if safe is True or not identical else safe
+            fail(
+                f"`{na}` and `{nb}` share memory and the kernel writes "
+                f"`{na if na in written else nb}`: programs would read elements that other "
+                f"programs write ({why}); pass a separate output"
+            )
+
+
+def _supported():
+    import torch
+
+    names = ("uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2")
+    return {
+        torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16,
+        torch.int32, torch.int64, torch.uint8, torch.bool,
+    } | {getattr(torch, n) for n in names if hasattr(torch, n)}
+
+
+def constexpr_value(spec, name, given):
+    meta = spec.meta_by_name[name]
+    if given is None:
+        if meta.meta:
+            return None
+        fail(f"kernel `{spec.name}` needs the compile-time value `{name}`: call it with `{name}=...`")
+    if isinstance(given, bool) or not isinstance(given, int):
+        if hasattr(given, "__index__") and not isinstance(given, bool):
+            given = given.__index__()
+        else:
+            fail(f"`{name}` must be an int, got {given!r}")
+    if meta.power_of_two and given > 0 and given & (given - 1):
+        fail(f"`{name}`={given} must be a power of two")
+    if meta.lower_bound is not None and given < meta.lower_bound:
+        fail(f"`{name}`={given} is below its lower bound {meta.lower_bound}")
+    if meta.upper_bound is not None and given > meta.upper_bound:
+        fail(f"`{name}`={given} is above its upper bound {meta.upper_bound}")
+    if given < 0 or (given == 0 and meta.symbol.is_positive):
+        kind = "positive" if meta.symbol.is_positive else "non-negative"
+        reason = getattr(meta.symbol, "positive_reason", "")
+        fail(f"`{name}` must be {kind}, got {given}" + (f": {reason}" if reason else ""))
+    return given
+
+
+def needs_int64(tensors):
+    """Whether some element offset can reach 2**31: then index math is 64-bit."""
+    for t in tensors:
+        extent = 0
+        for n, st in zip(t.shape, t.stride()):
+            if n > 0:
+                extent += (n - 1) * (st if st >= 0 else -st)
+            if n >= 2**31 - 1:
+                return True
+        if extent >= 2**31 - 1:
+            return True
+    return False
+
+
+def index_width(spec, tensors, metas):
+    """Whether the launch takes 64-bit index math: an element offset (the
+    memory extent) or a logical index (``spec.index_peak``) can pass 2**31 - 1."""
+    return needs_int64(tensors) or (spec.index_peak is not None and spec.index_peak(tensors, metas))
+
+
+def contiguous(tensor, tensors):
+    """Whether ``tensor`` may take the kernel's contiguous-layout addresses:
+    it is contiguous and the index math is 32-bit (those addresses multiply
+    sizes, which only strides are widened for)."""
+    return tensor.is_contiguous() and not needs_int64(tensors)

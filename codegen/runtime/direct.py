@@ -1,0 +1,92 @@
+"""Direct launch: the binary a validated call shape compiled to, launched
+without Triton's per-call argument binding and cache lookup."""
+
+import os
+
+from codegen import triton_compat
+
+
+# NTSYM_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (``kernel[grid](...)``).
+_DIRECT_OFF = os.environ.get("NTSYM_DIRECT_LAUNCH", "") == "0"
+
+
+class _Direct:
+    """The binary a validated call shape compiled to, launched without Triton's
+    per-call argument binding and cache lookup (what ``JITFunction.run`` does
+    after them, done here).  Valid while what Triton specializes on stays the
+    same: pointer alignment, sizes and strides (all in the call key) and the
+    values in ``guard``: constexpr parameters by value, integer arguments by
+    the facts Triton specializes them on."""
+
+    __slots__ = ("compiled", "constexprs", "guard", "knobs", "driver")
+
+    def __init__(self, compiled, constexprs, guard):
+        self.compiled = compiled
+        self.constexprs = constexprs  # values of the parameters passed by keyword, in order
+        self.guard = guard  # ((position, token), ...)
+        self.knobs = triton_compat.runtime_knobs()  # launch hooks, read at each launch as Triton does
+        self.driver = triton_compat.driver()  # its active driver, likewise
+
+
+def _int_facts(value):
+    """What Triton specializes an integer argument on."""
+    return (value == 1, value % 16 == 0, -(2**31) <= value < 2**31)
+
+
+def _guard_token(value, constexpr):
+    if constexpr:
+        return ("value", type(value), value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ("int", _int_facts(value))
+    return None
+
+
+def _direct_for(kernel, compiled, call, kwargs, spec):
+    """A _Direct for this launch, or None where the Triton version or the call does
+    not allow one (the launch then goes through ``kernel[grid]`` each time)."""
+    if spec.interpreting or not triton_compat.launchable(compiled):
+        return None
+    params = getattr(kernel, "params", None)
+    names = getattr(kernel, "arg_names", None)
+    if params is None or names is None or len(names) < len(call):
+        return None
+    try:
+        constexprs = tuple(kwargs[n] for n in names[len(call):])
+    except KeyError:
+        return None
+    guard = []
+    for i, value in enumerate(call[: len(spec.arg_template)]):
+        if spec.arg_template[i][0] == "value":
+            continue  # the same value every call
+        token = _guard_token(value, params[i].is_constexpr)
+        if token is not None:
+            guard.append((i, token))
+    return _Direct(compiled, constexprs, tuple(guard))
+
+
+def _launch_direct(direct, grid, call, device):
+    """Launch the compiled binary as ``JITFunction.run`` does once it has found it;
+    False when this call must go through Triton instead."""
+    for i, token in direct.guard:
+        value = call[i]
+        if token != _guard_token(value, token[0] == "value"):
+            return False
+    active = direct.driver.active
+    current = active.get_current_device()
+    if device >= 0 and device != current:
+        return False
+    stream = active.get_current_stream(current)
+    compiled = direct.compiled
+    values = (*call, *direct.constexprs)
+    enter, leave = direct.knobs.launch_enter_hook, direct.knobs.launch_exit_hook
+    if triton_compat.hook_is_empty(enter) and triton_compat.hook_is_empty(leave):
+        # What the launch hooks would be given is not built where no hook
+        # is set (Triton builds it each launch where its hooks are chains).
+        metadata = enter = leave = None
+    else:
+        metadata = compiled.launch_metadata(grid, stream, *values)
+    g0 = grid[0]
+    g1 = grid[1] if len(grid) > 1 else 1
+    g2 = grid[2] if len(grid) > 2 else 1
+    compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, metadata, enter, leave, *values)
+    return True

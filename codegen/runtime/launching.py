@@ -1,0 +1,227 @@
+"""The launch paths: a call shape's first launch (validated, configuration
+chosen by ``tuning``, remembered), the fast path of a remembered one, and
+a launch traced by torch.compile.  The runtime calls tuning, never the
+other way round."""
+
+from codegen import serial, tuning
+from codegen.errors import ApplicationError, LaunchError, fail
+from codegen.placeholders import substitute, substitute_call
+from codegen.runtime.checks import _check_aliasing, _extent, index_width, scalar
+from codegen.runtime.direct import _DIRECT_OFF, _direct_for, _launch_direct
+from codegen.runtime.environment import capturing, on_device, refuse_capture
+from codegen.runtime.interpreter import _interpret
+from codegen.runtime.persistent import ensure_allocator
+from codegen.tracing import traced
+from codegen.writes import note_writes
+
+
+def explain_failure(spec, error):
+    """Re-raise a Triton compilation or interpreter error as an error that
+    points at the application line it came from."""
+    import linecache
+    import traceback
+
+    text = None
+    node = getattr(error, "node", None)
+    src = getattr(error, "src", None)
+    if src and node is not None and getattr(node, "lineno", None):
+        src_lines = src.split("\n")
+        if 0 < node.lineno <= len(src_lines):
+            text = src_lines[node.lineno - 1].strip()
+    if text is None:
+        chain, e = [], error
+        while e is not None and e not in chain:
+            chain.append(e)
+            e = e.__cause__ or e.__context__
+        for e in chain:
+            for frame in traceback.extract_tb(e.__traceback__):
+                line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
+                if line in spec.locations:
+                    text = line
+    where = spec.locations.get(text) if text else None
+    first = str(error).strip().splitlines()
+    reason = first[-1] if first else type(error).__name__
+    if where is None:
+        return None
+    filename, lineno, line = where
+    message = f"kernel `{spec.name}`: {reason}\n  File \"{filename}\", line {lineno}"
+    if line:
+        message += f"\n    {line}"
+    return ApplicationError(message)
+
+
+class _Entry:
+    """A validated call shape: everything the launch needs but the tensors."""
+
+    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel")
+
+    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None):
+        self.kernel = kernel  # the persistent variant, or None: the plain kernel
+        self.grid = grid
+        self.tail = tail
+        self.kwargs = kwargs
+        self.spans = spans
+        self.tensor_positions = tensor_positions
+        self.device = device
+        self.direct = direct  # _Direct, or None: launch through Triton's JIT
+
+
+def fast_launch(facts, entry, args):
+    """Launch a call whose shapes were validated before: only aliasing, which
+    depends on the data pointers, is checked again."""
+    spec = facts.spec
+    if entry.spans is not None and spec.written:
+        pointers = [args[i].data_ptr() for i in entry.tensor_positions]
+        for a in range(len(pointers)):
+            for b in range(a + 1, len(pointers)):
+                if pointers[a] < pointers[b] + entry.spans[b] and pointers[b] < pointers[a] + entry.spans[a]:
+                    # Possible overlap: let the full check decide (and raise).
+                    _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
+                    break
+    if spec.written_positions:
+        note_writes(spec, args, spec.written_positions)
+    if entry.grid is None:
+        return None
+    if spec.gather is not None:
+        call = [args[i] for i in spec.gather]
+    else:
+        call = []
+        for kind, value in spec.arg_template:
+            if kind == "arg":
+                call.append(args[value])
+            elif kind == "scalar":
+                call.append(scalar(args[value]))
+            else:
+                call.append(value)
+    call.extend(entry.tail)
+    if spec.untouched_slots:
+        substitute_call(spec, call)
+    if entry.kernel is not None:
+        kernel = entry.kernel
+        if not spec.interpreting:
+            ensure_allocator()
+    else:
+        kernel = facts.kernel
+    if entry.direct is not None:
+        if _launch_direct(entry.direct, entry.grid, call, entry.device):
+            return None
+        facts.cache.jit_launches += 1
+    _run(kernel, entry.grid, call, entry.kwargs, spec, entry.device)
+    return None
+
+
+def _run(kernel, grid, args, kwargs, spec, device):
+    """Launch through the interpreter, or on ``device`` (Triton launches on the
+    current CUDA device: switch to the tensors' one when it differs).  Returns
+    Triton's compiled kernel where it gives one."""
+    if spec.interpreting:
+        with serial.INTERPRETER:
+            _interpret(kernel, grid, args, kwargs, spec)
+        return None
+    with on_device(device, spec):
+        return kernel[grid](*args, **kwargs)
+
+
+def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None):
+    if key is None:
+        return
+    positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
+    spans = None
+    if len(positions) > 1:
+        spans = []
+        for i in positions:
+            start, end = _extent(user_args[i])
+            spans.append(end - start)
+    params = len(facts.spec.arg_template)
+    device = tensors[0].get_device() if tensors else -1
+    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
+
+
+def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):
+    """The launch as torch.compile records it: the Triton kernel wrapped with
+    ``torch.library.wrap_triton``, with a configuration chosen without running
+    anything (fake tensors have no data to time): the one an earlier real call
+    of this shape tuned, else the default.  The plain kernel only: the
+    persistent variant's tensor descriptors need alignment a trace cannot see."""
+    kernel, spec = facts.kernel, facts.spec
+    if spec.interpreting:
+        fail(f"kernel `{spec.name}` is traced with fake tensors (torch.compile, torch.export), but kernels run "
+             "through Triton's interpreter here, which a compiled graph cannot call; register the kernel as an "
+             "operator (ntsym.library.op), which runs it eagerly inside the graph")
+    from torch.library import wrap_triton
+
+    int64 = index_width(spec, tensors, metas)
+    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, None,
+                           tuned=facts.cache.tuned, timed=False)
+    if config is None:
+        return None
+    if config.persistent:  # tuned on a real call: the same blocks, plain
+        config = tuning.Config(config.meta, config.num_warps, config.num_stages, False, config.advance)
+    if late_checks is not None:
+        late_checks(dict(config.meta))
+    if config.grid(grid)[0] == 0:
+        return None
+    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, None, config, grid, args, derived, int64, spec, -1)
+    wrap_triton(kernel)[grid_size](*args, **kwargs)
+    return None
+
+
+def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None, user_args=None,
+           late_checks=None, persistent=None):
+    """Choose the configuration, then launch ``facts.kernel`` (or its
+    ``persistent`` variant, where the configuration says so) over ``grid``.
+
+    ``args``: the kernel's arguments but the configuration's; ``metas``: the
+    compile-time values the call gave (None: to choose); ``grid(meta)`` and
+    ``derived`` (name -> ``f(meta)``): the grid and the compile-time flags
+    that follow from the chosen ones; ``key``: the call's ``call_key``, under
+    which the launch is remembered for ``fast_launch``; ``user_args``: the
+    call's arguments; ``late_checks(meta)``: the launch checks that read the
+    chosen block sizes."""
+    spec = facts.spec
+    if spec.untouched_slots and not traced(tensors):  # placeholders are real tensors (cached)
+        args, tensors = substitute(spec, args, tensors)
+    if traced(tensors):
+        return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
+    facts.cache.checked_launches += 1
+    if spec.written_positions and user_args is not None:
+        note_writes(spec, user_args, spec.written_positions)
+    device = tensors[0].get_device() if tensors else -1
+    # Tuning times launches with events and synchronisation of the current
+    # device, and Triton launches on it: make it the tensors' one meanwhile.
+    with on_device(device, spec):
+        return _first_launch(facts, args, metas, tensors, grid, derived, options, key, user_args or args,
+                             late_checks, persistent, device)
+
+
+def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user_args, late_checks, persistent,
+                  device):
+    """``launch`` of a call shape not validated before, on the tensors' device."""
+    kernel, spec = facts.kernel, facts.spec
+    if capturing():
+        refuse_capture(spec)
+    int64 = index_width(spec, tensors, metas)
+    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
+                           tuned=facts.cache.tuned)
+    if config is None:  # an empty problem: no programs to run
+        _remember(facts, key, None, args, None, tensors, user_args)
+        return None
+    if late_checks is not None:
+        late_checks(dict(config.meta))
+    if config.grid(grid)[0] == 0:
+        _remember(facts, key, None, args, None, tensors, user_args)
+        return None
+    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
+    variant = kernel if config.persistent else None
+    try:
+        compiled = _run(kernel, grid_size, args, kwargs, spec, device)
+        direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)
+        _remember(facts, key, grid_size, args, kwargs, tensors, user_args, direct, variant)
+    except Exception as error:
+        if isinstance(error, LaunchError):
+            raise
+        mapped = explain_failure(spec, error)
+        if mapped is None:
+            raise
+        raise mapped from error
+    return None

@@ -1,0 +1,119 @@
+"""What compilation decided about a kernel, as the runtime reads it (``Spec``,
+fixed once ``make`` returns), what a kernel handle's calls learn
+(``CallCache``), and the facts a generated launcher hands every launch
+(``LaunchFacts``)."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from codegen.placeholders import untouched_positions
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def next_power_of_2(n):
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    kind: str
+    ndim: int = 0
+    dtype: Any = None
+    written: bool = False
+    value: Any = None
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    """What compilation decided about a kernel, as the runtime reads it; fixed
+    once ``make`` returns (what calls learn is kept in a ``CallCache``)."""
+
+    name: str
+    params: tuple
+    metas: tuple
+    int64_flag: str
+    advance_flag: Any = None  # compile-time flag: loops advance pointers (None: no loop can)
+    num_warps: Any = None
+    num_stages: Any = None
+    max_num_configs: Any = None
+    streamed_tiles: tuple = ()  # (tensor position, elements(meta...), meta names)
+    loops: bool = True  # whether the kernel has a loop (num_stages matters)
+    aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: in-place use is safe
+    kernel_source: str = ""
+    locations: dict = field(default_factory=dict)  # generated line -> user location
+    arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)
+    meta_by_name: dict = field(default_factory=dict)
+    interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
+    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.analysis.arithmetic_parameters)
+    meetings: tuple = ()  # operations where tensors' values meet (codegen.promotion.meetings)
+    index_peak: Any = None  # (tensors, metas) -> whether logical indices pass int32 (codegen.index_width)
+    jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
+    untouched: frozenset = frozenset()  # tensors the kernel neither reads nor writes (codegen/placeholders.py)
+    # Derived from ``params``: the call's parameters (name, kind, ndim, written),
+    # the compiled values left out, and the names of the tensors the kernel writes.
+    call_params: tuple = field(init=False)
+    written: frozenset = field(init=False)
+    constexpr_slots: tuple = field(init=False)  # kernel argument positions of the constexprs a call gives
+    # The call's argument positions the kernel takes first, where it takes them
+    # as given (no scalar to convert, no fixed value): None otherwise.
+    gather: Any = field(init=False)
+    written_positions: tuple = field(init=False)  # the call's argument positions of the tensors it writes
+    # The untouched tensors' kernel argument slots and positions among the
+    # tensors, and the slot of the first tensor the kernel touches.
+    untouched_slots: tuple = field(init=False)
+    untouched_tensors: tuple = field(init=False)
+    touched_slot: Any = field(init=False)
+
+    def __post_init__(self):
+        # A declared dtype is not required of the call: the kernel reads every
+        # element type from its pointer, and Triton compiles it for each call's
+        # dtypes, as NineToothed's launcher does.
+        params = [p for p in self.params if not (p.kind == "constexpr" and p.value is not None)]
+        object.__setattr__(self, "call_params", tuple((p.name, p.kind, p.ndim, p.written) for p in params))
+        object.__setattr__(self, "written", frozenset(p.name for p in self.params if p.written))
+        object.__setattr__(self, "written_positions", tuple(
+            i for i, p in enumerate(params) if p.written and p.kind == "tensor"))
+        object.__setattr__(self, "constexpr_slots", tuple(
+            i for i, (kind, position) in enumerate(self.arg_template)
+            if kind == "arg" and params[position].kind == "constexpr"))
+        object.__setattr__(self, "gather", tuple(position for _, position in self.arg_template)
+                           if all(kind == "arg" for kind, _ in self.arg_template) else None)
+        slots, positions, touched = untouched_positions(self.params, self.untouched)
+        object.__setattr__(self, "untouched_slots", slots)
+        object.__setattr__(self, "untouched_tensors", positions)
+        object.__setattr__(self, "touched_slot", touched)
+
+
+@dataclass(eq=False)
+class CallCache:
+    """What a kernel handle's launches learn, for the calls after them."""
+
+    calls: dict = field(default_factory=dict)  # call_key -> _Entry (validated calls)
+    tuned: dict = field(default_factory=dict)  # tuning.choose's key -> Config chosen in this process
+    # Where a call's time went, for finding a warm call that was slow: launches
+    # that validated their arguments (a call shape not seen before), and
+    # launches of a seen call shape that went through Triton's JIT although
+    # its compiled binary was known (a guard of ``_launch_direct`` failed).
+    checked_launches: int = 0
+    jit_launches: int = 0
+
+
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What a kernel's launcher hands the runtime that no call changes, made
+    once per kernel by ``make``: the generated launcher passes it, then only
+    the call's own values (arguments, compile-time values, tensors, options,
+    and the grid and derived-flag functions, which read the call's sizes)."""
+
+    kernel: Any  # the @triton.jit function
+    spec: Spec
+    checks: tuple = ()  # the launch checks, by index (``fail_check``)
+    display: dict = field(default_factory=dict)  # size and stride symbol -> how the user writes it
+    persistent_kernel: Any = None  # the persistent variant's @triton.jit function, or None
+    # The one part that changes: filled by calls (the binding to this kernel does not).
+    cache: CallCache = field(default_factory=CallCache)

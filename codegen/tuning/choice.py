@@ -1,0 +1,153 @@
+"""``choose``: the configuration of a call, from what the call fixes, what
+this process or an earlier one chose for the same facts, or a search."""
+
+import functools
+import os
+import sys
+
+from codegen import options as launch_options
+from codegen.errors import fail
+from codegen.tuning import store as tuning_store
+from codegen.tuning.config import Config, _no_persistent, _refused, describe
+from codegen.tuning.shortlist import _compiled_sizes, _full_search, _load_shortlist, _store_shortlist
+from codegen.tuning.space import default_config
+from codegen.tuning.store import ints, misalignment
+from codegen.tuning.stored import _load, _store, _usable
+from codegen.tuning.timing import _benchmark, _end_progress
+
+
+def _tune_in_interpreter():
+    return os.environ.get("NTSYM_TUNE_IN_INTERPRETER", "") == "1"
+
+
+# What ``ntsym_options`` may say (codegen/options.py).
+OPTIONS = launch_options.NAMES
+
+
+def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None, *, tuned,
+           timed=True):
+    """The configuration for this call (None when the problem is empty).
+    ``persistent`` is the kernel's persistent variant (:class:`codegen.runtime.Persistent`) or
+    None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it
+    out, ``{"advance": True/False}`` fixes how loops address tiles.
+    ``tuned``: the kernel handle's choices so far (``CallCache.tuned``), which
+    this one joins.  ``timed=False`` (a call traced with fake tensors) runs
+    nothing: a choice stored for the call's shape, else the default."""
+    fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
+    # Constexprs the call gives select the compiled kernel (a causal flag):
+    # each value is tuned on its own.
+    given = tuple(args[i] for i in spec.constexpr_slots if i < len(args))
+    # Kept per kernel handle: a table keyed by id(spec) would hand a later
+    # kernel, made where a collected one was, that kernel's choice.
+    key = (fixed_items, int64, tuple(options.items()) if options else (), given) + _tensor_key(tensors)
+    config = tuned.get(key)
+    if config is not None:
+        return config
+    options = options or {}
+    launch_options.validate(spec.name, options)
+    probe = default_config(spec, dict(fixed_items))
+    if grid(dict(probe.meta))[0] == 0:
+        return None
+    persistent = _variant(spec, options.get("persistent"), persistent, tensors, int64)
+    if options.get("advance") and not spec.advance_flag:
+        fail(f"kernel `{spec.name}`: ntsym_options asks loops to advance pointers, but no loop of the kernel "
+             "reads or writes a tile at an address affine in its index")
+    search = _Search(kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent)
+    config = search.untimed(probe)
+    if config is None:
+        config = search.stored_or_timed(probe, timed)
+        if config is None:  # a trace: not stored, and nothing may be timed
+            return search.fallback(probe)
+    _end_progress()
+    if os.environ.get("NTSYM_PRINT_TUNING") == "1":
+        print(f"ntsym: {spec.name} {tuning_store.disk_key(fixed_items, int64, tensors, given)}: {describe(config)}",
+              file=sys.stderr)
+    if config.persistent and not persistent.ready(dict(config.meta)):
+        fail(_refused(spec, persistent, config))
+    tuned[key] = config
+    return config
+
+
+def _variant(spec, wanted, persistent, tensors, int64):
+    """The persistent variant this call may run (None: the plain kernel only),
+    refusing a call that asks for one it cannot have."""
+    if wanted is False or (persistent is not None and not persistent.usable(spec, tensors, int64)):
+        if wanted:
+            fail(_no_persistent(spec, "needs 32-bit index math and a GPU of compute capability 9.0 or newer"))
+        return None
+    if wanted and persistent is None:
+        fail(_no_persistent(spec, "has no persistent variant (no loop reads a tile through a tensor descriptor)"))
+    return persistent
+
+
+class _Search:
+    """``choose``'s ways to a configuration once the options are valid: fixed
+    by the call, the interpreter's default, stored, or timed."""
+
+    def __init__(self, kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent):
+        self.kernel, self.spec, self.grid, self.args, self.derived = kernel, spec, grid, args, derived
+        self.tensors, self.int64, self.fixed_items, self.given = tensors, int64, fixed_items, given
+        self.options, self.persistent = options, persistent
+        self.fixed = dict(fixed_items)
+        self.wanted = options.get("persistent")
+        self.advance = options.get("advance")
+        # The launch options the call fixes that timing keeps as they are.
+        self.launch = {o.name: options[o.name] for o in launch_options.OPTIONS
+                       if o.type is int and options.get(o.name) is not None}
+
+    def untimed(self, probe):
+        """The configuration where nothing is timed: every block size fixed
+        (unless only warps are left to time on a GPU), or the interpreter's."""
+        spec, options = self.spec, self.options
+        # With nothing to tune but the warps (whole-row kernels), a GPU still
+        # times a few numbers of warps unless they are given.
+        warps_only = not any(m.meta for m in spec.metas) and not (options.get("num_warps") or spec.num_warps)
+        if all(m.symbol.name in self.fixed for m in spec.metas if m.meta) and (spec.interpreting or not warps_only):
+            return Config(self.fixed_items, options.get("num_warps") or spec.num_warps or 4,
+                          options.get("num_stages") or spec.num_stages or 3, bool(self.wanted), bool(self.advance))
+        if spec.interpreting and not _tune_in_interpreter():
+            # The interpreter times nothing meaningful: no tuning.
+            return Config(probe.meta, self.launch.get("num_warps", probe.num_warps),
+                          self.launch.get("num_stages", probe.num_stages), bool(self.wanted), bool(self.advance))
+        return None
+
+    def fallback(self, probe):
+        """A traced call's configuration where nothing is stored: a real call
+        of this shape still tunes."""
+        return Config(probe.meta, self.launch.get("num_warps", probe.num_warps),
+                      self.launch.get("num_stages", probe.num_stages), False, bool(self.advance))
+
+    def stored_or_timed(self, probe, timed):
+        """A stored choice, else (where ``timed``) the fastest of a search,
+        stored; None where nothing is stored and nothing may be timed."""
+        spec, persistent = self.spec, self.persistent
+        # A choice restricted by the caller is stored apart.
+        restricted = launch_options.tuning_key(self.options)
+        disk_key = tuning_store.disk_key(self.fixed_items, self.int64, self.tensors, self.given) + restricted
+        retune = os.environ.get("NTSYM_RETUNE") == "1" and timed
+        config = None if retune else _load(spec, disk_key, shortlisted=not _full_search())
+        config = _usable(spec, config, self.fixed, self.launch, "a stored choice")
+        if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
+            config = None
+        if config is not None or not timed:
+            return config
+        class_key = tuning_store.class_key(self.fixed_items, self.int64, self.tensors, self.given,
+                                           _compiled_sizes(spec)) + restricted
+        shortlist = None if retune or _full_search() else _load_shortlist(spec, class_key, persistent,
+                                                                          self.fixed_items)
+        search = functools.partial(_benchmark, self.kernel, spec, self.grid, self.args, self.derived, self.tensors,
+                                   self.int64, self.fixed, persistent, bool(self.wanted), self.advance, self.launch)
+        config, ranked = search(shortlist) if shortlist else (None, [])
+        if config is None:  # no shortlist, or none of it runs at this shape
+            shortlist = None
+            config, ranked = search()
+        _store(spec, disk_key, config, shortlisted=shortlist is not None)
+        if shortlist is None:  # only a full search sets its class's shortlist
+            _store_shortlist(spec, class_key, ranked)
+        return config
+
+
+def _tensor_key(tensors):
+    """Shapes, strides, dtypes, 16-byte alignment and device: what a tuned
+    choice may depend on."""
+    return tuple((ints(t.shape), ints(t.stride()), t.dtype, misalignment(t), t.device) for t in tensors)

@@ -1,0 +1,219 @@
+"""The configurations worth timing: block sizes from the meta symbols' bounds
+(powers of two where declared), shaped for matrix products where a kernel is
+one, crossed with ``num_warps``/``num_stages`` and pruned by block size,
+shared memory and occupancy; and the one configuration taken without
+timing (``default_config``)."""
+
+import functools
+import itertools
+import math
+
+from codegen.tuning.config import Config
+
+
+MAX_BLOCK_ELEMENTS = 2**20  # Triton's limit on the elements of one block
+
+
+DEFAULT_MAX_CONFIGS = 24
+
+
+def shared_memory(spec, config, tensors):
+    """Estimated shared memory of a configuration: the tiles loops stream
+    through, times the pipeline depth (Triton buffers num_stages - 1 ahead)."""
+    meta = dict(config.meta)
+    total = 0
+    for position, count, names, _ in spec.streamed_tiles:
+        try:
+            elements = count(*(meta[n] for n in names))
+        except KeyError:
+            continue
+        total += int(elements) * tensors[position].element_size()
+    return total * max(1, config.num_stages - 1)
+
+
+def device_shared_memory(device):
+    try:
+        import triton
+
+        props = triton.runtime.driver.active.utils.get_device_properties(device.index or 0)
+        return props["max_shared_mem"]
+    except Exception:
+        return None
+
+
+def candidates(spec, fixed, tensors=None, programs=None):
+    """The configurations to time, given the values the caller fixed:
+    those whose streamed tiles fit in shared memory and, where some do, that
+    run enough programs to occupy half the GPU's multiprocessors (``programs``
+    gives a configuration's grid size); at most ``max_num_configs``."""
+    configs = _candidates(spec, fixed, _gemm_k_factor(spec, tensors))
+    squares = [c for c in _square_candidates(spec, fixed) if c not in configs]
+    configs += squares
+    if tensors and tensors[0].device.type == "cuda":
+        if spec.streamed_tiles:
+            limit = device_shared_memory(tensors[0].device)
+            if limit:
+                fitting = [c for c in configs if shared_memory(spec, c, tensors) <= limit]
+                configs = fitting or configs[:1]
+        if programs is not None:
+            half = multiprocessors(tensors[0].device) // 2
+            busy = [c for c in configs if programs(c) >= half]
+            configs = busy or configs
+    if spec.max_num_configs:
+        return configs[: spec.max_num_configs]
+    # The squares come on top of the default budget.
+    return configs[:DEFAULT_MAX_CONFIGS] + [c for c in configs[DEFAULT_MAX_CONFIGS:] if c in squares]
+
+
+def _square_candidates(spec, fixed):
+    """Square blocks (every free block size equal, 64 or more) of a kernel whose
+    free block sizes are two or more and whose loops stream tiles, but not a
+    matrix product's (its GEMM shapes hold them): the tiles loops of products
+    do best with, which the spread of block shapes may leave out (it left out
+    attention's 64x64 and 128x128, and at head dim 128 and 1k keys the tuner
+    then chose 64x32 where 64x64 is faster)."""
+    free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
+    if len(free) < 2 or not spec.loops or spec.num_warps or _gemm_roles(spec, free) is not None:
+        return []
+    stages = [spec.num_stages] if spec.num_stages else [3, 4]
+    out = []
+    for value in sorted(set.intersection(*(set(m.candidates) for m in free))):
+        elements = value ** len(free)
+        if value < 64 or elements > MAX_BLOCK_ELEMENTS or value * value > 2**15:
+            continue
+        meta = dict(fixed)
+        meta.update({m.symbol.name: value for m in free})
+        out += [Config(tuple(sorted(meta.items())), _warps_for(value * value), st) for st in stages]
+    return out
+
+
+# Block shapes that serve matrix products well on NVIDIA GPUs (Triton's matmul
+# tutorial's list, plus larger tiles for Hopper): (rows, columns, reduction).
+GEMM_SHAPES = [
+    (128, 256, 64), (256, 128, 64), (128, 128, 64), (128, 128, 32), (64, 256, 32),
+    (128, 64, 32), (64, 128, 32), (64, 128, 64), (128, 64, 64), (64, 64, 64),
+    (64, 32, 64), (32, 64, 64), (64, 32, 32), (32, 64, 32), (32, 32, 32), (16, 64, 64), (64, 16, 64),
+]
+
+
+def _gemm_roles(spec, free):
+    """For a matrix-product-like kernel (two streamed tiles sharing one block
+    size): the meta names of (rows, columns, reduction), else None."""
+    if len(spec.streamed_tiles) != 2 or len(free) != 3:
+        return None
+    (_, _, _, a), (_, _, _, b) = spec.streamed_tiles
+    if len(a) != 2 or len(b) != 2 or not all(len(d) == 1 for d in a + b):
+        return None
+    (a0,), (a1,) = a
+    (b0,), (b1,) = b
+    if a1 != b0 or len({a0, a1, b1}) != 3:
+        return None
+    names = {m.symbol.name for m in free}
+    return (a0, b1, a1) if {a0, b1, a1} == names else None
+
+
+def _gemm_k_factor(spec, tensors):
+    """How many times longer than GEMM_SHAPES' the reduction tiles of a
+    matrix product are: 2 where both streamed operands have 1-byte elements
+    (fp8, int8), so that a tile holds the bytes of a 2-byte one; else 1."""
+    if not tensors or len(spec.streamed_tiles) != 2:
+        return 1
+    sizes = {tensors[position].element_size() for position, _, _, _ in spec.streamed_tiles}
+    return 2 if sizes == {1} else 1
+
+
+def _candidates(spec, fixed, k_factor=1):
+    free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
+    roles = _gemm_roles(spec, free)
+    if roles is not None:
+        by_name = {m.symbol.name: m for m in free}
+        stages = [spec.num_stages] if spec.num_stages else [3, 4]
+        configs = []
+        for rows, columns, reduction in GEMM_SHAPES:
+            shape = (rows, columns, reduction * k_factor)
+            if all(v in by_name[r].candidates for r, v in zip(roles, shape)):
+                meta = dict(fixed)
+                meta.update(dict(zip(roles, shape)))
+                warps = spec.num_warps or (8 if shape[0] * shape[1] >= 128 * 128 else 4)
+                configs += [Config(tuple(sorted(meta.items())), warps, st) for st in stages]
+        if configs:
+            return configs
+    return _spread_candidates(spec, fixed)
+
+
+WARPS_ONLY = (1, 2, 4, 8, 16)
+
+
+def _spread_candidates(spec, fixed):
+    free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
+    if not free:
+        meta = tuple(sorted(fixed.items()))
+        return [Config(meta, w, spec.num_stages or 3) for w in ([spec.num_warps] if spec.num_warps else WARPS_ONLY)]
+    values = [m.candidates for m in free]
+    warps = [spec.num_warps] if spec.num_warps else [4, 8]
+    stages = [spec.num_stages] if spec.num_stages else [2, 3, 4]
+    if len(free) > 1:
+        # Multi-dimensional tiles beyond 256 a side rarely pay off.
+        values = [[v for v in vals if v <= 256] or [min(vals)] for vals in values]
+    combos = []
+    for combo in itertools.product(*values):
+        meta = dict(fixed)
+        meta.update({m.symbol.name: v for m, v in zip(free, combo)})
+        elements = math.prod(combo) if combo else 1
+        if elements > MAX_BLOCK_ELEMENTS or (len(free) > 1 and max(combo) * sorted(combo)[-2] > 2**15):
+            continue
+        combos.append((elements, tuple(sorted(meta.items()))))
+    # Spread the budget over small to large blocks; unless given, the number
+    # of warps follows the block size, so the budget goes to block shapes.
+    combos.sort()
+    limit = spec.max_num_configs or DEFAULT_MAX_CONFIGS
+    if not spec.num_warps:
+        pair = lambda meta: math.prod(sorted(v for _, v in meta)[-2:])  # noqa: E731
+        if not spec.loops:
+            # No loop to pipeline: the stages change nothing, so the budget
+            # goes to the warps (the default for the block size and twice it).
+            combos = _evenly(combos, limit // 2)
+            stage = spec.num_stages or 3
+            configs = []
+            for _, meta in combos:
+                warps = _warps_for(pair(meta))
+                configs += [Config(meta, warps, stage), Config(meta, 2 * warps, stage)]
+            return configs[:limit]
+        stages = [spec.num_stages] if spec.num_stages else [3, 4]
+        combos = _evenly(combos, limit // max(1, len(stages)))
+        return [Config(meta, _warps_for(pair(meta)), st) for _, meta in combos for st in stages][:limit]
+    combos = _evenly(combos, limit // max(1, len(warps) * len(stages)))
+    configs = [Config(meta, w, s) for _, meta in combos for w, s in itertools.product(warps, stages)]
+    return configs[:limit]
+
+
+def _evenly(items, count):
+    """At most ``count`` (at least one) of ``items``, evenly spread."""
+    count = max(1, count)
+    if len(items) <= count:
+        return items
+    step = len(items) / count
+    return [items[int(i * step)] for i in range(count)]
+
+
+def _warps_for(elements):
+    return 4 if elements <= 2**12 else 8
+
+
+def default_config(spec, fixed):
+    """One configuration without benchmarking: blocks near 2**15 elements in all."""
+    free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
+    meta = dict(fixed)
+    if free:
+        target = (2**15) ** (1 / len(free))
+        for m in free:
+            meta[m.symbol.name] = min(m.candidates, key=lambda v: (abs(math.log2(v) - math.log2(target)), v))
+    return Config(tuple(sorted(meta.items())), spec.num_warps or 4, spec.num_stages or 3)
+
+
+@functools.lru_cache(maxsize=None)
+def multiprocessors(device):
+    """The streaming multiprocessors of a CUDA device (index or torch.device)."""
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count
