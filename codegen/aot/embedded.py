@@ -19,7 +19,7 @@ import inspect
 import textwrap
 import types
 
-from codegen import promotion, runtime, writes
+from codegen import overlap, promotion, runtime, writes
 from codegen.aot.common import AotError
 
 # Where the checks start: the launcher calls these.
@@ -62,7 +62,7 @@ def _globals(code):
 
 
 # Modules whose functions the checks may reach and that are embedded with them.
-_EMBEDDED = {runtime.__name__, writes.__name__}
+_EMBEDDED = {runtime.__name__, writes.__name__, overlap.__name__}
 
 
 def _closure():
