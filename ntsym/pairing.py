@@ -143,7 +143,11 @@ def align(ref_name, ref_shape, name, shape):
     proof to decide).  Where one shape has more dimensions not of size 1 than
     the other, the extra ones must be of size 1 at launch (a sort's input
     arranged to ``(1,)`` beside quantiles arranged to ``(n, 1)``: ``n == 1``),
-    if there is one choice of them."""
+    if there is one choice of them.  Where there is none, or more than one
+    (``(a, b)`` beside ``(n,)``: ``a`` or ``b`` may be 1, or neither, as in
+    ``(A, C)`` beside ``(A * C,)``), the alignment is None: the tensor takes
+    NineToothed's split of the program's row-major position over its own
+    outermost shape (``split_index``), whatever its sizes at launch."""
     units = [d for d, n in enumerate(shape) if n == 1]
     ref_units = [d for d, n in enumerate(ref_shape) if n == 1]
     if len(shape) == len(ref_shape) and (units == ref_units or len(shape) - len(units) != len(ref_shape) - len(ref_units)):
@@ -155,12 +159,7 @@ def align(ref_name, ref_shape, name, shape):
         longer, owner, extents = (others, name, shape) if len(others) > len(kept) else (kept, ref_name, ref_shape)
         drop = _must_be_one(longer, extents, abs(len(others) - len(kept)))
         if drop is None:
-            raise ArrangementError(
-                f"outermost shapes differ in length: `{ref_name}` has {shape_text(ref_shape)} but "
-                f"`{name}` has {shape_text(shape)}, even without their dimensions of size 1, and no one "
-                f"choice of `{owner}`'s dimensions could be 1 to make them agree; every arranged tensor "
-                "must have the same outermost shape (one program per element), up to dimensions of size 1"
-            )
+            return None, ()  # no one choice of unit dimensions: NineToothed's split (``split_index``)
         ones = tuple((owner, d, extents[d]) for d in drop)
         if owner == name and longer is others:
             units = sorted(units + list(drop))
