@@ -44,11 +44,21 @@ class PairingMixin:
         its first dimension not of size 1, where NineToothed's split of the
         program id over the tensor's own shape gives the index the grid's
         does (no program computes a wrong result by not reading a tile)."""
-        first = next((k for k, g in enumerate(self.alignment[name]) if g is not None), None)
-        if name in self.written or d != first:
+        if not self._read_along_first(name, d):
             return False
         t = self.arranged[self.names.index(name)]
         return self._apply(t.levels[0][0][d]) in self._size_symbols(self._apply(t.levels[0][0][d]))
+
+    def _read_along_first(self, name, d):
+        """Whether ``name`` is only read and ``d`` is its first outermost
+        dimension paired with the grid's and not of size 1: there
+        NineToothed's split of the program id over the tensor's own shape
+        gives the grid's index whatever the tensor's extent (the later ones
+        being equal), so it may have more tiles than there are programs."""
+        alignment = self.alignment[name]
+        t = self.arranged[self.names.index(name)]
+        first = next((k for k, g in enumerate(alignment or ()) if g is not None and t.levels[0][0][k] != 1), None)
+        return name not in self.written and d == first
 
     def _cover(self, name_a, a, name_b, b, dim, dim_b):
         """``b``, the tiles of the read-only ``name_b`` along its outermost
