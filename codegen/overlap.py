@@ -33,7 +33,9 @@ def shared_elements(a, b):
         return (), (), None  # elements of different widths or misaligned: not compared
     la = _layout(a, 0)
     lb = _layout(b, delta // size)
-    if _nested(lb):
+    # Enumerate the smaller view where the other is nested (a cache slot, not
+    # the cache): the cost is that view's element count.
+    if _nested(lb) and (a.numel() <= b.numel() or not _nested(la)):
         return _members(la, lb, swap=False)
     if _nested(la):
         return _members(lb, la, swap=True)

@@ -132,3 +132,38 @@ def test_a_tensor_addressed_through_its_pointer_is_never_taken_apart():
     buf = torch.randn(16)
     with pytest.raises(LaunchError, match="the kernel addresses `x` past its view"):
         k(buf[1::2], buf[0::2], B=4)
+
+
+def _brute_shared(a, b):
+    """How many elements of `a` have the address of an element of `b`."""
+    def addresses(t):
+        offsets = torch.zeros(t.shape, dtype=torch.int64)
+        for d, (n, st) in enumerate(zip(t.shape, t.stride())):
+            view = [1] * t.ndim
+            view[d] = n
+            offsets = offsets + (torch.arange(n) * st).reshape(view)
+        return (offsets.reshape(-1) * t.element_size() + t.data_ptr()).tolist()
+    theirs = set(addresses(b))
+    return sum(1 for x in addresses(a) if x in theirs)
+
+
+def test_shared_elements_against_every_address():
+    """`codegen.overlap.shared_elements` on views of one buffer (slices,
+    steps, transposes, sliding windows that overlap themselves), against a
+    comparison of every address; the element it names is in both."""
+    from codegen.overlap import shared_elements
+
+    buf = torch.arange(64.0)
+    views = [buf[:10], buf[10:20], buf[::2], buf[1::2], buf[3::5], buf[:48].view(6, 8)[:, 2:5],
+             buf[:48].view(6, 8)[1::2, ::3], buf[:48].view(6, 8).t(), buf.as_strided((5, 4), (3, 1)),
+             buf.as_strided((4, 3), (4, 3), 7), buf[:8].expand(3, 8), buf[40:64].view(2, 3, 4).permute(2, 0, 1)]
+    for a in views:
+        for b in views:
+            shared = shared_elements(a, b)
+            count = _brute_shared(a, b)
+            if count == 0:
+                assert shared is None, (a.shape, a.stride(), b.shape, b.stride())
+                continue
+            first, second, found = shared
+            assert a[first].data_ptr() == b[second].data_ptr()
+            assert found in (count, _brute_shared(b, a))
