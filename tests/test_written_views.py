@@ -167,3 +167,19 @@ def test_shared_elements_against_every_address():
             first, second, found = shared
             assert a[first].data_ptr() == b[second].data_ptr()
             assert found in (count, _brute_shared(b, a))
+
+
+def test_a_call_seen_before_checks_the_views_it_is_given_again():
+    """The same shapes and strides again (a launch that skips validation):
+    views apart run, views sharing elements are refused."""
+    buf = torch.randn(22)
+    expected = buf.clone()
+    expected[0:20:2] = buf[1:21:2] + 1
+    shift(buf[1:21:2], buf[0:20:2], B=4)
+    expected[1:21:2] = expected[0:20:2] + 1
+    shift(buf[0:20:2], buf[1:21:2], B=4)  # the same call shape, other pointers
+    torch.testing.assert_close(buf, expected)
+    before = buf.clone()
+    with pytest.raises(LaunchError, match=r"`x`\[0\] is `y`\[1\], one of 9 elements the two views share"):
+        shift(buf[2:22:2], buf[0:20:2], B=4)
+    assert torch.equal(buf, before)
