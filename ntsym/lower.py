@@ -407,6 +407,9 @@ class _Proof(PairingMixin):
             for name, t, d in others:
                 if self._read_past_programs(name, d):
                     self._cover(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
+                elif self._read_apart(name, d, ref_shape[g], t.levels[0][0][d]) and not self._unifies(
+                        ref_name, ref_shape[g], name, t.levels[0][0][d], g, d):
+                    self._cover_apart(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
                 else:
                     self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
         self.grid = tuple(self._apply(s) for s in grid)

@@ -78,6 +78,45 @@ class PairingMixin:
             self.subs = {k: v.xreplace({b: a}) for k, v in self.subs.items()}
             self.subs[b] = a
 
+    def _read_apart(self, name, d, a, b):
+        """Whether ``name``'s extent ``b`` along its dimension ``d`` may exceed
+        the programs ``a`` where its sizes stay its own: it is only read,
+        ``d`` is its first dimension (``_read_along_first``), and neither
+        extent depends on block sizes (a count of fixed windows,
+        ``x.shape[0] - 2``): those of tuned blocks keep their equality, which
+        the launch checks before a configuration is chosen."""
+        return self._read_along_first(name, d) and not (self._block_symbols(self._apply(a))
+                                                         or self._block_symbols(self._apply(b)))
+
+    def _unifies(self, name_a, a, name_b, b, dim, dim_b):
+        """Whether equating the extents would take one tensor's size for the
+        other's (``_equate`` substitutes it in masks and index math): then
+        the kernel is the one of equal sizes, and they must be equal.  Tried
+        and undone."""
+        saved = (list(self.checks), list(self.facts), dict(self.subs))
+        try:
+            self._equate(name_a, a, name_b, b, dim, dim_b)
+        except ArrangementError:
+            return False
+        finally:
+            unified = self.subs != saved[2]
+            self.checks, self.facts, self.subs = saved
+        return unified
+
+    def _cover_apart(self, name_a, a, name_b, b, dim, dim_b):
+        """``b``, the tiles of the read-only ``name_b`` along its first
+        dimension, where no size of it is taken for another's (its masks are
+        its own: windows of ``x.shape[0] - 2`` beside ``n`` programs): at
+        least ``a``, the programs, with the block sizes a call chooses."""
+        a, b = self._apply(a), self._apply(b)
+        where = f"outermost dim {dim}: `{name_a}` {self.describe(a)} vs `{name_b}` {self.describe(b)}"
+        self._require(
+            sympy.Le(a, b), f"{where} must be at most equal",
+            f"`{name_b}` is only read: each program reads its tile at the program's index",
+            f"one program runs per element of `{name_a}`'s outermost shape; a program past `{name_b}`'s last "
+            f"tile along its outermost dim {dim_b} would read none of its elements (a wrong result); more "
+            "tiles than programs are fine, those are not read")
+
     def _confined(self, name, b, a):
         """Whether the proofs may take the size ``b`` (``name``'s outermost
         extent, at least ``a`` at launch) for ``a``: the application does not
