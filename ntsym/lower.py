@@ -22,7 +22,7 @@ from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.disjoint import overlap_checks
 from ntsym.errors import ArrangementError
 from ntsym.extents import check_inner_extents
-from ntsym.pairing import PairingMixin, align, maybe_written, read_through_source, shape_text
+from ntsym.pairing import PairingMixin, align, maybe_written, read_through_source
 from ntsym.split import require_split, split_index
 from ntsym.symbol import Symbol
 from ntsym.tensor import Tensor
@@ -415,24 +415,11 @@ class _Proof(PairingMixin):
         self.grid = tuple(self._apply(s) for s in grid)
         for name, t in arrays[1:]:
             if self.alignment[name] is None:
-                self._split(ref_name, ref_shape, name, t)
+                require_split(self, ref_name, ref_shape, name, t.levels[0][0])
         self._moot_when_empty(requirements)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
         )
-
-    def _split(self, ref_name, ref_shape, name, t):
-        """A tensor whose outermost shape pairs with the grid's in no single
-        way takes NineToothed's split (``ntsym/split.py``); not a jagged one,
-        whose batch index must be a grid dimension's."""
-        shape = t.levels[0][0]
-        if any(self.sources[self.names.index(n)].tensor.jagged_dim is not None for n in (ref_name, name)):
-            raise ArrangementError(
-                f"outermost shapes differ in length: `{ref_name}` has {shape_text(ref_shape)} but `{name}` "
-                f"has {shape_text(shape)}, even without their dimensions of size 1, and one of them is a "
-                "jagged tensor, whose batch must take a grid dimension of its own; arrange them to the same "
-                "outermost shape, up to dimensions of size 1")
-        require_split(self, ref_name, name, shape)
 
     def _block_symbols(self, e):
         """Compile-time symbols that are not tensor sizes: block sizes the tuner

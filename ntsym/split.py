@@ -21,6 +21,8 @@ import itertools
 import sympy
 
 from codegen.intfuncs import FloorDiv, Mod
+from ntsym.errors import ArrangementError
+from ntsym.pairing import shape_text
 
 
 def program_position(program_vars, grid):
@@ -49,11 +51,18 @@ def split_index(program_vars, grid, shape):
     return tuple(reversed(index))
 
 
-def require_split(proof, ref_name, name, shape):
+def require_split(proof, ref_name, ref_shape, name, shape):
     """The launch check of a tensor that takes the split: as many tiles as
     programs where it is written, at least as many where it is only read;
     the message names the choices of unit dimensions that pair it with the
-    grid dimension by dimension."""
+    grid dimension by dimension.  Not for a jagged tensor, whose batch index
+    must be a grid dimension's."""
+    if any(proof.sources[proof.names.index(n)].tensor.jagged_dim is not None for n in (ref_name, name)):
+        raise ArrangementError(
+            f"outermost shapes differ in length: `{ref_name}` has {shape_text(ref_shape)} but `{name}` "
+            f"has {shape_text(shape)}, even without their dimensions of size 1, and one of them is a "
+            "jagged tensor, whose batch must take a grid dimension of its own; arrange them to the same "
+            "outermost shape, up to dimensions of size 1")
     tiles = sympy.Mul(*(proof._apply(n) for n in shape))
     programs = sympy.Mul(*proof.grid)
     choices = _choices(proof, ref_name, proof.grid, name, shape)
@@ -61,12 +70,14 @@ def require_split(proof, ref_name, name, shape):
              f"{proof._shape_text(shape)}, one program per element of `{ref_name}`'s "
              f"{proof._shape_text(proof.grid)}")
     if name in proof.written:
-        message = f"`{name}`: its {proof.describe(tiles)} outermost tiles must equal the {proof.describe(programs)} programs"
+        message = (f"`{name}`: its {proof.describe(tiles)} outermost tiles must equal the "
+                   f"{proof.describe(programs)} programs")
         why = ("each program writes the tile its position names: with fewer tiles, programs past the last "
                "would write none; with more, tiles no program writes would keep their old values")
         relation = sympy.Eq(tiles, programs)
     else:
-        message = f"`{name}`: its {proof.describe(tiles)} outermost tiles must be at least the {proof.describe(programs)} programs"
+        message = (f"`{name}`: its {proof.describe(tiles)} outermost tiles must be at least the "
+                   f"{proof.describe(programs)} programs")
         why = ("each program reads the tile its position names: a program past the last tile would read "
                "none of its elements (a wrong result); tiles past the programs are not read")
         relation = sympy.Le(programs, tiles)

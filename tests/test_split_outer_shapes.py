@@ -35,7 +35,7 @@ def double_app(x, y):
     y = x * 2  # noqa: F841
 
 
-def _nineteothed_double(shapes, arrange, written, block):
+def _ninetoothed_double(shapes, arrange, written, block):
     """``written`` after NineToothed's launch of ``double_app`` over tensors
     of ``shapes`` arranged by ``arrange`` (with ``block`` for B): per program,
     each tensor's tile at the program id unravelled over its outermost shape;
@@ -71,8 +71,8 @@ def test_rows_written_flat_as_ninetoothed_splits_them(shape, block):
     x = torch.randn(shape)
     y = torch.zeros(x.numel())
     k(x, y, B=block)
-    torch.testing.assert_close(y, _nineteothed_double([shape, (x.numel(),)], rows_then_flat, (x, torch.zeros_like(y)),
-                                                      block))
+    expected = _ninetoothed_double([shape, (x.numel(),)], rows_then_flat, (x, torch.zeros_like(y)), block)
+    torch.testing.assert_close(y, expected)
     torch.testing.assert_close(y, x.reshape(-1) * 2)
 
 
@@ -82,8 +82,8 @@ def test_flat_read_into_rows_as_ninetoothed_splits_them(shape, block):
     x = torch.randn(math.prod(shape))
     y = torch.zeros(shape)
     k(x, y, B=block)
-    torch.testing.assert_close(y, _nineteothed_double([(x.numel(),), shape], flat_then_rows, (x, torch.zeros(shape)),
-                                                      block))
+    expected = _ninetoothed_double([(x.numel(),), shape], flat_then_rows, (x, torch.zeros(shape)), block)
+    torch.testing.assert_close(y, expected)
     torch.testing.assert_close(y, x.reshape(shape) * 2)
 
 
@@ -117,3 +117,15 @@ def test_a_read_tensor_may_have_more_tiles_than_programs_and_not_fewer():
     with pytest.raises(LaunchError, match=r"cdiv\(y.shape\[0\], B\) \(=4.*must be <= "
                                           r"x.shape\[0\]\*cdiv\(x.shape\[1\], B\) \(=3.*each program reads"):
         k(torch.zeros(16), x, B=4)
+
+
+def test_a_jagged_tensor_is_not_split():
+    """A jagged tensor's batch index must be a grid dimension's (its rows'
+    offsets are read at that index): shapes pairing in no single way with
+    one are refused at make, saying so."""
+    def jagged_rows_then_flat(x, y):
+        return rows_then_flat(x, y, B)
+
+    with pytest.raises(ntsym.ArrangementError, match="one of them is a jagged tensor, whose batch must take a "
+                                                     "grid dimension of its own"):
+        ntsym.make(jagged_rows_then_flat, double_app, (Tensor(2, jagged_dim=1), Tensor(1)))
