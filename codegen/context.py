@@ -40,7 +40,8 @@ class ModuleRecords:
     - ``advances``: some loop carries pointers (the launcher passes
       ``advance_flag``).  Written by ``loops``.
     - ``loaded``, ``stored``, ``sourced``: tensors this emission reads,
-      writes, and reaches through ``x.source``.  Written by ``access`` and
+      writes, and reaches through ``x.source``; ``addressed``: those whose
+      pointer it takes (``x.source.data_ptr()``).  Written by ``access`` and
       the visitor; ``loaded`` is also read by ``access`` (a tensor the kernel
       reads is not stored through a descriptor).
     - ``uses_libdevice``: the kernel names ``libdevice`` (an import).
@@ -61,6 +62,7 @@ class ModuleRecords:
     loaded: set = field(default_factory=set)
     stored: set = field(default_factory=set)
     sourced: set = field(default_factory=set)
+    addressed: set = field(default_factory=set)
     uses_libdevice: bool = False
     helpers: set = field(default_factory=set)
     int64_flag: str = "NTSYM_INT64"

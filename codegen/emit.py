@@ -160,6 +160,9 @@ def emit(ir):
     generated.loops = loops
     # Tensors the application indexes past its arrangement (`x.source[...]`).
     generated.sourced = frozenset(emitter.records.sourced)
+    # Tensors whose pointer it takes (`x.source.data_ptr()`): it may address
+    # any memory from there, so views of them are never taken to be apart.
+    generated.addressed = frozenset(emitter.records.addressed)
     # Tensors the kernel loads from (a written one among them cannot be a
     # freshly allocated output).
     generated.read = frozenset(emitter.records.loaded)
@@ -481,6 +484,7 @@ def spec(ir, generated):
         untouched=frozenset(p.name for p in ir.params if p.kind == "tensor") - generated.read
         - set(generated.written) - generated.sourced - {j.name for j in ir.jagged},
         index_peak=_index_peak(ir),
+        addressed=frozenset(generated.addressed),
     )
 
 

@@ -484,6 +484,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 p = ref.param
                 if func.attr == "data_ptr" and not node.args:
                     self.records.sourced.add(p.name)
+                    self.records.addressed.add(p.name)
                     return ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
                 if func.attr in ("stride", "size") and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
                     d = node.args[0].value

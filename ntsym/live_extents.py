@@ -46,6 +46,9 @@ def agree(proof, g, ref_name, ref, others):
         if lo is None:
             proof._equate(owner[0], extent, name, hi, g, d)
             continue
+        if proof._read_along_first(name, d):
+            _cover_windows(proof, owner, extent, name, hi, lo, g)
+            continue
         where = (f"outermost dim {g}: `{name}` counts {proof.describe(hi)} windows, the first "
                  f"{proof.describe(lo)} starting inside its dimension")
         proof._require(
@@ -57,6 +60,23 @@ def agree(proof, g, ref_name, ref, others):
             "windows",
         )
     return proof._apply(extent)
+
+
+def _cover_windows(proof, owner, extent, name, hi, lo, g):
+    """A tensor only read, along its first dimension: the programs may number
+    at most its windows (a diagonal of a tall matrix, whose windows go on
+    past the diagonal, beside an output of one element per column): each
+    program reads the window at its index, as in NineToothed, and windows
+    past the programs are not read."""
+    where = (f"outermost dim {g}: `{name}` counts {proof.describe(hi)} windows, the first "
+             f"{proof.describe(lo)} starting inside its dimension")
+    proof._require(
+        sympy.Le(extent, hi),
+        f"{where}; the {proof.describe(extent)} programs of `{owner[0]}` must be at most as many",
+        f"{where}, and `{name}` is only read: each program reads the window at its index",
+        f"one program runs per tile of `{owner[0]}` along dim {owner[3]}: a program past `{name}`'s "
+        "windows would read none of its elements (a wrong result); windows past the programs are not read",
+    )
 
 
 def _live(proof, t, d):

@@ -23,6 +23,7 @@ from ntsym.disjoint import overlap_checks
 from ntsym.errors import ArrangementError
 from ntsym.extents import check_inner_extents
 from ntsym.pairing import PairingMixin, align, maybe_written, read_through_source
+from ntsym.split import require_split, split_index
 from ntsym.symbol import Symbol
 from ntsym.tensor import Tensor
 
@@ -398,7 +399,7 @@ class _Proof(PairingMixin):
         grid = list(ref_shape)
         for g in range(len(ref_shape)):
             others = [(name, t, d) for name, t in arrays[1:]
-                      for d, target in enumerate(self.alignment[name]) if target == g]
+                      for d, target in enumerate(self.alignment[name] or ()) if target == g]
             live = live_extents.agree(self, g, ref_name, ref, others)
             if live is not None:  # gapped windows: the program count is one of their counts
                 grid[g] = live
@@ -406,9 +407,15 @@ class _Proof(PairingMixin):
             for name, t, d in others:
                 if self._read_past_programs(name, d):
                     self._cover(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
+                elif self._read_apart(name, d, ref_shape[g], t.levels[0][0][d]) and not self._unifies(
+                        ref_name, ref_shape[g], name, t.levels[0][0][d], g, d):
+                    self._cover_apart(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
                 else:
                     self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
         self.grid = tuple(self._apply(s) for s in grid)
+        for name, t in arrays[1:]:
+            if self.alignment[name] is None:
+                require_split(self, ref_name, ref_shape, name, t.levels[0][0])
         self._moot_when_empty(requirements)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
@@ -557,8 +564,11 @@ class _Proof(PairingMixin):
             # dimension it is aligned with; a unit dimension takes 0.
             program = {
                 v: (sympy.S.Zero if g is None or self.grid[g] == 1 else self.program_vars[g])
-                for v, g in zip(t.levels[0][1], self.alignment[name])
+                for v, g in zip(t.levels[0][1], self.alignment.get(name) or ())
             }
+            if self.alignment.get(name, ()) is None:  # NineToothed's split (ntsym/split.py)
+                shape = [self._apply(n) for n in t.levels[0][0]]
+                program = dict(zip(t.levels[0][1], split_index(self.program_vars, self.grid, shape)))
             grid_ranges = dict(zip(self.program_vars, self.grid))
             levels = [tuple(self._apply(s) for s in shape) for shape, _ in t.levels]
             level_vars = [vars for _, vars in t.levels]

@@ -44,11 +44,21 @@ class PairingMixin:
         its first dimension not of size 1, where NineToothed's split of the
         program id over the tensor's own shape gives the index the grid's
         does (no program computes a wrong result by not reading a tile)."""
-        first = next((k for k, g in enumerate(self.alignment[name]) if g is not None), None)
-        if name in self.written or d != first:
+        if not self._read_along_first(name, d):
             return False
         t = self.arranged[self.names.index(name)]
         return self._apply(t.levels[0][0][d]) in self._size_symbols(self._apply(t.levels[0][0][d]))
+
+    def _read_along_first(self, name, d):
+        """Whether ``name`` is only read and ``d`` is its first outermost
+        dimension paired with the grid's and not of size 1: there
+        NineToothed's split of the program id over the tensor's own shape
+        gives the grid's index whatever the tensor's extent (the later ones
+        being equal), so it may have more tiles than there are programs."""
+        alignment = self.alignment[name]
+        t = self.arranged[self.names.index(name)]
+        first = next((k for k, g in enumerate(alignment or ()) if g is not None and t.levels[0][0][k] != 1), None)
+        return name not in self.written and d == first
 
     def _cover(self, name_a, a, name_b, b, dim, dim_b):
         """``b``, the tiles of the read-only ``name_b`` along its outermost
@@ -67,6 +77,45 @@ class PairingMixin:
         if self._confined(name_b, b, a):
             self.subs = {k: v.xreplace({b: a}) for k, v in self.subs.items()}
             self.subs[b] = a
+
+    def _read_apart(self, name, d, a, b):
+        """Whether ``name``'s extent ``b`` along its dimension ``d`` may exceed
+        the programs ``a`` where its sizes stay its own: it is only read,
+        ``d`` is its first dimension (``_read_along_first``), and neither
+        extent depends on block sizes (a count of fixed windows,
+        ``x.shape[0] - 2``): those of tuned blocks keep their equality, which
+        the launch checks before a configuration is chosen."""
+        return self._read_along_first(name, d) and not (self._block_symbols(self._apply(a))
+                                                         or self._block_symbols(self._apply(b)))
+
+    def _unifies(self, name_a, a, name_b, b, dim, dim_b):
+        """Whether equating the extents would take one tensor's size for the
+        other's (``_equate`` substitutes it in masks and index math): then
+        the kernel is the one of equal sizes, and they must be equal.  Tried
+        and undone."""
+        saved = (list(self.checks), list(self.facts), dict(self.subs))
+        try:
+            self._equate(name_a, a, name_b, b, dim, dim_b)
+        except ArrangementError:
+            return False
+        finally:
+            unified = self.subs != saved[2]
+            self.checks, self.facts, self.subs = saved
+        return unified
+
+    def _cover_apart(self, name_a, a, name_b, b, dim, dim_b):
+        """``b``, the tiles of the read-only ``name_b`` along its first
+        dimension, where no size of it is taken for another's (its masks are
+        its own: windows of ``x.shape[0] - 2`` beside ``n`` programs): at
+        least ``a``, the programs, with the block sizes a call chooses."""
+        a, b = self._apply(a), self._apply(b)
+        where = f"outermost dim {dim}: `{name_a}` {self.describe(a)} vs `{name_b}` {self.describe(b)}"
+        self._require(
+            sympy.Le(a, b), f"{where} must be at most equal",
+            f"`{name_b}` is only read: each program reads its tile at the program's index",
+            f"one program runs per element of `{name_a}`'s outermost shape; a program past `{name_b}`'s last "
+            f"tile along its outermost dim {dim_b} would read none of its elements (a wrong result); more "
+            "tiles than programs are fine, those are not read")
 
     def _confined(self, name, b, a):
         """Whether the proofs may take the size ``b`` (``name``'s outermost
@@ -143,7 +192,11 @@ def align(ref_name, ref_shape, name, shape):
     proof to decide).  Where one shape has more dimensions not of size 1 than
     the other, the extra ones must be of size 1 at launch (a sort's input
     arranged to ``(1,)`` beside quantiles arranged to ``(n, 1)``: ``n == 1``),
-    if there is one choice of them."""
+    if there is one choice of them.  Where there is none, or more than one
+    (``(a, b)`` beside ``(n,)``: ``a`` or ``b`` may be 1, or neither, as in
+    ``(A, C)`` beside ``(A * C,)``), the alignment is None: the tensor takes
+    NineToothed's split of the program's row-major position over its own
+    outermost shape (``split_index``), whatever its sizes at launch."""
     units = [d for d, n in enumerate(shape) if n == 1]
     ref_units = [d for d, n in enumerate(ref_shape) if n == 1]
     if len(shape) == len(ref_shape) and (units == ref_units or len(shape) - len(units) != len(ref_shape) - len(ref_units)):
@@ -155,12 +208,7 @@ def align(ref_name, ref_shape, name, shape):
         longer, owner, extents = (others, name, shape) if len(others) > len(kept) else (kept, ref_name, ref_shape)
         drop = _must_be_one(longer, extents, abs(len(others) - len(kept)))
         if drop is None:
-            raise ArrangementError(
-                f"outermost shapes differ in length: `{ref_name}` has {shape_text(ref_shape)} but "
-                f"`{name}` has {shape_text(shape)}, even without their dimensions of size 1, and no one "
-                f"choice of `{owner}`'s dimensions could be 1 to make them agree; every arranged tensor "
-                "must have the same outermost shape (one program per element), up to dimensions of size 1"
-            )
+            return None, ()  # no one choice of unit dimensions: NineToothed's split (``split_index``)
         ones = tuple((owner, d, extents[d]) for d in drop)
         if owner == name and longer is others:
             units = sorted(units + list(drop))

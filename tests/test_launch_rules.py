@@ -238,3 +238,46 @@ def test_a_read_tensor_with_more_tiles_keeps_its_own_sizes():
     x, m, out = torch.randn(2, 5), torch.randn(4, 5), torch.empty(2, 5)
     kernel(x, m, out, BLOCK=32)
     torch.testing.assert_close(out, x + m[:2] + 4)
+
+
+# -- a read tensor with more windows than programs ------------------------------
+
+
+def _window_sums_arrangement(out, x):
+    return out.tile((1,)), x.tile((3,), strides=(1,))
+
+
+def _window_sums(out, x):
+    out = ntl.sum(x, 0)  # noqa: F841
+
+
+def test_a_read_tensor_may_have_more_windows_than_programs():
+    """Sums of windows of 3: `x` of 10 elements has 8 windows, the output
+    may take the first 8 or fewer (each program reads the window at its
+    index, as NineToothed's do; the rest are not read), not more."""
+    kernel = ntsym.make(_window_sums_arrangement, _window_sums, (Tensor(1), Tensor(1)))
+    x = torch.randn(10)
+    for n in (8, 5, 1):
+        out = torch.full((n,), float("nan"))
+        kernel(out, x)
+        torch.testing.assert_close(out, x.unfold(0, 3, 1).sum(1)[:n])
+    out = torch.full((9,), float("nan"))
+    with pytest.raises(ntsym.LaunchError, match=r"out.shape\[0\] \(=9\) must be <= x.shape\[0\] - 2 \(=8, "
+                                                r"x.shape\[0\]=10\).*would read none of its elements"):
+        kernel(out, x)
+    assert out.isnan().all()
+
+
+def _window_sums_x_first(x, out):
+    out = ntl.sum(x, 0)  # noqa: F841
+
+
+def test_a_written_tensor_beside_more_windows_is_refused():
+    """The written tensor keeps equal extents: with `x` first, its 8 windows
+    are the programs, and an output of 5 would leave 3 of them writing
+    past its end."""
+    kernel = ntsym.make(lambda x, out: _window_sums_arrangement(out, x)[::-1], _window_sums_x_first,
+                        (Tensor(1), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] - 2 \(=8, x.shape\[0\]=10\) must equal "
+                                                r"out.shape\[0\] \(=5\)"):
+        kernel(torch.randn(10), torch.empty(5))

@@ -258,14 +258,18 @@ def test_outer_unit_dimensions_in_other_places():
     torch.testing.assert_close(y, (x[0] + o)[:, None])
 
 
-def test_outer_shapes_differing_beyond_unit_dimensions_are_refused():
+def test_outer_shapes_differing_beyond_unit_dimensions_take_ninetoothed_split():
+    """(cdiv(m, B), n) beside (cdiv(k, B),): the output takes the program id
+    split over its own outermost shape, as in NineToothed, and must have one
+    tile per program (tests/test_split_outer_shapes.py runs such kernels)."""
     B = ntsym.block_size()
 
     def arrangement(input, output):
         return input.tile((B, 1)), output.tile((B,))
 
-    with pytest.raises(ntsym.ArrangementError, match="differ in length: .* even without their dimensions of size 1"):
-        ntsym.make(arrangement, scale_application, (Tensor(2), Tensor(1)))
+    kernel = ntsym.make(arrangement, scale_application, (Tensor(2), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match=r"cdiv\(output.shape\[0\], B\) \(=1, .* must equal"):
+        kernel(torch.randn(32, 3), torch.empty(32), B=32)
 
 
 # -- arrangements returning fewer tensors than they take -------------------------------

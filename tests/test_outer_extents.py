@@ -114,15 +114,17 @@ def test_output_with_a_tile_for_the_window_past_the_end(fixed):
 
 @pytest.mark.parametrize("fixed", [False, True])
 def test_output_with_more_tiles_than_windows_is_refused(fixed):
-    # Four output blocks: no program would compute the fourth.
+    # Four output blocks beside the input's three windows: the fourth
+    # program would read none (the input, only read, may have more windows
+    # than programs, not fewer).
     k = every_other_block(32 if fixed else None)
     out = torch.zeros(128)
     with pytest.raises(LaunchError) as info:
         k(torch.randn(128), out, **({} if fixed else {"B": 32}))
     message = str(info.value)
     assert "`input` counts" in message and "windows, the first" in message
-    assert "(=4, " in message and "must equal" in message and "(=2, " in message and "(=3, " in message
-    assert "windows of `input` holding elements would not be computed" in message
+    assert "(=4, " in message and "must be <=" in message and "(=3, " in message
+    assert "a program past `input`'s windows would read none of its elements" in message
     assert torch.equal(out, torch.zeros(128))  # nothing ran
 
 
@@ -139,7 +141,7 @@ def test_extents_that_can_never_agree_are_refused_at_make():
         ntsym.make(arrangement, application, tensors)
     message = str(info.value)
     assert "outermost dim 0: `input` counts 3 windows, the first 2 starting inside its dimension" in message
-    assert "the 4 programs of `output` must number one or the other" in message
+    assert "the 4 programs of `output` must be at most as many" in message
     assert "which can never hold" in message
 
 
@@ -182,3 +184,68 @@ def test_diagonal_write_with_a_tuned_block_size(B_value):
     expected = torch.full((61,), float("nan"))
     expected[0:55:9] = torch.cat([x, torch.zeros(2)])
     torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)
+
+
+def _diagonal_kernel():
+    B = block_size(lower_bound=1)
+
+    def arrangement(input, output, B=B):
+        n = input.shape[1]
+        return (
+            input.flatten().tile((B,), strides=(B * (n + 1),), dilation=(n + 1,)),
+            output.tile((B,)),
+        )
+
+    def application(input, output):
+        output = input  # noqa: F841
+
+    return ntsym.make(arrangement, application, (Tensor(2), Tensor(1)))
+
+
+def _ninetoothed_diagonal(x, out_len, block):
+    """What NineToothed's launch of the diagonal kernel writes: one program
+    per window of the input (its first tensor), each copying its window's
+    lanes (0 where masked) to the output's tile at its index, where that
+    tile exists (a program past the output's tiles stores nothing)."""
+    nt = pytest.importorskip("ninetoothed")
+    rows, cols = x.shape
+    source = nt.Tensor(shape=(rows, cols)).flatten()
+    windows = nt.eval(source.tile((block,), strides=(block * (cols + 1),), dilation=(cols + 1,)))
+    tiles = nt.eval(nt.Tensor(shape=(out_len,)).tile((block,)))
+    out = torch.full((out_len,), float("nan"))
+    flat = x.reshape(-1)
+    for pid in range(windows.shape[0]):
+        if pid >= tiles.shape[0]:
+            continue
+        for lane, target in zip(windows[pid], tiles[pid]):
+            if target >= 0:
+                out[target] = flat[lane] if lane >= 0 else 0.0
+    return out
+
+
+@pytest.mark.parametrize("shape", [(6, 4), (8, 3), (9, 2)])
+def test_diagonal_of_a_tall_matrix(shape):
+    """Rows beyond the columns: the input's dilated windows go on past the
+    diagonal (window 4 of a 6 x 4 matrix starts at element (5, 0)), so the
+    input has more windows than the output has tiles. The input is only
+    read: the programs, one per output tile, read the windows at their
+    index and the rest are not read; NineToothed launches a program per
+    window, and those past the output's tiles store nothing. Same result."""
+    k = _diagonal_kernel()
+    x = torch.randn(shape)
+    for B_value in (1, 2, 4):
+        out = torch.full((min(shape),), float("nan"))
+        k(x, out, B=B_value)
+        torch.testing.assert_close(out, torch.diag(x), rtol=0, atol=0)
+        torch.testing.assert_close(out, _ninetoothed_diagonal(x, min(shape), B_value), rtol=0, atol=0)
+
+
+def test_more_programs_than_a_read_tensors_windows_is_refused():
+    """An output of 8 beside a 6 x 4 matrix's 6 windows (B = 1): programs 6
+    and 7 would read no window of the input."""
+    k = _diagonal_kernel()
+    out = torch.full((8,), float("nan"))
+    with pytest.raises(LaunchError, match=r"cdiv\(output.shape\[0\], B\) \(=8.*must be <= .*\(=6.*windows past "
+                                          r"the programs are not read"):
+        k(torch.randn(6, 4), out, B=1)
+    assert out.isnan().all()

@@ -52,9 +52,12 @@ def test_concrete_equal_is_proved_and_unequal_raises():
                    (Tensor(shape=(4,)), Tensor(shape=(6,))))
 
 
-def test_different_number_of_outer_dims_raises():
-    with pytest.raises(ArrangementError, match="outermost shapes differ in length"):
-        ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B, B))), copy_app, (Tensor(1), Tensor(2)))
+def test_different_number_of_outer_dims_take_ninetoothed_split():
+    """(cdiv(n, B),) beside (cdiv(a, B), cdiv(b, B)): either of `y`'s may be 1,
+    or neither; `y` takes the program id split over its own outermost shape
+    (tests/test_split_outer_shapes.py), and its tile count is checked."""
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B, B))), copy_app, (Tensor(1), Tensor(2)))
+    assert [str(c.relation) for c in k.ir.checks] == ["Eq(cdiv(y_size_0, B)*cdiv(y_size_1, B), cdiv(x_size_0, B))"]
 
 
 def test_constexpr_sizes_unequal_for_some_block_sizes_only_checked_exactly():

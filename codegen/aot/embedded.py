@@ -19,7 +19,7 @@ import inspect
 import textwrap
 import types
 
-from codegen import promotion, writes
+from codegen import overlap, promotion, writes
 from codegen.runtime import checks
 from codegen.aot.common import AotError
 
@@ -63,7 +63,7 @@ def _globals(code):
 
 
 # Modules whose functions the checks may reach and that are embedded with them.
-_EMBEDDED = {checks.__name__, writes.__name__}
+_EMBEDDED = {checks.__name__, writes.__name__, overlap.__name__}
 
 
 def _closure():

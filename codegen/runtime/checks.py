@@ -10,6 +10,7 @@ import itertools
 
 from codegen import promotion
 from codegen.errors import fail
+from codegen.overlap import shared_elements, shared_region
 from codegen.tracing import is_fake, traced
 from codegen.writes import check_no_overlap
 
@@ -252,6 +253,10 @@ def _extent(t):
 
 
 def _check_aliasing(spec, tensors):
+    """Refuse two tensors that share memory where the kernel writes one of
+    them, unless the views are one and the same and in-place use is proved
+    safe, or no element of one is an element of the other (a KV cache read
+    up to a position beside its next slot, written: ``codegen/overlap.py``)."""
     written = spec.written
     extents = [_extent(t) for _, t in tensors]
     for i, j in itertools.combinations(range(len(tensors)), 2):
@@ -263,13 +268,22 @@ def _check_aliasing(spec, tensors):
             continue
         safe = spec.aliasing.get((na, nb), spec.aliasing.get((nb, na), False))
         identical = a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
-        if not (safe is True and identical):
-            why = "the views are not identical" if safe is True or not identical else safe
-            fail(
-                f"`{na}` and `{nb}` share memory and the kernel writes "
-                f"`{na if na in written else nb}`: programs would read elements that other "
-                f"programs write ({why}); pass a separate output"
-            )
+        if safe is True and identical:
+            continue
+        shared = shared_elements(a, b)
+        raw = {na, nb} & (spec.addressed | spec.jagged)
+        if shared is None and not raw:
+            continue  # separate elements: no program reads what another writes
+        if shared is not None and not identical and not raw:
+            fail(shared_region(na, nb, na if na in written else nb, shared))
+        why = "the views are not identical" if safe is True or not identical else safe
+        if raw:
+            why = f"the kernel addresses `{sorted(raw)[0]}` past its view"
+        fail(
+            f"`{na}` and `{nb}` share memory and the kernel writes "
+            f"`{na if na in written else nb}`: programs would read elements that other "
+            f"programs write ({why}); pass a separate output"
+        )
 
 
 def _supported():

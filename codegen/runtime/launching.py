@@ -72,12 +72,10 @@ def fast_launch(facts, entry, args):
     spec = facts.spec
     if entry.spans is not None and spec.written:
         pointers = [args[i].data_ptr() for i in entry.tensor_positions]
-        for a in range(len(pointers)):
-            for b in range(a + 1, len(pointers)):
-                if pointers[a] < pointers[b] + entry.spans[b] and pointers[b] < pointers[a] + entry.spans[a]:
-                    # Possible overlap: let the full check decide (and raise).
-                    _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
-                    break
+        if any(pointers[a] < pointers[b] + entry.spans[b] and pointers[b] < pointers[a] + entry.spans[a]
+               for a in range(len(pointers)) for b in range(a + 1, len(pointers))):
+            # Possible overlap: the full check decides, over every pair, once.
+            _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
     if spec.written_positions:
         note_writes(spec, args, spec.written_positions)
     if entry.grid is None:

@@ -54,6 +54,7 @@ class Spec:
     index_peak: Any = None  # (tensors, metas) -> whether logical indices pass int32 (codegen.index_width)
     jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
     untouched: frozenset = frozenset()  # tensors the kernel neither reads nor writes (codegen/placeholders.py)
+    addressed: frozenset = frozenset()  # tensors whose pointer the application takes (``x.source.data_ptr()``)
     # Derived from ``params``: the call's parameters (name, kind, ndim, written),
     # the compiled values left out, and the names of the tensors the kernel writes.
     call_params: tuple = field(init=False)
