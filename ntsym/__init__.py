@@ -52,6 +52,7 @@ from ntsym.dtype import (
 )
 from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor
+from ntsym.compiler import Compiled, compile  # noqa: A004 - the compile stage
 from ntsym.make import Kernel, jit, make
 from ntsym.aot import build
 from ntsym.explain import explain
@@ -68,6 +69,7 @@ __all__ = [
     "ApplicationError",
     "ArrangementError",
     "CodegenError",
+    "Compiled",
     "LaunchError",
     "MetaOperationError",
     "NtsymError",
@@ -78,6 +80,7 @@ __all__ = [
     "bfloat16",
     "block_size",
     "build",
+    "compile",
     "debugging",
     "eval",
     "eval_expr",

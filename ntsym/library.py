@@ -96,7 +96,7 @@ def kernel_op(kernel, key):
     name = _KERNEL_OPS.get(key)
     if name is None:
         name = f"{re.sub(r'[^A-Za-z0-9_]', '_', kernel.name)}_{key}"
-        written = tuple(p.name for p in _call_params(kernel) if p.name in set(kernel._generated.written))
+        written = tuple(p.name for p in _call_params(kernel) if p.name in set(kernel.compiled.written))
         plan = _Plan(f"ntsym_kernels::{name}", kernel, written, None, None, None)
         definition = _define(f"ntsym_kernels::{name}", plan)
         _KERNEL_OPS[key] = name
@@ -112,7 +112,7 @@ def output_shapes(kernel):
     shapes: {output name: (expression or None per dimension)} in the user's
     terms (``input.shape[0]``); None marks a dimension the inputs leave open."""
     params = _call_params(kernel)
-    written = set(kernel._generated.written)
+    written = set(kernel.compiled.written)
     inputs = [p for p in params if p.name not in written and p.kind in ("tensor", "shape")]
     outputs = [p for p in params if p.name in written]
     derived = _derive(kernel, inputs, outputs)
@@ -129,7 +129,7 @@ def _check_name(name, kernel):
         raise RegistrationError(
             f"{what}: the op's name must be 'namespace::name' (letters, digits and underscores, no "
             f"overload), got {name!r}")
-    if not hasattr(kernel, "ir") or not hasattr(kernel, "_generated"):
+    if not hasattr(kernel, "ir") or not hasattr(kernel, "compiled"):
         raise RegistrationError(f"{what}: expected a kernel made by ntsym.make or @ntsym.jit, got "
                                 f"{type(kernel).__name__}")
     if name in _REGISTERED:
@@ -150,9 +150,7 @@ def _call_params(kernel):
 
 
 def _display(kernel):
-    from ntsym.make import _display_names
-
-    return _display_names(kernel.ir)
+    return kernel.compiled.display
 
 
 def _describe(expr, names):
@@ -191,7 +189,7 @@ class _Plan:
         params = _call_params(kernel)
         self.params = params
         names = [p.name for p in params]
-        written = set(kernel._generated.written)
+        written = set(kernel.compiled.written)
         where = f"op `{name}` (kernel `{kernel.name}`)"
         if not written:
             raise RegistrationError(f"{where}: the kernel writes no tensor, so the op would have no effect")
@@ -221,7 +219,7 @@ class _Plan:
             self.impl = self._mutating
             self.fake = _nothing
             return
-        read = getattr(kernel._generated, "read", frozenset())
+        read = kernel.compiled.read
         both = [n for n in names if n in written and n in read]
         if both:
             raise RegistrationError(

@@ -91,12 +91,12 @@ def test_bad_input_gets_a_status_and_a_message(built):
     x = h(10)
     struct = ntsym.aot.c_tensor(x)
     struct.dtype = 99
-    code = add_lib._launch(None, struct, ntsym.aot.c_tensor(x), ntsym.aot.c_tensor(h(10)))
-    assert code == 1 and "unknown dtype code 99" in add_lib._message().decode()
+    code = add_lib.entry(None, struct, ntsym.aot.c_tensor(x), ntsym.aot.c_tensor(h(10)))
+    assert code == 1 and "unknown dtype code 99" in add_lib.message()
     struct = ntsym.aot.c_tensor(x)
     struct.data = None
-    code = add_lib._launch(None, ntsym.aot.c_tensor(x), struct, ntsym.aot.c_tensor(h(10)))
-    assert code == 1 and add_lib._message().decode() == "`other` is a null pointer"
+    code = add_lib.entry(None, ntsym.aot.c_tensor(x), struct, ntsym.aot.c_tensor(h(10)))
+    assert code == 1 and add_lib.message() == "`other` is a null pointer"
     code, message = add_lib.status(x, x, x[:5])
     assert code == 2 and "input.shape[0] (=10) must equal output.shape[0] (=5)" in message
     code, message = softmax_lib.status(torch.zeros(3, 99), torch.zeros(3, 99))

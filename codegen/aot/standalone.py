@@ -18,10 +18,7 @@ def standalone_source(ir, generated, display, configs, spec):
     from codegen.printer import Printer, to_source
 
     host = Printer(mode="host")
-    src = generated.source
-    start = src.index("@triton.jit")
-    end = src.index("\ndef make_launch(")
-    kernels = src[start:end].rstrip()
+    kernels = "\n\n\n".join(generated.helpers + (generated.kernels,)).rstrip()
     head = ['"""ntsym kernel `%s`, standalone: needs torch and triton only (generated; do not edit)."""' % ir.name,
             "", "import torch", "import triton", "import triton.language as tl"]
     if generated.records.uses_libdevice:
