@@ -91,6 +91,8 @@ class Library:
         out = []
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor) and i < len(self.params) and self.params[i][1] in ("tensor", "shape"):
+                if self.params[i][1] == "tensor":
+                    _refuse_lazy_view(self.params[i][0], a)
                 out.append(c_tensor(a))
             elif isinstance(a, torch.Tensor):
                 out.append(a.item())
@@ -119,6 +121,19 @@ class Library:
 
     def __repr__(self):
         return f"<ntsym library {self.path}>"
+
+
+def _refuse_lazy_view(name, t):
+    """A view whose negation or conjugation torch applies lazily, on reading
+    (``z.conj().imag`` has the negative bit): the C struct passes the stored
+    values, so the library would read (and write) them without the sign; the
+    torch launcher refuses the same."""
+    if not (t.is_neg() or t.is_conj()):
+        return
+    bit, resolve = ("negative", "resolve_neg") if t.is_neg() else ("conjugate", "resolve_conj")
+    raise LaunchError(f"`{name}` is a view with the {bit} bit set (torch applies it lazily, e.g. z.conj().imag): "
+                      f"the library would read and write the stored values, without the sign; pass "
+                      f"{name}.{resolve}() (for an output: write into a resolved tensor and copy back)")
 
 
 def _current_stream(args):

@@ -105,6 +105,20 @@ def test_bad_input_gets_a_status_and_a_message(built):
         mm_lib(a, b, c)
 
 
+def test_lazy_negative_views_are_refused_as_the_torch_launcher_refuses_them(built):
+    """The C struct carries the stored values only: a view torch negates on
+    reading would reach the library without its sign."""
+    _, add_lib, *_ = built
+    x = torch.zeros(8, dtype=torch.float16)
+    negated = torch._neg_view(x)
+    with pytest.raises(ntsym.LaunchError, match="`input` is a view with the negative bit set"):
+        add.kernel(negated, x, torch.empty_like(x))
+    with pytest.raises(ntsym.LaunchError, match="`input` is a view with the negative bit set"):
+        add_lib(negated, x, torch.empty_like(x))
+    with pytest.raises(ntsym.LaunchError, match="`output` is a view with the negative bit set"):
+        add_lib(x, x, torch._neg_view(torch.empty_like(x)))
+
+
 def test_a_good_call_reaches_the_driver(built):
     _, add_lib, *_ = built
     x = torch.zeros(64, dtype=torch.float16)
