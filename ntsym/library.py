@@ -18,6 +18,7 @@ a backward.  Two forms:
 
 See docs/torch.md."""
 
+import ast
 import itertools
 import re
 
@@ -25,6 +26,8 @@ import sympy
 import torch
 
 from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from codegen.printer import PrintError, SizePrinter
+from codegen.runtime import cdiv
 from ntsym.errors import NtsymError
 
 __all__ = ["RegistrationError", "op", "output_shapes", "uses_triton_op"]
@@ -490,42 +493,25 @@ def _solve(expr, target):
 
 
 def _evaluable(expr):
-    return _python(expr, {s: "" for s in expr.free_symbols}) is not None
-
-
-def _python(expr, names):
-    """Python source computing ``expr`` over the sizes (SymInts too), or None."""
-    if expr.is_Integer:
-        return str(int(expr))
-    if expr.is_Symbol:
-        return names.get(expr) if expr in names else None
-    if expr.is_Add or expr.is_Mul:
-        parts = [_python(a, names) for a in expr.args]
-        if any(p is None for p in parts) or (expr.is_Mul and any(a.is_Rational and not a.is_Integer
-                                                                 for a in expr.args)):
-            return None
-        return "(" + (" + " if expr.is_Add else " * ").join(parts) + ")"
-    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) >= 0:
-        base = _python(expr.base, names)
-        return None if base is None else f"({base} ** {int(expr.exp)})"
-    if isinstance(expr, (FloorDiv, CeilDiv, Mod)):
-        a, b = (_python(x, names) for x in expr.args)
-        if a is None or b is None:
-            return None
-        if isinstance(expr, FloorDiv):
-            return f"({a} // {b})"
-        if isinstance(expr, CeilDiv):
-            return f"(-(-{a} // {b}))"
-        return f"({a} % {b})"
-    return None
+    """Whether the op can compute ``expr`` from the call's sizes (``SizePrinter``)."""
+    try:
+        SizePrinter({s: "size" for s in expr.free_symbols})(expr)
+    except PrintError:
+        return False
+    return True
 
 
 def _compile_shape(exprs, inputs):
-    """A function (the op's arguments) -> shape, for derived expressions."""
+    """A function (the op's arguments) -> shape, for derived expressions:
+    printed by ``SizePrinter`` over ``a[i].shape[d]``, so that torch's
+    symbolic sizes stay symbolic."""
     names = {}
     for i, p in enumerate(inputs):
         for d, s in enumerate(p.source_sizes):
             if isinstance(s, sympy.Symbol) and s not in names:
                 names[s] = f"a[{i}].shape[{d}]"
-    body = ", ".join(_python(e, names) for e in exprs)
-    return eval(f"lambda a: ({body}{',' if len(exprs) == 1 else ''})")  # noqa: S307 - built from sympy trees above
+    printer = SizePrinter({s: ast.parse(text, mode="eval").body for s, text in names.items()})
+    arguments = ast.arguments(posonlyargs=[], args=[ast.arg("a")], kwonlyargs=[], kw_defaults=[], defaults=[])
+    body = ast.Tuple(elts=[printer(e) for e in exprs], ctx=ast.Load())
+    function = ast.fix_missing_locations(ast.Expression(ast.Lambda(args=arguments, body=body)))
+    return eval(compile(function, "<ntsym output shape>", "eval"), {"cdiv": cdiv})  # noqa: S307 - printed above
