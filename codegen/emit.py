@@ -3,6 +3,7 @@ launcher, as formatted, deterministic source."""
 
 import ast
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import sympy
 
@@ -104,6 +105,25 @@ def ntsym_mod(a, b):
 }
 
 
+@dataclass(frozen=True)
+class ModuleFlags:
+    """What a launcher computes besides the call's arguments, as the emitter
+    recorded it (``codegen.context.ModuleRecords``), copied read-only."""
+
+    pow2: MappingProxyType  # size -> the symbol of its padded power-of-two block
+    whole: MappingProxyType  # peeled loop's flag -> (size, block): size % block == 0
+    contiguity_flags: MappingProxyType  # tensor -> the flag set when it is contiguous
+    int64_flag: str  # the name of the 64-bit index math flag
+    advance_flag: str  # the name of the carried-pointers flag (passed where a loop carries some)
+    uses_libdevice: bool  # the kernel names ``libdevice`` (an import)
+
+    @classmethod
+    def of(cls, records):
+        return cls(MappingProxyType(dict(records.pow2)), MappingProxyType(dict(records.whole)),
+                   MappingProxyType(dict(records.contiguity_flags)), records.int64_flag, records.advance_flag,
+                   records.uses_libdevice)
+
+
 @dataclass(frozen=True, eq=False)
 class Generated:
     """What the emitter produces, fixed once ``emit`` returns: the module's
@@ -130,9 +150,7 @@ class Generated:
     # Every kernel parameter in order: (name, is constexpr); what an
     # ahead-of-time launcher (codegen/aot/) passes.
     kernel_args: tuple
-    # The emitter's records (codegen/context.py): how a launcher computes the
-    # compile-time flags and padded blocks.  Read-only once emitted.
-    records: object
+    flags: ModuleFlags  # how a launcher computes the compile-time flags and padded blocks
     empty_tests: object  # jagged kernels: the tests under which a program returns at once
 
     @property
@@ -183,7 +201,7 @@ def emit(ir):
         read=frozenset(emitter.records.loaded),
         persistent_name=persistent.name if persistent is not None else None,
         advance_flag=emitter.records.advance_flag if emitter.records.advances else None,
-        kernel_args=tuple(kernel_args(ir, emitter)), records=emitter.records,
+        kernel_args=tuple(kernel_args(ir, emitter)), flags=ModuleFlags.of(emitter.records),
         empty_tests=_empty_program_tests(ir, emitter) if ir.jagged else None,
     )
 

@@ -13,7 +13,7 @@ tensor: the sizes it needs are those of the symbolic ``tensors``.
 import dataclasses
 
 from codegen import emit
-from codegen.kernel import EmitError
+from codegen.emit_error import EmitError
 from codegen.printer import PrintError
 from ntsym.errors import ApplicationError, CodegenError
 from ntsym.lower import lower

@@ -287,7 +287,7 @@ def _aliasing_checks(spec, params):
 def _axes(ir, generated, params, meta_subs, choices, specialize):
     """The facts that choose a variant: index width, alignment, peeled loops'
     and contiguity flags, and the compile-time values the call gives."""
-    records = generated.records
+    records = generated.flags
     tensor_params = [p for p in params if p.kind == "tensor"]
     int64_terms = " || ".join([f"ntsym_needs_int64(&{p.name})" for p in tensor_params]
                               + [_logical_peak(ir, meta_subs)]) or "0"
@@ -332,7 +332,7 @@ def _choice_axes(ir, choices, specialize):
 
 def _variants(ir, generated, axes, meta, meta_subs, choices, advance):
     """Every assignment of the axes that can occur, as a variant to compile."""
-    records = generated.records
+    records = generated.flags
     whole = dict(records.whole)
     contig = set(records.contiguity_flags.values())
     variants = []
@@ -406,7 +406,7 @@ def _check_message(rel, check, display):
 def _variant(ir, generated, assignment, meta, known, choices, advance):
     """The Triton signature, constants and hints of one variant, and the
     arguments its launch passes."""
-    records = generated.records
+    records = generated.flags
     int64 = bool(assignment["NTSYM_INT64"])
     aligned = bool(assignment["aligned"])
     int_type = "i64" if int64 else "i32"

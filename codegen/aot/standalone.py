@@ -52,7 +52,7 @@ def _head(ir, generated, kernels):
     """The module's docstring and imports (and the interpreter switch its helpers read)."""
     head = ['"""ntsym kernel `%s`, standalone: needs torch and triton only (generated; do not edit)."""' % ir.name,
             "", "import torch", "import triton", "import triton.language as tl"]
-    if generated.records.uses_libdevice:
+    if generated.flags.uses_libdevice:
         head.append("from triton.language.extra import libdevice")
     if "NTSYM_INTERPRETING" in kernels:
         from codegen.semantics import INTERPRETING
@@ -128,7 +128,7 @@ def _argument_value(ir, generated, name):
     """Host code computing the kernel parameter ``name``'s value."""
     from codegen.printer import to_source
 
-    records = generated.records
+    records = generated.flags
     by_name = {p.name: p for p in ir.params}
     pow2 = {s.name: n for n, s in records.pow2.items()}
     contig = {flag: tensor for tensor, flag in records.contiguity_flags.items()}
