@@ -8,6 +8,7 @@ from types import MappingProxyType
 import sympy
 
 from codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
+from codegen.arguments import kernel_arguments
 from codegen.astutil import generated_assign
 from codegen.index_width import IndexPeak, multiplied_sizes, peaks
 from codegen.kernel import EmitError, KernelEmitter
@@ -147,9 +148,10 @@ class Generated:
     read: frozenset  # tensors the kernel loads from (a written one cannot be a fresh output)
     persistent_name: object  # the persistent variant's name, or None
     advance_flag: object  # the compile-time flag of carried pointers, or None where no loop carries one
-    # Every kernel parameter in order: (name, is constexpr); what an
-    # ahead-of-time launcher (codegen/aot/) passes.
+    # Every kernel parameter in order: (name, is constexpr), and the same
+    # classified by where a launcher takes its value (codegen/arguments.py).
     kernel_args: tuple
+    arguments: tuple
     flags: ModuleFlags  # how a launcher computes the compile-time flags and padded blocks
     empty_tests: object  # jagged kernels: the tests under which a program returns at once
 
@@ -194,6 +196,8 @@ def emit(ir):
         header += ["", SEMANTIC_INTERPRETING]
     parts = ["\n".join(header)] + helpers + [kernel_src, launcher_src]
     source = "\n\n\n".join(parts) + "\n"
+    flags = ModuleFlags.of(emitter.records)
+    args = tuple(kernel_args(ir, emitter))
     return Generated(
         source=source, kernel_name=kernel_name, launcher_name="launch", checks=checks,
         pow2=emitter.records.pow2, written=written, helpers=tuple(helpers), kernels=kernel_src,
@@ -201,7 +205,7 @@ def emit(ir):
         read=frozenset(emitter.records.loaded),
         persistent_name=persistent.name if persistent is not None else None,
         advance_flag=emitter.records.advance_flag if emitter.records.advances else None,
-        kernel_args=tuple(kernel_args(ir, emitter)), flags=ModuleFlags.of(emitter.records),
+        kernel_args=args, arguments=kernel_arguments(ir, args, flags), flags=flags,
         empty_tests=_empty_program_tests(ir, emitter) if ir.jagged else None,
     )
 

@@ -10,6 +10,7 @@ import ast
 
 import sympy
 
+from codegen.arguments import kernel_arguments
 from codegen.printer import Printer
 from codegen.signature import kernel_args, positional
 from codegen.template import expr, stmt, stmts
@@ -75,11 +76,9 @@ def launcher(ir, emitter, checks, persistent=None):
     if persistent is not None:
         named.append("persistent")
         body += _persistent(emitter, persistent, metas, derived)
-    baked = {p.name: p.value for p in ir.params if p.kind == "constexpr" and p.value is not None}
-    scalars = {p.name for p in ir.params if p.kind == "scalar"}
     launch = expr(
         "runtime.launch(FACTS, {args}, {metas}, tensors)",
-        args=tuple(_kernel_call_args(ir, emitter, tensor_params, baked, scalars)),
+        args=tuple(_kernel_call_args(ir, emitter, tensor_params)),
         metas=_dict([(m, m) for m in metas]),
     )
     body.append(ast.Return(value=_keywords(launch, named)))
@@ -222,24 +221,24 @@ def _check(i, check):
     )
 
 
-def _kernel_call_args(ir, emitter, tensor_params, baked, scalars):
-    """The kernel's positional arguments as the launcher passes them."""
+def _kernel_call_args(ir, emitter, tensor_params):
+    """The kernel's positional arguments as the launcher passes them, each by
+    its source (``codegen.arguments``)."""
     args = []
-    flags = {flag: tensor for tensor, flag in emitter.records.contiguity_flags.items()}
     tensors = _names([t.name for t in tensor_params])
-    for name, _ in kernel_args(ir, emitter):
-        if not positional(name, ir, emitter):
+    for arg in kernel_arguments(ir, kernel_args(ir, emitter), emitter.records):
+        if not positional(arg.name, ir, emitter):
             continue  # the configuration's, or derived from it
-        if name in flags:
-            args.append(expr("runtime.contiguous({t}, {tensors})", t=flags[name], tensors=tensors))
-        elif name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:
-            args.append(name[:-4])
-        elif name in baked:
-            args.append(repr(baked[name]))
-        elif name in scalars:
-            args.append(expr("runtime.scalar({x})", x=name))
+        if arg.source == "contiguous":
+            args.append(expr("runtime.contiguous({t}, {tensors})", t=arg.detail, tensors=tensors))
+        elif arg.source == "tensor":
+            args.append(arg.detail.name)
+        elif arg.source == "fixed":
+            args.append(repr(arg.detail))
+        elif arg.source == "scalar":
+            args.append(expr("runtime.scalar({x})", x=arg.name))
         else:
-            args.append(name)
+            args.append(arg.name)
     return args
 
 

@@ -52,7 +52,9 @@ from ntsym.dtype import (
 )
 from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor
-from ntsym.compiler import Compiled, compile  # noqa: A004 - the compile stage
+# ``ntsym.compile`` (the compile stage) is left out of __all__: a star import
+# would hide the builtin ``compile``.
+from ntsym.compiler import Compiled, compile  # noqa: A004
 from ntsym.make import Kernel, jit, make
 from ntsym.aot import build
 from ntsym.explain import explain
@@ -80,7 +82,6 @@ __all__ = [
     "bfloat16",
     "block_size",
     "build",
-    "compile",
     "debugging",
     "eval",
     "eval_expr",

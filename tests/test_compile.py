@@ -119,3 +119,27 @@ def test_the_import_graph_has_no_circle():
 
 def test_the_circle_finder_finds_a_circle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+
+
+def test_every_kernel_parameter_has_the_source_every_launcher_prints():
+    """One classification of the kernel's parameters (codegen/arguments.py):
+    pointers, values fixed at make, sizes, flags and block sizes."""
+    def scaled(x, y, z, scale, BLOCK=ntsym.block_size()):
+        return x.tile((BLOCK,)), y.tile((BLOCK,)), z.tile((BLOCK,)), scale
+
+    def apply(x, y, z, scale):
+        z = x * scale + y  # noqa: F841
+
+    tensors = (Tensor(1), Tensor(1), Tensor(1), Tensor(0, constexpr=True, value=3))
+    compiled = ntsym.compile(scaled, apply, tensors)
+    arguments = compiled.generated.arguments
+    assert [(a.name, a.constexpr) for a in arguments] == list(compiled.generated.kernel_args)
+    sources = {a.name: a.source for a in arguments}
+    assert {sources[f"{t}_ptr"] for t in "xyz"} == {"tensor"}
+    assert sources["scale"] == "fixed" and next(a.detail for a in arguments if a.name == "scale") == 3
+    assert sources["NTSYM_INT64"] == "int64" and sources["BLOCK"] == "meta"
+    assert "unknown" not in sources.values()
+    kernel = ntsym.make(scaled, apply, tensors)
+    x, y, z = torch.randn(5), torch.randn(5), torch.empty(5)
+    kernel(x, y, z, BLOCK=32)
+    torch.testing.assert_close(z, x * 3 + y)

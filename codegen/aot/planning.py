@@ -405,69 +405,93 @@ def _check_message(rel, check, display):
 
 def _variant(ir, generated, assignment, meta, known, choices, advance):
     """The Triton signature, constants and hints of one variant, and the
-    arguments its launch passes."""
-    records = generated.flags
-    int64 = bool(assignment["NTSYM_INT64"])
-    aligned = bool(assignment["aligned"])
-    int_type = "i64" if int64 else "i32"
-    by_name = {p.name: p for p in ir.params}
-    size_args = {a.symbol.name: a for a in ir.size_args}
-    pow2 = {s.name: n for n, s in records.pow2.items()}
+    arguments its launch passes: each kernel parameter by its source
+    (``codegen.arguments``)."""
+    facts = _VariantFacts(ir, assignment, meta, known, advance)
     signature, constexprs, attrs, launch = {}, {}, {}, []
-    for i, (arg, is_constexpr) in enumerate(generated.kernel_args):
-        if arg.endswith("_ptr") and arg[:-4] in by_name and by_name[arg[:-4]].kind == "tensor":
-            p = by_name[arg[:-4]]
-            signature[arg] = "*" + TRITON_TYPES[dtype_name(p.dtype)]
-            if aligned:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-            launch.append((f"{p.name}_data", "CUdeviceptr"))
-        elif arg in by_name and by_name[arg].kind == "scalar":
-            p = by_name[arg]
-            dtype = dtype_name(p.dtype) if p.dtype is not None else "float32"
-            if dtype not in ("float32", "float64", "int32", "int64"):
-                raise AotError(f"kernel `{ir.name}`: scalar `{arg}` of dtype {dtype}: an ahead-of-time kernel takes "
-                               "float32, float64, int32 or int64 scalars")
-            signature[arg] = TRITON_TYPES[dtype]
-            launch.append((f"{arg}_{TRITON_TYPES[dtype]}", {"fp32": "float", "fp64": "double", "i32": "int32_t",
-                                                             "i64": "int64_t"}[TRITON_TYPES[dtype]]))
-        elif arg in by_name and by_name[arg].kind == "constexpr":
-            p = by_name[arg]
-            value = p.value if p.value is not None else assignment.get(arg, meta.get(arg))
-            if p.value is None and arg in assignment and isinstance(value, int):
-                value = bool(value) if (p.dtype is None or "bool" in str(p.dtype)) and value in (0, 1) else value
-            signature[arg], constexprs[arg] = "constexpr", value
-        elif arg in size_args:
-            a = size_args[arg]
-            if a.constexpr:
-                signature[arg], constexprs[arg] = "constexpr", int(assignment[arg])
-                continue
-            ndim = by_name[a.param].ndim
-            if aligned and a.kind == "stride" and a.dim == ndim - 1:
-                signature[arg], constexprs[arg] = "constexpr", 1
-                continue
-            signature[arg] = int_type
-            if aligned:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-            launch.append((f"{arg}_{int_type}", "int32_t" if int_type == "i32" else "int64_t"))
-        elif arg in pow2:
-            value = _by_name(pow2[arg], known)
-            if not value.is_number:
-                raise AotError(f"kernel `{ir.name}`: the padded block {arg} = next_power_of_2({pow2[arg]}) depends "
-                               "on sizes the call gives; declare them compile-time (shape_options={'constexpr': "
-                               "True}) and specialize their values")
-            n = int(value)
-            signature[arg], constexprs[arg] = "constexpr", 1 if n <= 1 else 1 << (n - 1).bit_length()
-        elif arg == records.int64_flag:
-            signature[arg], constexprs[arg] = "constexpr", int64
-        elif arg == records.advance_flag:
-            signature[arg], constexprs[arg] = "constexpr", bool(advance)
-        elif arg in assignment:  # peeled loops' and contiguity flags
-            signature[arg], constexprs[arg] = "constexpr", bool(assignment[arg])
-        elif arg in meta:
-            signature[arg], constexprs[arg] = "constexpr", meta[arg]
-        else:
-            raise AotError(f"kernel `{ir.name}`: no value for the kernel parameter {arg}")
+    for i, arg in enumerate(generated.arguments):
+        kind, value, launched, hinted = facts.value(arg)
+        signature[arg.name] = kind
+        if kind == "constexpr":
+            constexprs[arg.name] = value
+        if launched is not None:
+            launch.append(launched)
+        if hinted and facts.aligned:
+            attrs[(i,)] = [["tt.divisibility", 16]]
     return Variant(dict(assignment), signature, constexprs, attrs, launch)
+
+
+class _VariantFacts:
+    """What one variant fixes: ``value(arg)`` is the Triton type (or
+    ``"constexpr"``), the constant, the (C local, C type) its launch passes
+    (or None) and whether it takes the 16-byte divisibility hint."""
+
+    def __init__(self, ir, assignment, meta, known, advance):
+        self.ir, self.assignment, self.meta, self.known, self.advance = ir, assignment, meta, known, advance
+        self.int64 = bool(assignment["NTSYM_INT64"])
+        self.aligned = bool(assignment["aligned"])
+        self.int_type = "i64" if self.int64 else "i32"
+        self.by_name = {p.name: p for p in ir.params}
+
+    def value(self, arg):
+        if arg.source == "tensor":
+            p = self.by_name[arg.detail.name]
+            return "*" + TRITON_TYPES[dtype_name(p.dtype)], None, (f"{p.name}_data", "CUdeviceptr"), True
+        if arg.source == "scalar":
+            return self._scalar(arg)
+        if arg.source in ("fixed", "constexpr"):
+            return "constexpr", self._constexpr(arg), None, False
+        if arg.source == "size":
+            return self._size(arg)
+        if arg.source == "pow2":
+            return "constexpr", self._pow2(arg), None, False
+        if arg.source == "int64":
+            return "constexpr", self.int64, None, False
+        if arg.source == "advance":
+            return "constexpr", bool(self.advance), None, False
+        if arg.name in self.assignment:  # peeled loops' and contiguity flags
+            return "constexpr", bool(self.assignment[arg.name]), None, False
+        if arg.name in self.meta:
+            return "constexpr", self.meta[arg.name], None, False
+        raise AotError(f"kernel `{self.ir.name}`: no value for the kernel parameter {arg.name}")
+
+    def _scalar(self, arg):
+        p = arg.detail
+        dtype = dtype_name(p.dtype) if p.dtype is not None else "float32"
+        if dtype not in ("float32", "float64", "int32", "int64"):
+            raise AotError(f"kernel `{self.ir.name}`: scalar `{arg.name}` of dtype {dtype}: an ahead-of-time kernel "
+                           "takes float32, float64, int32 or int64 scalars")
+        triton = TRITON_TYPES[dtype]
+        ctype = {"fp32": "float", "fp64": "double", "i32": "int32_t", "i64": "int64_t"}[triton]
+        return triton, None, (f"{arg.name}_{triton}", ctype), False
+
+    def _constexpr(self, arg):
+        if arg.source == "fixed":
+            return arg.detail
+        p, name = arg.detail, arg.name
+        value = self.assignment.get(name, self.meta.get(name))
+        if name in self.assignment and isinstance(value, int):
+            value = bool(value) if (p.dtype is None or "bool" in str(p.dtype)) and value in (0, 1) else value
+        return value
+
+    def _size(self, arg):
+        a = arg.detail
+        if a.constexpr:
+            return "constexpr", int(self.assignment[arg.name]), None, False
+        ndim = self.by_name[a.param].ndim
+        if self.aligned and a.kind == "stride" and a.dim == ndim - 1:
+            return "constexpr", 1, None, False
+        ctype = "int32_t" if self.int_type == "i32" else "int64_t"
+        return self.int_type, None, (f"{arg.name}_{self.int_type}", ctype), True
+
+    def _pow2(self, arg):
+        value = _by_name(arg.detail, self.known)
+        if not value.is_number:
+            raise AotError(f"kernel `{self.ir.name}`: the padded block {arg.name} = next_power_of_2({arg.detail}) "
+                           "depends on sizes the call gives; declare them compile-time (shape_options={'constexpr': "
+                           "True}) and specialize their values")
+        n = int(value)
+        return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 def _logical_peak(ir, meta_subs):

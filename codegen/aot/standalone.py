@@ -113,8 +113,8 @@ def _kernel_launch(ir, generated):
     body = [f"tensors = ({''.join(p.name + ', ' for p in tensors)})",
             f"int64 = any(_needs_int64(t) for t in tensors) or {_logical_peak(ir, _HOST, to_source)}"]
     kwargs, args = [], []
-    for name, constexpr in generated.kernel_args:
-        (kwargs if constexpr else args).append((name, _argument_value(ir, generated, name)))
+    for arg in generated.arguments:
+        (kwargs if arg.constexpr else args).append((arg.name, _argument_value(ir, arg)))
     grid = " * ".join(f"({to_source(_HOST(g))})" for g in ir.grid) or "1"
     body.append(f"grid = ({grid},)")
     call = ", ".join(f"{n}={v}" for n, v in args + kwargs)  # by name: compile-time sizes sit among the others
@@ -124,36 +124,31 @@ def _kernel_launch(ir, generated):
     return body
 
 
-def _argument_value(ir, generated, name):
-    """Host code computing the kernel parameter ``name``'s value."""
+def _argument_value(ir, arg):
+    """Host code computing the kernel parameter ``arg``'s value (a
+    ``codegen.arguments.KernelArgument``)."""
     from codegen.printer import to_source
 
-    records = generated.flags
-    by_name = {p.name: p for p in ir.params}
-    pow2 = {s.name: n for n, s in records.pow2.items()}
-    contig = {flag: tensor for tensor, flag in records.contiguity_flags.items()}
-    if name.endswith("_ptr") and name[:-4] in by_name and by_name[name[:-4]].kind == "tensor":
-        return name[:-4]
-    if name in by_name and by_name[name].kind == "constexpr" and by_name[name].value is not None:
-        return repr(by_name[name].value)
-    if name in by_name and by_name[name].kind == "scalar":
-        return f"({name}.item() if isinstance({name}, torch.Tensor) else {name})"
-    if name in {a.symbol.name for a in ir.size_args} or name in by_name:
-        return name
-    if name in pow2:
-        return f"triton.next_power_of_2({to_source(_HOST(pow2[name]))})"
-    if name in records.whole:
-        size, block = records.whole[name]
+    if arg.source == "tensor":
+        return arg.detail.name
+    if arg.source == "fixed":
+        return repr(arg.detail)
+    if arg.source == "scalar":
+        return f"({arg.name}.item() if isinstance({arg.name}, torch.Tensor) else {arg.name})"
+    if arg.source in ("constexpr", "parameter", "size", "meta"):
+        return arg.name
+    if arg.source == "pow2":
+        return f"triton.next_power_of_2({to_source(_HOST(arg.detail))})"
+    if arg.source == "whole":
+        size, block = arg.detail
         return f"({to_source(_HOST(size))}) % ({to_source(_HOST(block))}) == 0"
-    if name in contig:
-        return f"({contig[name]}.is_contiguous() and not int64)"
-    if name == records.int64_flag:
+    if arg.source == "contiguous":
+        return f"({arg.detail}.is_contiguous() and not int64)"
+    if arg.source == "int64":
         return "int64"
-    if name == records.advance_flag:
+    if arg.source == "advance":
         return "bool(meta.get('advance', False))"
-    if name in {m.symbol.name for m in ir.meta_params}:
-        return name
-    raise AotError(f"kernel `{ir.name}`: no value for the kernel parameter {name} in a standalone module")
+    raise AotError(f"kernel `{ir.name}`: no value for the kernel parameter {arg.name} in a standalone module")
 
 
 def _logical_peak(ir, host, to_source):
