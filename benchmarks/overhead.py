@@ -171,7 +171,7 @@ def main():
         rows.append((f"host µs per launch, ntsym add ({label})",
                      f"{us:.1f}; per-round ratio to plain: median {statistics.median(ratios):.2f}x "
                      f"(range {min(ratios):.2f}–{max(ratios):.2f})"))
-    entry = next(e for k, e in add_kernel._cache.calls.items() if None in k[-1])
+    entry = next(e for k, e in add_kernel.calls.calls.items() if None in k[-1])
     rows.append(("tuned add config (1024 elements)", ", ".join(f"{k}={v}" for k, v in entry.kwargs.items())))
     rows.append(("GPU ms, ntsym add tuned / plain", f"{triton.testing.do_bench(lambda: add_kernel(x, y, z)):.4f} / "
                  f"{triton.testing.do_bench(lambda: plain_add_kernel[(1,)](x, y, z, 1024, BLOCK=1024)):.4f}"))

@@ -2,11 +2,14 @@
 launcher, as formatted, deterministic source."""
 
 import ast
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import sympy
 
 from codegen import triton_compat
 from codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
+from codegen.arguments import kernel_arguments
 from codegen.astutil import generated_assign
 from codegen.index_width import IndexPeak, multiplied_sizes, peaks
 from codegen.kernel import EmitError, KernelEmitter
@@ -105,16 +108,59 @@ def ntsym_mod(a, b):
 }
 
 
-class Generated:
-    """What the emitter produces: module source and facts for the front end."""
+@dataclass(frozen=True)
+class ModuleFlags:
+    """What a launcher computes besides the call's arguments, as the emitter
+    recorded it (``codegen.context.ModuleRecords``), copied read-only."""
 
-    def __init__(self, source, kernel_name, launcher_name, checks, pow2, written):
-        self.source = source
-        self.kernel_name = kernel_name
-        self.launcher_name = launcher_name
-        self.checks = checks
-        self.pow2 = pow2
-        self.written = written
+    pow2: MappingProxyType  # size -> the symbol of its padded power-of-two block
+    whole: MappingProxyType  # peeled loop's flag -> (size, block): size % block == 0
+    contiguity_flags: MappingProxyType  # tensor -> the flag set when it is contiguous
+    int64_flag: str  # the name of the 64-bit index math flag
+    advance_flag: str  # the name of the carried-pointers flag (passed where a loop carries some)
+    uses_libdevice: bool  # the kernel names ``libdevice`` (an import)
+
+    @classmethod
+    def of(cls, records):
+        return cls(MappingProxyType(dict(records.pow2)), MappingProxyType(dict(records.whole)),
+                   MappingProxyType(dict(records.contiguity_flags)), records.int64_flag, records.advance_flag,
+                   records.uses_libdevice)
+
+
+@dataclass(frozen=True, eq=False)
+class Generated:
+    """What the emitter produces, fixed once ``emit`` returns: the module's
+    text in its parts (so that no reader cuts it apart) and the facts the
+    front end, the launch plan and the other targets read."""
+
+    source: str  # the whole module: header, helpers, kernels, launcher
+    kernel_name: str
+    launcher_name: str
+    checks: tuple  # launch checks: the IR's, then those the emitter found
+    pow2: dict  # size -> the symbol of its padded power-of-two block
+    written: list  # tensors the kernel stores to, sorted
+    helpers: tuple  # the ``@triton.jit`` helper functions the kernels call, as text
+    kernels: str  # the kernel, then its persistent variant where there is one
+    launcher: str  # ``make_launch``: the torch launcher's text
+    locations: dict  # generated kernel line -> (file, line, source line) of the application
+    # Whether the kernel has a loop: without one, software pipelining
+    # (num_stages) changes nothing, and tuning spends its budget on warps.
+    loops: bool
+    sourced: frozenset  # tensors the application indexes past its arrangement (``x.source[...]``)
+    addressed: frozenset  # tensors whose pointer the application takes (``x.source.data_ptr()``): views of them are never taken apart
+    read: frozenset  # tensors the kernel loads from (a written one cannot be a fresh output)
+    persistent_name: object  # the persistent variant's name, or None
+    advance_flag: object  # the compile-time flag of carried pointers, or None where no loop carries one
+    # Every kernel parameter in order: (name, is constexpr), and the same
+    # classified by where a launcher takes its value (codegen/arguments.py).
+    kernel_args: tuple
+    arguments: tuple
+    flags: ModuleFlags  # how a launcher computes the compile-time flags and padded blocks
+    empty_tests: object  # jagged kernels: the tests under which a program returns at once
+
+    @property
+    def persistent(self):
+        return self.persistent_name is not None
 
 
 def emit(ir):
@@ -153,30 +199,19 @@ def emit(ir):
         header += ["", SEMANTIC_INTERPRETING]
     parts = ["\n".join(header)] + helpers + [kernel_src, launcher_src]
     source = "\n\n\n".join(parts) + "\n"
-    generated = Generated(source, kernel_name, "launch", checks, emitter.records.pow2, written)
-    generated.locations = locations
-    # Whether the kernel has a loop: without one, software pipelining
-    # (num_stages) changes nothing, and tuning spends its budget on warps.
-    generated.loops = loops
-    # Tensors the application indexes past its arrangement (`x.source[...]`).
-    generated.sourced = frozenset(emitter.records.sourced)
-    # Tensors whose pointer it takes (`x.source.data_ptr()`): it may address
-    # any memory from there, so views of them are never taken to be apart.
-    generated.addressed = frozenset(emitter.records.addressed)
-    # Tensors the kernel loads from (a written one among them cannot be a
-    # freshly allocated output).
-    generated.read = frozenset(emitter.records.loaded)
-    generated.persistent = persistent is not None
-    generated.persistent_name = persistent.name if persistent is not None else None
-    generated.advance_flag = emitter.records.advance_flag if emitter.records.advances else None
-    # What an ahead-of-time launcher (codegen/aot/) needs besides the IR:
-    # every kernel parameter in order, and the records that say how the
-    # launcher computes the compile-time flags and padded blocks.
-    generated.kernel_args = tuple(kernel_args(ir, emitter))
-    generated.records = emitter.records
-    # Jagged kernels: the tests under which a program returns at once.
-    generated.empty_tests = _empty_program_tests(ir, emitter) if ir.jagged else None
-    return generated
+    flags = ModuleFlags.of(emitter.records)
+    args = tuple(kernel_args(ir, emitter))
+    return Generated(
+        source=source, kernel_name=kernel_name, launcher_name="launch", checks=checks,
+        pow2=emitter.records.pow2, written=written, helpers=tuple(helpers), kernels=kernel_src,
+        launcher=launcher_src, locations=locations, loops=loops, sourced=frozenset(emitter.records.sourced),
+        addressed=frozenset(emitter.records.addressed),
+        read=frozenset(emitter.records.loaded),
+        persistent_name=persistent.name if persistent is not None else None,
+        advance_flag=emitter.records.advance_flag if emitter.records.advances else None,
+        kernel_args=args, arguments=kernel_arguments(ir, args, flags), flags=flags,
+        empty_tests=_empty_program_tests(ir, emitter) if ir.jagged else None,
+    )
 
 
 def _user_locations(func, kernel_src, emitter):

@@ -10,6 +10,7 @@ import ast
 
 import sympy
 
+from codegen.arguments import kernel_arguments
 from codegen.printer import Printer
 from codegen.signature import kernel_args, positional
 from codegen.template import expr, stmt, stmts
@@ -50,51 +51,15 @@ def launcher(ir, emitter, checks, persistent=None):
     tensor_params = [p for p in ir.params if p.kind == "tensor"]
     # Tensors the arrangement does not return give their sizes only.
     shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
-    call_params = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
-    pnames = [p.name for p in call_params]
-    baked = {p.name: p.value for p in ir.params if p.kind == "constexpr" and p.value is not None}
-    scalars = {p.name for p in ir.params if p.kind == "scalar"}
     metas = [m.symbol.name for m in ir.meta_params]
-
-    # Constexprs the call gives are keyed by value (they select the kernel compiled).
-    constexprs = tuple(i for i, p in enumerate(call_params) if p.kind == "constexpr")
-    key_args = "args, {metas}, ntsym_options" + (", {constexprs}" if constexprs else "")
-    body = stmts(
-        """
-        key = {call_key}
-        entry = CALLS.get(key)
-        if entry is not None and not unknown:
-            return runtime.fast_launch(FACTS, entry, args)
-        if unknown or len(args) != {count}:
-            return {relaunch}
-        runtime.check_arguments(SPEC, args)
-        {params} = args
-        """,
-        call_key=expr(f"runtime.call_key({key_args})", metas=_names(metas), constexprs=constexprs),
-        count=len(pnames),
-        relaunch=_keywords(expr("launch(*runtime.bind_arguments(SPEC, args, unknown))"), metas + ["ntsym_options"]),
-        params=_names(pnames),
-    )
-    body += _read_sizes(shaped)
-    body += _check_sizes(shaped)
-
-    meta_names = set(metas)
-    late = [(i, c) for i, c in enumerate(checks) if {s.name for s in _tested(c).free_symbols} & meta_names]
-    early = [(i, c) for i, c in enumerate(checks) if (i, c) not in late]
-    for i, check in early:
-        body += _check(i, check)
-    for m in metas:
-        body.append(stmt("{m} = runtime.constexpr_value(SPEC, {name}, {m})", m=m, name=ast.Constant(m)))
-    if late:
-        # Checks that depend on block sizes run once the configuration is chosen.
-        late_body = [s for i, check in late for s in _check(i, check)]
-        body += stmts("def late_checks(meta):\n    {metas}\n    {checks}", metas=_read_metas(metas), checks=late_body)
+    body = _call_entry(ir, metas) + _read_sizes(shaped) + _check_sizes(shaped)
+    checks_body, late = _launch_checks(checks, metas)
+    body += checks_body
     body += stmts(
         "def grid(meta):\n    {metas}\n    return ({size},)",
         metas=_read_metas(metas),
         size=_product(ir.grid),
     )
-
     derived, defs = _derived(emitter, metas, ())
     body += defs
     body += stmts(
@@ -113,11 +78,58 @@ def launcher(ir, emitter, checks, persistent=None):
         body += _persistent(emitter, persistent, metas, derived)
     launch = expr(
         "runtime.launch(FACTS, {args}, {metas}, tensors)",
-        args=tuple(_kernel_call_args(ir, emitter, tensor_params, baked, scalars)),
+        args=tuple(_kernel_call_args(ir, emitter, tensor_params)),
         metas=_dict([(m, m) for m in metas]),
     )
     body.append(ast.Return(value=_keywords(launch, named)))
+    return _factory(body, metas)
 
+
+def _call_entry(ir, metas):
+    """The call's key and the fast path for a call shape seen before; else
+    arguments bound by name, checked and unpacked."""
+    call_params = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    # Constexprs the call gives are keyed by value (they select the kernel compiled).
+    constexprs = tuple(i for i, p in enumerate(call_params) if p.kind == "constexpr")
+    key_args = "args, {metas}, ntsym_options" + (", {constexprs}" if constexprs else "")
+    return stmts(
+        """
+        key = {call_key}
+        entry = CALLS.get(key)
+        if entry is not None and not unknown:
+            return runtime.fast_launch(FACTS, entry, args)
+        if unknown or len(args) != {count}:
+            return {relaunch}
+        runtime.check_arguments(SPEC, args)
+        {params} = args
+        """,
+        call_key=expr(f"runtime.call_key({key_args})", metas=_names(metas), constexprs=constexprs),
+        count=len(call_params),
+        relaunch=_keywords(expr("launch(*runtime.bind_arguments(SPEC, args, unknown))"), metas + ["ntsym_options"]),
+        params=_names([p.name for p in call_params]),
+    )
+
+
+def _launch_checks(checks, metas):
+    """The launch checks in sizes alone, the block sizes read, and a
+    ``late_checks(meta)`` of the checks that depend on block sizes (run once
+    the configuration is chosen); and whether there is one."""
+    meta_names = set(metas)
+    late = [(i, c) for i, c in enumerate(checks) if {s.name for s in _tested(c).free_symbols} & meta_names]
+    body = []
+    for i, check in enumerate(checks):
+        if (i, check) not in late:
+            body += _check(i, check)
+    for m in metas:
+        body.append(stmt("{m} = runtime.constexpr_value(SPEC, {name}, {m})", m=m, name=ast.Constant(m)))
+    if late:
+        late_body = [s for i, check in late for s in _check(i, check)]
+        body += stmts("def late_checks(meta):\n    {metas}\n    {checks}", metas=_read_metas(metas), checks=late_body)
+    return body, bool(late)
+
+
+def _factory(body, metas):
+    """``make_launch(FACTS)`` around ``launch(*args, <metas>=None, ntsym_options=None, **unknown)``."""
     function = stmt("def launch(*args, ntsym_options=None, **unknown):\n    pass")
     function.args.kwonlyargs[:0] = [ast.arg(arg=m) for m in metas]
     function.args.kw_defaults[:0] = [ast.Constant(None) for _ in metas]
@@ -209,24 +221,24 @@ def _check(i, check):
     )
 
 
-def _kernel_call_args(ir, emitter, tensor_params, baked, scalars):
-    """The kernel's positional arguments as the launcher passes them."""
+def _kernel_call_args(ir, emitter, tensor_params):
+    """The kernel's positional arguments as the launcher passes them, each by
+    its source (``codegen.arguments``)."""
     args = []
-    flags = {flag: tensor for tensor, flag in emitter.records.contiguity_flags.items()}
     tensors = _names([t.name for t in tensor_params])
-    for name, _ in kernel_args(ir, emitter):
-        if not positional(name, ir, emitter):
+    for arg in kernel_arguments(ir, kernel_args(ir, emitter), emitter.records):
+        if not positional(arg.name, ir, emitter):
             continue  # the configuration's, or derived from it
-        if name in flags:
-            args.append(expr("runtime.contiguous({t}, {tensors})", t=flags[name], tensors=tensors))
-        elif name.endswith("_ptr") and name[:-4] in {p.name for p in tensor_params}:
-            args.append(name[:-4])
-        elif name in baked:
-            args.append(repr(baked[name]))
-        elif name in scalars:
-            args.append(expr("runtime.scalar({x})", x=name))
+        if arg.source == "contiguous":
+            args.append(expr("runtime.contiguous({t}, {tensors})", t=arg.detail, tensors=tensors))
+        elif arg.source == "tensor":
+            args.append(arg.detail.name)
+        elif arg.source == "fixed":
+            args.append(repr(arg.detail))
+        elif arg.source == "scalar":
+            args.append(expr("runtime.scalar({x})", x=arg.name))
         else:
-            args.append(name)
+            args.append(arg.name)
     return args
 
 

@@ -1,6 +1,15 @@
-"""SymPy expressions to Python ``ast`` expressions for Triton kernels and launchers.
+"""The SymPy printers: index math, sizes and launch checks printed for each target.
 
-One ``_print_<Node>`` method per SymPy node type, as in SymPy's own code printers.
+One family, as in SymPy's own code printers: :class:`SymPyPrinter` dispatches
+on the node type to one ``_print_<Node>`` method and refuses, by name, a node
+no method prints; each target is a subclass.
+
+- :class:`Printer`: Python ``ast`` for Triton kernels (``mode="kernel"``) and
+  for the Python launchers (``mode="host"``);
+- :class:`SizePrinter` (host): sizes computed from the call's shapes, over
+  the operations that keep torch's symbolic sizes symbolic (``ntsym.library``);
+- ``codegen.aot.common.CPrinter``: C over ``int64_t`` for the C launcher.
+
 Integer semantics are exact: ``FloorDiv``/``Mod`` print as ``//``/``%`` only where
 the operands are provably non-negative (Triton's ``//`` and ``%`` truncate toward
 zero on tensors), and as an exact helper otherwise.  A node without an exact
@@ -8,6 +17,7 @@ translation raises :class:`PrintError` naming it, never a plausible guess.
 """
 
 import ast
+import copy
 
 import sympy
 
@@ -36,7 +46,30 @@ def _binop(left, op, right):
     return ast.BinOp(left=left, op=op, right=right)
 
 
-class Printer:
+class SymPyPrinter:
+    """The base of the family: ``doprint`` calls the ``_print_<Node>`` method
+    of the node's class (or of its nearest base class that has one) and
+    raises ``error`` naming a node none prints.  Subclasses add the methods."""
+
+    error = PrintError
+
+    def __call__(self, expr):
+        return self.doprint(expr)
+
+    def doprint(self, expr):
+        expr = sympy.sympify(expr)
+        for cls in type(expr).__mro__:
+            method = getattr(self, f"_print_{cls.__name__}", None)
+            if method is not None:
+                return method(expr)
+        return self.refuse(expr)
+
+    def refuse(self, expr):
+        """A node no method prints: refused by name, never guessed."""
+        raise self.error(f"no exact translation of {type(expr).__name__} node: {expr}")
+
+
+class Printer(SymPyPrinter):
     """Prints SymPy integer/boolean expressions as ``ast`` nodes.
 
     ``names`` maps symbols to the identifiers (or ``ast`` nodes) to print for
@@ -49,17 +82,6 @@ class Printer:
         self.names = dict(names or {})
         self.nonnegative = nonnegative or (lambda e: e.is_nonnegative is True)
         self.mode = mode
-
-    def __call__(self, expr):
-        return self.doprint(expr)
-
-    def doprint(self, expr):
-        expr = sympy.sympify(expr)
-        for cls in type(expr).__mro__:
-            method = getattr(self, f"_print_{cls.__name__}", None)
-            if method is not None:
-                return method(expr)
-        raise PrintError(f"no exact translation of {type(expr).__name__} node: {expr}")
 
     # -- atoms --------------------------------------------------------------
 
@@ -256,6 +278,30 @@ class Printer:
         if self.mode == "host":
             return ast.UnaryOp(op=ast.Not(), operand=self.doprint(expr.args[0]))
         return _binop(self.doprint(expr.args[0]), ast.BitXor(), ast.Constant(True))
+
+
+class SizePrinter(Printer):
+    """Host ``ast`` of sizes derived from the call's shapes, where every
+    operation keeps torch's symbolic sizes (SymInt) symbolic: integers,
+    ``+``, ``*``, powers, ``//``, ``cdiv`` and ``%``; symbols only those
+    ``names`` maps.  Any other node (``Max``, ``Piecewise``, relations) is
+    refused by name: such a size is not derived."""
+
+    def __init__(self, names):
+        super().__init__(names, mode="host")
+
+    def _print_Symbol(self, expr):
+        if expr not in self.names:
+            raise self.error(f"the size {expr.name} is not one the call gives")
+        return copy.deepcopy(super()._print_Symbol(expr))  # one node per use
+
+    def _refused(self, expr):
+        raise self.error(f"no size computation for {type(expr).__name__} node: {expr}")
+
+    _print_Max = _print_Min = _print_Piecewise = _print_floor = _print_ceiling = _refused
+    _print_BooleanTrue = _print_BooleanFalse = _print_And = _print_Or = _print_Not = _refused
+    _print_StrictLessThan = _print_LessThan = _print_StrictGreaterThan = _print_GreaterThan = _refused
+    _print_Equality = _print_Unequality = _refused
 
 
 def _term_order(term):

@@ -52,6 +52,9 @@ from ntsym.dtype import (
 )
 from ntsym.symbol import Symbol, block_size
 from ntsym.tensor import Tensor
+# ``ntsym.compile`` (the compile stage) is left out of __all__: a star import
+# would hide the builtin ``compile``.
+from ntsym.compiler import Compiled, compile  # noqa: A004
 from ntsym.make import Kernel, jit, make
 from ntsym.aot import build
 from ntsym.explain import explain
@@ -68,6 +71,7 @@ __all__ = [
     "ApplicationError",
     "ArrangementError",
     "CodegenError",
+    "Compiled",
     "LaunchError",
     "MetaOperationError",
     "NtsymError",

@@ -14,6 +14,7 @@ import time
 from codegen import aot
 from codegen.cache import package_version
 from codegen.errors import LaunchError
+from ntsym import compiler
 
 DEFAULT_TARGET = ("cuda", 90, 32)
 TUNE_SIZE = 256  # every size of the representative tensors build-time tuning runs on
@@ -50,7 +51,8 @@ def c_tensor(t):
 class Library:
     """A built kernel: ``kernel(*args)`` calls ``<kernel_name>_launch`` of the
     ``.so`` on the current CUDA stream; a failed status raises ``LaunchError``
-    with the library's message."""
+    with the library's message.  ``entry`` is the C entry point itself (a
+    ctypes function taking the stream, then the C arguments)."""
 
     def __init__(self, kernel_name, output_dir, params, config_names=(), tuned=None):
         self.kernel_name = kernel_name
@@ -66,14 +68,14 @@ class Library:
         shutil.copyfile(self.path, copy)
         self._lib = ctypes.CDLL(copy)
         os.unlink(copy)
-        self._launch = getattr(self._lib, f"{kernel_name}_launch")
-        self._launch.restype = ctypes.c_int
+        self.entry = getattr(self._lib, f"{kernel_name}_launch")
+        self.entry.restype = ctypes.c_int
         types = [ctypes.c_void_p]
         for _, kind, ctype in params:
             types.append(Tensor if kind in ("tensor", "shape") else
                          ctypes.c_double if ctype == "double" else ctypes.c_int64)
         types += [ctypes.c_int64] * len(self.config_names)
-        self._launch.argtypes = types
+        self.entry.argtypes = types
         self._message = getattr(self._lib, f"{kernel_name}_message")
         self._message.restype = ctypes.c_char_p
 
@@ -89,6 +91,8 @@ class Library:
         out = []
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor) and i < len(self.params) and self.params[i][1] in ("tensor", "shape"):
+                if self.params[i][1] == "tensor":
+                    _refuse_lazy_view(self.params[i][0], a)
                 out.append(c_tensor(a))
             elif isinstance(a, torch.Tensor):
                 out.append(a.item())
@@ -98,13 +102,17 @@ class Library:
                 out.append(a)
         return out
 
+    def message(self):
+        """The message of the library's last failed launch on this thread."""
+        return self._message().decode()
+
     def status(self, *args, stream=None):
         """The launch's status code and message, without raising."""
         arguments = self.arguments(args)
         if stream is None:
             stream = _current_stream(args)
-        code = self._launch(stream, *arguments)
-        return code, self._message().decode()
+        code = self.entry(stream, *arguments)
+        return code, self.message()
 
     def __call__(self, *args, stream=None):
         code, message = self.status(*args, stream=stream)
@@ -113,6 +121,19 @@ class Library:
 
     def __repr__(self):
         return f"<ntsym library {self.path}>"
+
+
+def _refuse_lazy_view(name, t):
+    """A view whose negation or conjugation torch applies lazily, on reading
+    (``z.conj().imag`` has the negative bit): the C struct passes the stored
+    values, so the library would read (and write) them without the sign; the
+    torch launcher refuses the same."""
+    if not (t.is_neg() or t.is_conj()):
+        return
+    bit, resolve = ("negative", "resolve_neg") if t.is_neg() else ("conjugate", "resolve_conj")
+    raise LaunchError(f"`{name}` is a view with the {bit} bit set (torch applies it lazily, e.g. z.conj().imag): "
+                      f"the library would read and write the stored values, without the sign; pass "
+                      f"{name}.{resolve}() (for an output: write into a resolved tensor and copy back)")
 
 
 def _current_stream(args):
@@ -135,12 +156,11 @@ def _config_int(value):
     raise LaunchError(f"configuration value {value!r}: the dispatcher takes integers, booleans and dtypes")
 
 
-def _plan(kernel, name, compilation, meta):
-    """The codegen plan of a made (torch) kernel, for the C launcher."""
-    from codegen import options, tuning
-    from ntsym.make import _display_names
+def _plan(compiled, name, compilation, meta):
+    """The codegen plan of a compiled kernel, for the C launcher."""
+    from codegen import tuning
 
-    ir, generated, spec = kernel.ir, kernel._generated, kernel._spec
+    ir, generated, spec = compiled.ir, compiled.generated, compiled.spec
     fixed = {k: v for k, v in meta.items() if k in spec.meta_by_name}
     chosen = dict(tuning.default_config(spec, fixed).meta) if spec.metas else {}
     chosen.update(fixed)
@@ -149,20 +169,19 @@ def _plan(kernel, name, compilation, meta):
             chosen[m.symbol.name] = m.default
     num_warps = compilation.get("num_warps") or ir.num_warps or 4
     num_stages = compilation.get("num_stages") or ir.num_stages or 3
-    display = _display_names(ir)
-    module = aot.standalone_source(ir, generated, display, [dict(chosen, num_warps=num_warps,
-                                                                 num_stages=num_stages)], spec)
-    return aot.plan(ir, generated, spec, display, chosen, specialize=compilation.get("specialize"),
+    module = aot.standalone_source(ir, generated, compiled.display, [dict(chosen, num_warps=num_warps,
+                                                                          num_stages=num_stages)], spec)
+    return aot.plan(ir, generated, spec, compiled.display, chosen, specialize=compilation.get("specialize"),
                     num_warps=num_warps, num_stages=num_stages, advance=bool(compilation.get("advance", False)),
                     name=name, module_source=module)
 
 
-def _made(premake, config):
-    import ntsym
-
+def _compiled(premake, config):
+    """One configuration's kernel, compiled (the C library launches it; no
+    torch kernel is made)."""
     args, kwargs, compilation = config
     arrangement, application, tensors = premake(*args, **kwargs)
-    return ntsym.make(arrangement, application, tensors)
+    return compiler.compile(arrangement, application, tensors)
 
 
 def _write_library(kernel_name, output_dir, plans, keys, config_names, target, workers=None):
@@ -213,7 +232,7 @@ def build(premake, configs, *, meta_parameters=None, caller="cuda", kernel_name=
     target = tuple(target or current_target())
     configs = [(tuple(a), dict(k), dict(c or {})) for a, k, c in configs]
     meta_parameters = tuple(meta_parameters or ())
-    kernels = [_made(premake, c) for c in configs]
+    kernels = [_compiled(premake, c) for c in configs]
     config_names = _config_names(configs, meta_parameters)
     keys = [_config_key(c, meta_parameters) for c in configs]
     plans = [_plan(k, f"{kernel_name}_c{i}", c[2], c[2].get("meta") or {}) for i, (k, c) in enumerate(zip(kernels, configs))]
@@ -369,23 +388,26 @@ class _Bound:
         return self.premake()
 
 
-def export(kernel, path):
-    """Write ``kernel`` as a standalone module: its ``@triton.jit`` kernel and
-    a launcher needing only torch and triton, with the configurations its
-    calls were tuned to (the default one where none was)."""
+def export(kernel, path, tuned=None):
+    """Write ``kernel`` (a ``Kernel`` or a ``Compiled``) as a standalone
+    module: its ``@triton.jit`` kernel and a launcher needing only torch and
+    triton, with the configurations ``tuned`` (a kernel's: those its calls
+    were tuned to; the default one where there are none)."""
     from codegen import options, tuning
-    from ntsym.make import _display_names
 
-    spec = kernel._spec
+    compiled = getattr(kernel, "compiled", kernel)
+    if tuned is None:
+        tuned = tuple(kernel.calls.tuned.values()) if hasattr(kernel, "calls") else ()
+    spec = compiled.spec
     configs = []
-    for config in kernel._cache.tuned.values():
+    for config in tuned:
         entry = dict(config.meta, **options.target_values(config, "standalone"))
         if entry not in configs:
             configs.append(entry)
     if not configs:
         config = tuning.default_config(spec, {})
         configs.append(dict(config.meta, **options.target_values(config, "standalone")))
-    source = aot.standalone_source(kernel.ir, kernel._generated, _display_names(kernel.ir), configs, spec)
+    source = aot.standalone_source(compiled.ir, compiled.generated, compiled.display, configs, spec)
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)

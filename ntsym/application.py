@@ -14,7 +14,7 @@ import sympy
 
 from codegen.analysis import dotted_path
 from codegen.emit_error import source_lines
-from codegen.kernel import EmitError
+from codegen.emit_error import EmitError
 from ntsym.errors import ApplicationError
 from ntsym.symbol import Symbol
 

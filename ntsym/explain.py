@@ -4,7 +4,7 @@ addresses and masks, in the names the generated code uses."""
 
 import sympy
 
-from ntsym.lower import lower
+from ntsym import compiler
 
 
 def explain(arrangement, tensors=None, application=None):
@@ -34,10 +34,8 @@ def explain(arrangement, tensors=None, application=None):
         exec(f"def application({', '.join(names)}):\n    pass\n", namespace)
         application = namespace["application"]
         application.__source_override__ = True
-    from codegen import emit
-
-    ir = lower(arrangement, _with_source(application), tensors)
-    return explain_ir(ir, emit.emit(ir))
+    compiled = compiler.compile(arrangement, _with_source(application), tensors)
+    return explain_ir(compiled.ir, compiled.generated)
 
 
 def _with_source(fn):

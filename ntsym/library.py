@@ -18,6 +18,7 @@ a backward.  Two forms:
 
 See docs/torch.md."""
 
+import ast
 import itertools
 import re
 
@@ -25,6 +26,8 @@ import sympy
 import torch
 
 from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from codegen.printer import PrintError, SizePrinter
+from codegen.runtime import cdiv
 from ntsym.errors import NtsymError
 
 __all__ = ["RegistrationError", "op", "output_shapes", "uses_triton_op"]
@@ -96,7 +99,7 @@ def kernel_op(kernel, key):
     name = _KERNEL_OPS.get(key)
     if name is None:
         name = f"{re.sub(r'[^A-Za-z0-9_]', '_', kernel.name)}_{key}"
-        written = tuple(p.name for p in _call_params(kernel) if p.name in set(kernel._generated.written))
+        written = tuple(p.name for p in _call_params(kernel) if p.name in set(kernel.compiled.written))
         plan = _Plan(f"ntsym_kernels::{name}", kernel, written, None, None, None)
         definition = _define(f"ntsym_kernels::{name}", plan)
         _KERNEL_OPS[key] = name
@@ -112,7 +115,7 @@ def output_shapes(kernel):
     shapes: {output name: (expression or None per dimension)} in the user's
     terms (``input.shape[0]``); None marks a dimension the inputs leave open."""
     params = _call_params(kernel)
-    written = set(kernel._generated.written)
+    written = set(kernel.compiled.written)
     inputs = [p for p in params if p.name not in written and p.kind in ("tensor", "shape")]
     outputs = [p for p in params if p.name in written]
     derived = _derive(kernel, inputs, outputs)
@@ -129,7 +132,7 @@ def _check_name(name, kernel):
         raise RegistrationError(
             f"{what}: the op's name must be 'namespace::name' (letters, digits and underscores, no "
             f"overload), got {name!r}")
-    if not hasattr(kernel, "ir") or not hasattr(kernel, "_generated"):
+    if not hasattr(kernel, "ir") or not hasattr(kernel, "compiled"):
         raise RegistrationError(f"{what}: expected a kernel made by ntsym.make or @ntsym.jit, got "
                                 f"{type(kernel).__name__}")
     if name in _REGISTERED:
@@ -150,9 +153,7 @@ def _call_params(kernel):
 
 
 def _display(kernel):
-    from ntsym.make import _display_names
-
-    return _display_names(kernel.ir)
+    return kernel.compiled.display
 
 
 def _describe(expr, names):
@@ -191,7 +192,7 @@ class _Plan:
         params = _call_params(kernel)
         self.params = params
         names = [p.name for p in params]
-        written = set(kernel._generated.written)
+        written = set(kernel.compiled.written)
         where = f"op `{name}` (kernel `{kernel.name}`)"
         if not written:
             raise RegistrationError(f"{where}: the kernel writes no tensor, so the op would have no effect")
@@ -221,7 +222,7 @@ class _Plan:
             self.impl = self._mutating
             self.fake = _nothing
             return
-        read = getattr(kernel._generated, "read", frozenset())
+        read = kernel.compiled.read
         both = [n for n in names if n in written and n in read]
         if both:
             raise RegistrationError(
@@ -492,42 +493,25 @@ def _solve(expr, target):
 
 
 def _evaluable(expr):
-    return _python(expr, {s: "" for s in expr.free_symbols}) is not None
-
-
-def _python(expr, names):
-    """Python source computing ``expr`` over the sizes (SymInts too), or None."""
-    if expr.is_Integer:
-        return str(int(expr))
-    if expr.is_Symbol:
-        return names.get(expr) if expr in names else None
-    if expr.is_Add or expr.is_Mul:
-        parts = [_python(a, names) for a in expr.args]
-        if any(p is None for p in parts) or (expr.is_Mul and any(a.is_Rational and not a.is_Integer
-                                                                 for a in expr.args)):
-            return None
-        return "(" + (" + " if expr.is_Add else " * ").join(parts) + ")"
-    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) >= 0:
-        base = _python(expr.base, names)
-        return None if base is None else f"({base} ** {int(expr.exp)})"
-    if isinstance(expr, (FloorDiv, CeilDiv, Mod)):
-        a, b = (_python(x, names) for x in expr.args)
-        if a is None or b is None:
-            return None
-        if isinstance(expr, FloorDiv):
-            return f"({a} // {b})"
-        if isinstance(expr, CeilDiv):
-            return f"(-(-{a} // {b}))"
-        return f"({a} % {b})"
-    return None
+    """Whether the op can compute ``expr`` from the call's sizes (``SizePrinter``)."""
+    try:
+        SizePrinter({s: "size" for s in expr.free_symbols})(expr)
+    except PrintError:
+        return False
+    return True
 
 
 def _compile_shape(exprs, inputs):
-    """A function (the op's arguments) -> shape, for derived expressions."""
+    """A function (the op's arguments) -> shape, for derived expressions:
+    printed by ``SizePrinter`` over ``a[i].shape[d]``, so that torch's
+    symbolic sizes stay symbolic."""
     names = {}
     for i, p in enumerate(inputs):
         for d, s in enumerate(p.source_sizes):
             if isinstance(s, sympy.Symbol) and s not in names:
                 names[s] = f"a[{i}].shape[{d}]"
-    body = ", ".join(_python(e, names) for e in exprs)
-    return eval(f"lambda a: ({body}{',' if len(exprs) == 1 else ''})")  # noqa: S307 - built from sympy trees above
+    printer = SizePrinter({s: ast.parse(text, mode="eval").body for s, text in names.items()})
+    arguments = ast.arguments(posonlyargs=[], args=[ast.arg("a")], kwonlyargs=[], kw_defaults=[], defaults=[])
+    body = ast.Tuple(elts=[printer(e) for e in exprs], ctx=ast.Load())
+    function = ast.fix_missing_locations(ast.Expression(ast.Lambda(args=arguments, body=body)))
+    return eval(compile(function, "<ntsym output shape>", "eval"), {"cdiv": cdiv})  # noqa: S307 - printed above

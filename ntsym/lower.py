@@ -16,7 +16,7 @@ import sympy
 from codegen import bounds
 from codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorParam
 from codegen.analysis import assigned_parameters
-from codegen.kernel import block_extent_expr
+from codegen.shapes import block_extent_expr
 from ntsym import live_extents
 from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.disjoint import overlap_checks

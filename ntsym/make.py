@@ -1,6 +1,5 @@
 """``make`` and ``jit``: the stages in order, one module each."""
 
-import dataclasses
 import functools
 import inspect
 import itertools
@@ -10,37 +9,59 @@ import weakref
 
 import torch
 
-from codegen import cache, emit, runtime
+from codegen import cache, runtime
 from codegen import options as launch_options
-from codegen.kernel import EmitError
-from codegen.printer import PrintError
-from ntsym.errors import ApplicationError, CodegenError
-from ntsym.lower import lower
+from ntsym import aot, library
+from ntsym import compiler
+from ntsym.errors import ApplicationError, LaunchError
+from ntsym.explain import explain_ir
 
 
 class Kernel:
-    """A compiled ntsym kernel: call it like the application, with torch tensors."""
+    """A compiled ntsym kernel: call it like the application, with torch tensors.
 
-    def __init__(self, ir, generated, module, facts, launch):
-        self.ir = ir
-        self.name = ir.name
-        self._generated = generated
+    ``compiled`` is what compiling decided (``ntsym.compiler.Compiled``);
+    ``calls`` what calls learn (validated call shapes, tuned configurations)."""
+
+    def __init__(self, compiled, module, facts, remake):
+        self.compiled = compiled
+        self.ir = compiled.ir
+        self.name = compiled.name
+        self.__name__ = compiled.name
         self._module = module
         self._facts = facts  # runtime.LaunchFacts, which the launcher is bound to
-        self._spec = facts.spec  # what compilation decided (frozen)
-        self._cache = facts.cache  # what calls learn: validated call shapes, tuned configurations
-        self._launch = launch
-        self.__name__ = ir.name
+        self._launch = module.make_launch(facts)
         # Call-time tile sizes this kernel takes as powers of two; another
         # value launches a variant made with that size padded and masked.
         self._any_size = tuple(
-            m.symbol.name for m in ir.meta_params
+            m.symbol.name for m in self.ir.meta_params
             if not m.meta and m.power_of_two and not m.symbol.power_of_two
         )
-        self._remake = None  # (arrangement, application, tensors, make's keywords)
+        self._remake = remake  # (arrangement, application, tensors, make's keywords)
         self._variant = None
         self._key = next(_KEYS)  # names the operator a call inside torch.compile goes through
         _KERNELS[self._key] = self
+
+    @property
+    def spec(self):
+        """The launch plan the runtime reads (frozen): ``compiled.spec``."""
+        return self.compiled.spec
+
+    @property
+    def calls(self):
+        """What calls learned (``runtime.CallCache``): checked call shapes in
+        ``calls``, tuned configurations in ``tuned``."""
+        return self._facts.cache
+
+    @property
+    def launch_facts(self):
+        """The facts the launcher is bound to (``runtime.LaunchFacts``)."""
+        return self._facts
+
+    def launcher_for(self, facts):
+        """A launcher of this kernel's module bound to other ``facts`` (a
+        replaced spec or call cache): how the runtime's paths are tried."""
+        return self._module.make_launch(facts)
 
     def __call__(self, *args, **kwargs):
         if _is_compiling() and _through_operator():
@@ -48,10 +69,10 @@ class Kernel:
         if self.ir.jagged:
             from ntsym.jagged_launch import prepare
 
-            args, kwargs = prepare(self.ir, self._spec, args, kwargs)
+            args, kwargs = prepare(self.ir, self.spec, args, kwargs)
         args = _needed(self.ir, args)
         if any(name in kwargs for name in launch_options.KEYWORDS):
-            kwargs = _launch_options(kwargs, self._spec)
+            kwargs = _launch_options(kwargs, self.spec)
         for name in self._any_size:
             value = kwargs.get(name)
             if type(value) is int and value > 0 and value & (value - 1):
@@ -67,38 +88,34 @@ class Kernel:
     @property
     def source(self):
         """The generated module (kernel and launcher), as written to the cache."""
-        return self._generated.source
+        return self.compiled.source
 
     @property
     def kernel_source(self):
-        src = self._generated.source
-        start = src.index("@triton.jit\ndef " + self._generated.kernel_name)
-        end = src.index("\ndef make_launch(")
-        return src[start:end].rstrip() + "\n"
+        """The ``@triton.jit`` kernel (and its persistent variant)."""
+        return self.compiled.kernel_source
 
     @property
     def launcher_source(self):
-        src = self._generated.source
-        return src[src.index("def make_launch("):]
+        """The torch launcher (``make_launch``)."""
+        return self.compiled.launcher_source
 
     def explain(self):
         """What was proved, what is checked at launch, the masks; after calls,
         the configurations chosen for them."""
         from codegen.tuning import describe
-        from ntsym.explain import explain_ir
 
-        text = explain_ir(self.ir, self._generated)
-        chosen = dict.fromkeys(describe(config) for config in self._cache.tuned.values())
+        text = explain_ir(self.ir, self.compiled.generated)
+        chosen = dict.fromkeys(describe(config) for config in self.calls.tuned.values())
         if chosen:
             text = text.rstrip("\n") + "\nchosen    " + "\n          ".join(chosen) + "\n"
         return text
 
     def export(self, path):
         """Write this kernel as a standalone module needing only torch and
-        triton (``ntsym.aot.export``); returns the path."""
-        from ntsym.aot import export
-
-        return export(self, path)
+        triton (``ntsym.aot.export``), with the configurations its calls were
+        tuned to; returns the path."""
+        return aot.export(self.compiled, path, tuned=tuple(self.calls.tuned.values()))
 
     def __repr__(self):
         return f"<ntsym kernel {self.name}>"
@@ -117,9 +134,7 @@ def _through_operator():
     launcher cannot record the launch itself (``wrap_triton`` needs a GPU)."""
     if _is_dynamo_compiling():
         return True
-    from ntsym.library import uses_triton_op
-
-    return not uses_triton_op()
+    return not library.uses_triton_op()
 
 
 def _traced_call(kernel, args, kwargs):
@@ -128,8 +143,6 @@ def _traced_call(kernel, args, kwargs):
     custom operator made for the kernel (it mutates what the kernel writes)."""
     args = _needed(kernel.ir, args)
     if kwargs:
-        from ntsym.errors import LaunchError
-
         raise LaunchError(
             f"kernel `{kernel.name}` was called inside torch.compile with keyword arguments "
             f"({', '.join(kwargs)}): register it as an operator that takes them, "
@@ -141,9 +154,7 @@ def _kernel_op(key):
     """The name of the operator (in ``torch.ops.ntsym_kernels``) that launches
     kernel ``key``; made on first use.  Tracing evaluates this once and keeps
     the name as a constant."""
-    from ntsym.library import kernel_op
-
-    return kernel_op(_KERNELS[key], key)
+    return library.kernel_op(_KERNELS[key], key)
 
 
 # What torch.compiler.assume_constant_result does, without importing
@@ -162,39 +173,34 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None, ou
 
     ``_padded`` (internal): call-time tile sizes to pad to a power of two."""
     if caller == "cuda":
-        from ntsym.aot import make_cuda
-
-        return make_cuda(arrangement, application, tensors, kernel_name=kernel_name, output_dir=output_dir,
-                         num_warps=num_warps, num_stages=num_stages, **(aot_options or {}))
+        return aot.make_cuda(arrangement, application, tensors, kernel_name=kernel_name, output_dir=output_dir,
+                             num_warps=num_warps, num_stages=num_stages, **(aot_options or {}))
     if caller != "torch":
         raise NotImplementedError(f"caller {caller!r}: ntsym launches kernels from torch, or C ('cuda')")
     if runtime.interpreting():
         os.environ["TRITON_INTERPRET"] = "1"
-    ir = lower(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs, _padded)
-    try:
-        generated = emit.emit(ir)
-    except EmitError as e:
-        raise ApplicationError(str(e)) from None
-    except PrintError as e:
-        raise CodegenError(str(e)) from None
-    from ntsym.proofs import aliasing_table
-
-    spec = dataclasses.replace(emit.spec(ir, generated), aliasing=aliasing_table(ir, generated.sourced))
-    module = cache.load(generated.source, ir.name)
-    persistent = getattr(module, generated.persistent_name) if generated.persistent_name else None
-    facts = runtime.LaunchFacts(kernel=getattr(module, generated.kernel_name), spec=spec,
-                                checks=tuple(generated.checks), display=_display_names(ir),
-                                persistent_kernel=persistent)
-    launch = module.make_launch(facts)
-    kernel = Kernel(ir, generated, module, facts, launch)
-    kernel._remake = (arrangement, application, tensors, dict(
+    compiled = compiler.compile(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs,
+                       _padded)
+    kernel = _kernel(compiled, (arrangement, application, tensors, dict(
         caller=caller, kernel_name=kernel_name, num_warps=num_warps, num_stages=num_stages,
-        max_num_configs=max_num_configs))
+        max_num_configs=max_num_configs)))
     if output_dir is not None:
         path = pathlib.Path(output_dir)
         path.mkdir(parents=True, exist_ok=True)
-        (path / f"{ir.name}.py").write_text(generated.source)
+        (path / f"{compiled.name}.py").write_text(compiled.source)
     return kernel
+
+
+def _kernel(compiled, remake):
+    """The torch target: the generated module loaded (from the cache) and its
+    launcher bound to the compiled launch plan."""
+    generated = compiled.generated
+    module = cache.load(compiled.source, compiled.name)
+    persistent = getattr(module, generated.persistent_name) if generated.persistent_name else None
+    facts = runtime.LaunchFacts(kernel=getattr(module, generated.kernel_name), spec=compiled.spec,
+                                checks=tuple(compiled.checks), display=compiled.display,
+                                persistent_kernel=persistent)
+    return Kernel(compiled, module, facts, remake)
 
 
 def _launch_options(kwargs, spec):
@@ -219,19 +225,6 @@ def _call_arity(ir):
     """How many arguments the launcher takes: every parameter but the
     compile-time values fixed at make()."""
     return sum(1 for p in ir.params if not (p.kind == "constexpr" and p.value is not None))
-
-
-def _display_names(ir):
-    """Size and stride symbols as the user writes them: ``input.shape[1]``."""
-    names = {}
-    for p in ir.params:
-        for d, s in enumerate(p.source_sizes):
-            if hasattr(s, "name"):
-                names.setdefault(s.name, f"{p.name}.shape[{d}]")
-        for d, s in enumerate(p.strides):
-            if hasattr(s, "name"):
-                names.setdefault(s.name, f"{p.name}.stride({d})")
-    return names
 
 
 def jit(func=None, *, caller="torch", kernel_name=None, num_warps=None, num_stages=None,

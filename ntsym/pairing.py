@@ -14,7 +14,7 @@ import sympy
 from codegen import bounds
 from codegen.analysis import assigned_parameters
 from codegen.intfuncs import CeilDiv
-from codegen.kernel import block_extent_expr
+from codegen.shapes import block_extent_expr
 from ntsym.errors import ArrangementError
 
 

@@ -25,6 +25,7 @@ import itertools
 import sympy
 
 from codegen.intfuncs import FloorDiv, Mod
+from ntsym import evaluation
 from ntsym.errors import MetaOperationError
 from ntsym.extents import slice_extent, window_count
 from ntsym.hierarchy import Hierarchy, Level, _new_var
@@ -490,17 +491,13 @@ class Tensor:
 
     def eval(self, subs=None):
         """The flat source offset of every element of every level, -1 where
-        none (see :func:`ntsym.debugging.eval`)."""
-        from ntsym.debugging import eval as evaluate
-
-        return evaluate(self, subs)
+        none (see :func:`ntsym.evaluation.eval`)."""
+        return evaluation.eval(self, subs)
 
     def subs(self, subs):
         """This arrangement with the values ``subs`` gives substituted (see
-        :func:`ntsym.debugging.subs`)."""
-        from ntsym.debugging import subs as substitute
-
-        return substitute(self, subs)
+        :func:`ntsym.evaluation.subs`)."""
+        return evaluation.subs(self, subs)
 
     def innermost(self):
         """The innermost level (the tiles an application computes on)."""

@@ -280,7 +280,7 @@ def test_tuner_times_the_advancing_form_at_the_best_configurations(monkeypatch):
 
     monkeypatch.setattr(tuning.timing, "_time_all", time_all)
     a, b = torch.randn(40, 48), torch.randn(48, 24)
-    spec = mm.kernel._spec
+    spec = mm.kernel.spec
     grid = lambda meta: (1,)  # noqa: E731
     best, _ = tuning.timing._benchmark(None, spec, grid, (), {}, (a, b, torch.empty(40, 24)), False, {})
     plain = [c for c in timed if not c.advance]

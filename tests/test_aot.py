@@ -91,18 +91,32 @@ def test_bad_input_gets_a_status_and_a_message(built):
     x = h(10)
     struct = ntsym.aot.c_tensor(x)
     struct.dtype = 99
-    code = add_lib._launch(None, struct, ntsym.aot.c_tensor(x), ntsym.aot.c_tensor(h(10)))
-    assert code == 1 and "unknown dtype code 99" in add_lib._message().decode()
+    code = add_lib.entry(None, struct, ntsym.aot.c_tensor(x), ntsym.aot.c_tensor(h(10)))
+    assert code == 1 and "unknown dtype code 99" in add_lib.message()
     struct = ntsym.aot.c_tensor(x)
     struct.data = None
-    code = add_lib._launch(None, ntsym.aot.c_tensor(x), struct, ntsym.aot.c_tensor(h(10)))
-    assert code == 1 and add_lib._message().decode() == "`other` is a null pointer"
+    code = add_lib.entry(None, ntsym.aot.c_tensor(x), struct, ntsym.aot.c_tensor(h(10)))
+    assert code == 1 and add_lib.message() == "`other` is a null pointer"
     code, message = add_lib.status(x, x, x[:5])
     assert code == 2 and "input.shape[0] (=10) must equal output.shape[0] (=5)" in message
     code, message = softmax_lib.status(torch.zeros(3, 99), torch.zeros(3, 99))
     assert code == aot.STATUS["NTSYM_ERROR_NO_VARIANT"] and "built for 100" in message
     with pytest.raises(ntsym.LaunchError, match="must equal input.shape"):
         mm_lib(a, b, c)
+
+
+def test_lazy_negative_views_are_refused_as_the_torch_launcher_refuses_them(built):
+    """The C struct carries the stored values only: a view torch negates on
+    reading would reach the library without its sign."""
+    _, add_lib, *_ = built
+    x = torch.zeros(8, dtype=torch.float16)
+    negated = torch._neg_view(x)
+    with pytest.raises(ntsym.LaunchError, match="`input` is a view with the negative bit set"):
+        add.kernel(negated, x, torch.empty_like(x))
+    with pytest.raises(ntsym.LaunchError, match="`input` is a view with the negative bit set"):
+        add_lib(negated, x, torch.empty_like(x))
+    with pytest.raises(ntsym.LaunchError, match="`output` is a view with the negative bit set"):
+        add_lib(x, x, torch._neg_view(torch.empty_like(x)))
 
 
 def test_a_good_call_reaches_the_driver(built):

@@ -107,11 +107,11 @@ class _Recording:
 
 def gpu_launcher(kernel, state):
     """``kernel``'s generated launcher on the GPU paths, with fresh caches."""
-    facts = kernel._facts
+    facts = kernel.launch_facts
     spec = dataclasses.replace(facts.spec, interpreting=False)
     gpu = runtime.LaunchFacts(kernel=_Recording(facts.kernel, facts.spec, state), spec=spec, checks=facts.checks,
                               display=facts.display)
-    return kernel._module.make_launch(gpu), gpu.cache
+    return kernel.launcher_for(gpu), gpu.cache
 
 
 def _add_kernel():

@@ -176,7 +176,7 @@ def check_copy(kernel, model, x, y, symbols=None, advance=False):
     """Run ``kernel(x, y)`` (block-size symbols given by name) and compare;
     with ``advance``, loops advance pointers where they can."""
     known = {m.symbol.name for m in kernel.ir.meta_params}
-    options = {"advance": True} if advance and kernel._spec.advance_flag else None
+    options = {"advance": True} if advance and kernel.spec.advance_flag else None
     kernel(x, y, **{k: v for k, v in (symbols or {}).items() if k in known}, ntsym_options=options)
     assert_copied(model, x, y)
 

@@ -36,7 +36,7 @@ def test_small_logical_indices_keep_32_bit_index_math():
 
 def _int64_launches(kernel):
     """The index width each validated call shape launched with."""
-    return [entry.kwargs["NTSYM_INT64"] for entry in kernel._facts.cache.calls.values()]
+    return [entry.kwargs["NTSYM_INT64"] for entry in kernel.calls.calls.values()]
 
 
 def test_exported_module_takes_the_same_index_width(tmp_path):

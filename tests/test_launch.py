@@ -186,7 +186,7 @@ def test_counters_tell_checked_launches_from_warm_ones(monkeypatch):
         y = x + 1  # noqa: F841
 
     kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
-    cache = kernel._cache
+    cache = kernel.calls
     for _ in range(3):
         x = torch.randn(40)
         y = torch.empty_like(x)

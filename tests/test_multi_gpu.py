@@ -53,10 +53,10 @@ def test_a_call_on_cuda1_runs_there_and_keeps_the_current_device(cuda0_current):
         torch.cuda.synchronize(device)
         torch.testing.assert_close(z, x + y, rtol=0, atol=0)
         assert torch.cuda.current_device() == 0
-    calls, tuned = _devices_of(add._cache)
+    calls, tuned = _devices_of(add.calls)
     assert calls == ["cuda:0", "cuda:1"]  # validated per device, not device 0's fast path on cuda:1
     assert tuned == ["cuda:0", "cuda:1"]
-    assert add._cache.checked_launches == 2
+    assert add.calls.checked_launches == 2
 
 
 def test_tuning_on_cuda1_times_on_cuda1(cuda0_current, monkeypatch):

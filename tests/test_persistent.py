@@ -29,7 +29,7 @@ def _seed():
 
 def ran_persistent(kernel):
     """Whether the call shape ``kernel`` saw last launched its persistent variant."""
-    entries = list(kernel._cache.calls.values())
+    entries = list(kernel.calls.calls.values())
     return bool(entries) and entries[-1].kernel is not None
 
 

@@ -170,3 +170,40 @@ def test_quick_coprimality_agrees_with_gcd():
             quick += 1
             assert sympy.gcd(a, b) == 1, (a, b)
     assert quick > 50
+
+
+def test_the_printers_are_one_family_that_refuses_unknown_nodes_by_name():
+    """The kernel and host printer, the size printer of torch operators and
+    the C printer dispatch alike; a node none of their methods prints is
+    refused, naming the node."""
+    from codegen.aot.common import AotError, CPrinter
+    from codegen.printer import SizePrinter, SymPyPrinter
+
+    x, y = sympy.symbols("x y", integer=True, positive=True)
+    printers = [Printer(), Printer(mode="host"), SizePrinter({x: "x", y: "y"}), CPrinter()]
+    assert all(isinstance(p, SymPyPrinter) for p in printers)
+    unknown = sympy.Function("opaque")(x)
+    for printer in printers:
+        with pytest.raises((PrintError, AotError), match="opaque"):
+            printer(unknown)
+    assert CPrinter()(sympy.Max(x, y, 3) + FloorDiv(x, 2)) == \
+        "(ntsym_floordiv(x, INT64_C(2)) + ntsym_max(ntsym_max(INT64_C(3), x), y))"
+    with pytest.raises(AotError, match="Piecewise"):
+        CPrinter()(sympy.Piecewise((x, x > 1), (y, True)))
+
+
+def test_the_size_printer_computes_sizes_torch_keeps_symbolic():
+    """Output shapes of torch operators: ``+``, ``*``, ``//``, ``cdiv`` and ``%``
+    over the call's sizes; ``Max`` (a guard on symbolic sizes) and sizes the
+    call does not give are refused by name."""
+    from codegen.printer import SizePrinter
+
+    x, y, z = sympy.symbols("x y z", integer=True, positive=True)
+    printer = SizePrinter({x: "x", y: "y"})
+    expr = x * y + CeilDiv(x, 3) - Mod(y, 4) + FloorDiv(x, y)
+    value = eval(to_source(printer(expr)), {"cdiv": lambda a, b: -(-a // b), "x": 10, "y": 7})  # noqa: S307
+    assert value == 70 + 4 - 3 + 1
+    with pytest.raises(PrintError, match="Max"):
+        printer(sympy.Max(x, y))
+    with pytest.raises(PrintError, match="z is not one the call gives"):
+        printer(x + z)

@@ -124,9 +124,9 @@ def test_cpu_tensors_when_compiled_for_gpu(monkeypatch):
     if not torch.cuda.is_available():
         k(x, y)
     # The same kernel's launcher, bound to facts that say kernels run on a GPU.
-    facts = dataclasses.replace(k._facts, spec=dataclasses.replace(k._spec, interpreting=False),
+    facts = dataclasses.replace(k.launch_facts, spec=dataclasses.replace(k.spec, interpreting=False),
                                 cache=runtime.CallCache())
-    launch = k._module.make_launch(facts)
+    launch = k.launcher_for(facts)
     with pytest.raises(LaunchError, match="is on the CPU but kernels run on the GPU"):
         launch(x, y)
 
@@ -214,7 +214,7 @@ def test_launch_sets_the_tensors_device(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: current[0])
     monkeypatch.setattr(torch.cuda, "device", DeviceContext)
-    spec = dataclasses.replace(copy._spec, interpreting=False)
+    spec = dataclasses.replace(copy.spec, interpreting=False)
     from codegen import tuning
 
     config = tuning.Config((("B", 16),), 4, 3)

@@ -363,7 +363,7 @@ def test_gpu_launches_on_the_current_stream():
     x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
     out = torch.empty_like(x)
     kernel(x, y, out)  # validated: the next launches take the direct path
-    (entry,) = kernel._cache.calls.values()
+    (entry,) = kernel.calls.calls.values()
     if entry.direct is None:
         pytest.skip("this Triton gives no binary to launch directly")
     compiled, streams = entry.direct.compiled, []
@@ -423,7 +423,7 @@ def test_gpu_ops_are_triton_ops_that_inductor_launches_itself():
     torch.testing.assert_close(compiled, expected * 2)
     assert not counters["graph_break"]
     # The compiled code calls the ntsym kernel itself, not the operator.
-    assert softmax.kernel._generated.kernel_name in code
+    assert softmax.kernel.compiled.generated.kernel_name in code
     assert f"{namespace}.{short}" not in code
 
 
@@ -440,7 +440,7 @@ def test_gpu_a_trace_before_any_real_call_takes_the_default_configuration():
     counters = compile_counters()
     torch.testing.assert_close(torch.compile(f, fullgraph=True)(x, y), x + y + 1)
     assert not counters["graph_break"]
-    assert not kernel._cache.tuned  # nothing was timed on fake tensors
+    assert not kernel.calls.tuned  # nothing was timed on fake tensors
 
 
 @cuda

@@ -129,7 +129,7 @@ def test_size_classes():
 def test_compiled_sizes_stay_exact_in_a_size_class():
     from examples import sdpa
 
-    spec = sdpa.kernel._spec
+    spec = sdpa.kernel.spec
     assert tuning.shortlist._compiled_sizes(spec) == {(0, 3), (1, 3), (2, 3), (3, 3)}  # the head dimension of q, k, v, o
     q = torch.empty(1, 2, 100, 48)
     keys = {tuning.store.class_key((), False, (q,), (), tuning.shortlist._compiled_sizes(spec)),
@@ -183,7 +183,7 @@ def test_interpreter_takes_default_config_without_benchmarking():
     x = torch.randn(100)
     y = torch.empty_like(x)
     kernel(x, y)
-    if kernel._spec.interpreting:
+    if kernel.spec.interpreting:
         assert tuning.timing.BENCHMARKS_RUN == before
     assert torch.equal(x, y)
 
@@ -198,7 +198,7 @@ def test_candidates_respect_bounds_and_caps():
         y = x  # noqa: F841
 
     kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)), max_num_configs=4)
-    configs = tuning.candidates(kernel._spec, {})
+    configs = tuning.candidates(kernel.spec, {})
     assert 1 <= len(configs) <= 4
     assert all(16 <= dict(c.meta)["B"] <= 64 for c in configs)
 
@@ -209,15 +209,15 @@ def test_attention_candidates_include_square_blocks():
     max_num_configs still caps the list."""
     from examples import sdpa
 
-    configs = tuning.candidates(sdpa.kernel_pow2_head._spec, {})
+    configs = tuning.candidates(sdpa.kernel_pow2_head.spec, {})
     shapes = {(dict(c.meta)["BLOCK_SIZE_M"], dict(c.meta)["BLOCK_SIZE_N"], c.num_warps) for c in configs}
     assert {(64, 64, 4), (128, 128, 8)} <= shapes
     assert len(configs) == tuning.DEFAULT_MAX_CONFIGS + 4
     from examples import mm
 
-    assert tuning.space._square_candidates(mm.kernel._spec, {}) == []  # GEMM shapes hold them already
+    assert tuning.space._square_candidates(mm.kernel.spec, {}) == []  # GEMM shapes hold them already
     fixed = {"BLOCK_SIZE_M": 64}
-    assert tuning.space._square_candidates(sdpa.kernel_pow2_head._spec, fixed) == []  # one free size: no squares
+    assert tuning.space._square_candidates(sdpa.kernel_pow2_head.spec, fixed) == []  # one free size: no squares
 
 
 class _RecordingKernel:
@@ -284,8 +284,8 @@ def test_loop_free_kernels_tune_warps_not_stages():
         y = x  # noqa: F841
 
     kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
-    assert kernel._spec.loops is False
-    configs = tuning.candidates(kernel._spec, {})
+    assert kernel.spec.loops is False
+    configs = tuning.candidates(kernel.spec, {})
     assert {c.num_stages for c in configs} == {3}
     for b in (64, 128, 256, 512, 1024):
         assert {c.num_warps for c in configs if dict(c.meta)["B"] == b} == {4, 8}
@@ -302,8 +302,8 @@ def test_kernels_with_a_loop_tune_stages():
             y[0, k] = x[0, k] * 2
 
     kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
-    assert kernel._spec.loops is True
-    configs = tuning.candidates(kernel._spec, {})
+    assert kernel.spec.loops is True
+    configs = tuning.candidates(kernel.spec, {})
     assert {c.num_stages for c in configs} == {3, 4}
 
 
@@ -345,7 +345,7 @@ def test_when_no_configuration_runs_the_first_failure_is_named(monkeypatch):
     a, b = torch.randn(20, 20), torch.randn(20, 20)
     with pytest.raises(ntsym.LaunchError, match=r"no configuration could be compiled and run; with BLOCK_SIZE_K=.*"
                                                 r"RuntimeError: out of shared memory, say"):
-        tuning.timing._benchmark(None, mm.kernel._spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
+        tuning.timing._benchmark(None, mm.kernel.spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
 
 
 def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeypatch, tmp_path):
@@ -427,7 +427,7 @@ def test_one_byte_operands_get_reduction_tiles_twice_as_long():
 
     def shapes(kernel, *tensors):
         return {(d["BLOCK_SIZE_M"], d["BLOCK_SIZE_N"], d["BLOCK_SIZE_K"])
-                for d in (dict(c.meta) for c in tuning.candidates(kernel._spec, {}, tensors))}
+                for d in (dict(c.meta) for c in tuning.candidates(kernel.spec, {}, tensors))}
 
     half = [torch.empty(64, 64, dtype=torch.float16) for _ in range(3)]
     fp8 = [torch.empty(64, 64, dtype=torch.float8_e4m3fn) for _ in range(2)]
@@ -463,9 +463,9 @@ def test_each_constexpr_value_is_tuned_and_remembered_on_its_own(monkeypatch):
     for flag, expected in ((False, x + 1), (True, x * 2), (False, x + 1), (True, x * 2)):
         kernel(x, flag, y)
         torch.testing.assert_close(y, expected)
-    assert len(kernel._cache.calls) == 2
-    assert len(kernel._cache.tuned) == 2
-    assert {key[3] for key in kernel._cache.tuned} == {(False,), (True,)}
+    assert len(kernel.calls.calls) == 2
+    assert len(kernel.calls.tuned) == 2
+    assert {key[3] for key in kernel.calls.tuned} == {(False,), (True,)}
 
 
 def test_config_has_one_field_per_launch_option_and_entries_round_trip():

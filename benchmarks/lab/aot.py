@@ -171,10 +171,10 @@ def main():
         y, o = torch.randn_like(x), torch.empty_like(x)
         add.kernel(x, y, o)
         module = load(work / "add_standalone.py", "add_standalone")
-        raw = lib._launch
+        raw = lib.entry
         structs = [ntsym.aot.c_tensor(t) for t in (x, y, o)]
         stream = torch.cuda.current_stream().cuda_stream
-        compiled = add.kernel._facts.kernel
+        compiled = add.kernel.launch_facts.kernel
         timings = [
             ("C library, ctypes with prepared structs", bench(lambda: raw(stream, *structs))),
             ("C library, ntsym.aot.Library call", bench(lambda: lib(x, y, o))),

@@ -83,13 +83,13 @@ def cases(device):
 
 
 def only_entry(kernel):
-    entries = list(kernel._cache.calls.values())
+    entries = list(kernel.calls.calls.values())
     assert len(entries) == 1, f"{kernel.name}: {len(entries)} call shapes"
     return entries[0]
 
 
 def built_call(kernel, entry, args):
-    spec = kernel._facts.spec
+    spec = kernel.launch_facts.spec
     call = []
     for kind, value in spec.arg_template:
         call.append(args[value] if kind == "arg" else runtime.scalar(args[value]) if kind == "scalar" else value)
@@ -122,7 +122,7 @@ def main():
         if function is not None and device == "cuda":
             fns["function"] = (function, None)
         if kernel is not None:
-            kernel._cache.calls.clear()  # this call's shape only (conv2d() ran others)
+            kernel.calls.calls.clear()  # this call's shape only (conv2d() ran others)
             kernel(*args)
             entry = only_entry(kernel)
             if device == "cuda":

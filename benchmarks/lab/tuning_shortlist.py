@@ -43,14 +43,14 @@ def steady_ms(kernel, args, config):
 
 def first_call(kernel, args):
     """(seconds, configurations timed, configuration chosen) of a call that tunes."""
-    kernel._cache.calls.clear()
-    kernel._cache.tuned.clear()
+    kernel.calls.calls.clear()
+    kernel.calls.tuned.clear()
     before = tuning.timing.BENCHMARKS_RUN
     sync()
     start = time.perf_counter()
     kernel(*args)
     sync()
-    (chosen,) = kernel._cache.tuned.values()
+    (chosen,) = kernel.calls.tuned.values()
     return time.perf_counter() - start, tuning.timing.BENCHMARKS_RUN - before, chosen
 
 

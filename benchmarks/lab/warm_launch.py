@@ -172,7 +172,7 @@ def main(argv=None):
     for task in args.tasks.split(","):
         fn_nt, _ = bench.load_ntsym(task)
         module = sys.modules[f"examples.{task}"]
-        cache = module.kernel._cache
+        cache = module.kernel.calls
         inputs, kwargs = T.make_inputs(task, SHAPES[task], "cuda", torch.float16)
         calls = {"ntsym": lambda: fn_nt(*inputs, **kwargs),
                  "torch": lambda: T.TORCH_FUNCTIONS[task](*inputs, **kwargs)}

@@ -1,10 +1,11 @@
 """What every part of the ahead-of-time path shares: the element types and
-status codes of the C API, its error, and integer expressions as C."""
+status codes of the C API, its error, and integer expressions as C (the C
+member of the printer family)."""
 
 import sympy
 
 from codegen.errors import CodegenError
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from codegen.printer import SymPyPrinter
 
 # The element types a tensor struct names, by code (NineToothed's order, bool last).
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -36,43 +37,76 @@ def dtype_name(dtype):
 # --- SymPy to C ---------------------------------------------------------------
 
 
-def c_expr(expr):
-    """A SymPy integer expression (sizes, strides, block sizes) as C over
-    ``int64_t`` locals of the same names."""
-    expr = sympy.sympify(expr)
-    if expr is sympy.true:
+class CPrinter(SymPyPrinter):
+    """The C member of the printer family (codegen/printer.py): SymPy integer
+    expressions (sizes, strides, block sizes) and launch checks as C over
+    ``int64_t`` locals of the same names; integer division and ``Max``/``Min``
+    through the exact helpers of the generated C source."""
+
+    error = AotError
+    FUNCTIONS = {"FloorDiv": "ntsym_floordiv", "CeilDiv": "ntsym_cdiv", "Mod": "ntsym_mod", "Max": "ntsym_max",
+                 "Min": "ntsym_min"}
+    RELATIONS = {"Equality": "==", "Unequality": "!=", "GreaterThan": ">=", "StrictGreaterThan": ">",
+                 "LessThan": "<=", "StrictLessThan": "<"}
+
+    def refuse(self, expr):
+        raise self.error(f"the launch expression {expr} ({type(expr).__name__}) has no C form")
+
+    def _print_BooleanTrue(self, expr):
         return "1"
-    if expr is sympy.false:
+
+    def _print_BooleanFalse(self, expr):
         return "0"
-    if isinstance(expr, sympy.Symbol):
+
+    def _print_Symbol(self, expr):
         return expr.name
-    if isinstance(expr, sympy.Integer):
+
+    def _print_Integer(self, expr):
         return f"INT64_C({int(expr)})"
-    if isinstance(expr, sympy.Add):
-        return "(" + " + ".join(c_expr(a) for a in expr.args) + ")"
-    if isinstance(expr, sympy.Mul):
-        return "(" + " * ".join(c_expr(a) for a in expr.args) + ")"
-    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and int(expr.exp) > 0:
-        return "(" + " * ".join([c_expr(expr.base)] * int(expr.exp)) + ")"
-    functions = {FloorDiv: "ntsym_floordiv", CeilDiv: "ntsym_cdiv", Mod: "ntsym_mod",
-                 sympy.Max: "ntsym_max", sympy.Min: "ntsym_min"}
-    for cls, name in functions.items():
-        if isinstance(expr, cls):
-            args = [c_expr(a) for a in expr.args]
-            while len(args) > 2:  # Max/Min of several
-                args = [f"{name}({args[0]}, {args[1]})"] + args[2:]
-            return f"{name}({', '.join(args)})"
-    relations = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Ge: ">=", sympy.Gt: ">", sympy.Le: "<=", sympy.Lt: "<"}
-    for cls, op in relations.items():
-        if isinstance(expr, cls):
-            return f"({c_expr(expr.lhs)} {op} {c_expr(expr.rhs)})"
-    if isinstance(expr, sympy.And):
-        return "(" + " && ".join(c_expr(a) for a in expr.args) + ")"
-    if isinstance(expr, sympy.Or):
-        return "(" + " || ".join(c_expr(a) for a in expr.args) + ")"
-    if isinstance(expr, sympy.Not):
-        return f"(!{c_expr(expr.args[0])})"
-    raise AotError(f"the launch expression {expr} ({type(expr).__name__}) has no C form")
+
+    def _joined(self, expr, op):
+        return "(" + f" {op} ".join(self.doprint(a) for a in expr.args) + ")"
+
+    def _print_Add(self, expr):
+        return self._joined(expr, "+")
+
+    def _print_Mul(self, expr):
+        return self._joined(expr, "*")
+
+    def _print_Pow(self, expr):
+        if not (expr.exp.is_Integer and int(expr.exp) > 0):
+            return self.refuse(expr)
+        return "(" + " * ".join([self.doprint(expr.base)] * int(expr.exp)) + ")"
+
+    def _function(self, expr):
+        name = next(self.FUNCTIONS[k.__name__] for k in type(expr).__mro__ if k.__name__ in self.FUNCTIONS)
+        args = [self.doprint(a) for a in expr.args]
+        while len(args) > 2:  # Max/Min of several
+            args = [f"{name}({args[0]}, {args[1]})"] + args[2:]
+        return f"{name}({', '.join(args)})"
+
+    _print_FloorDiv = _print_CeilDiv = _print_Mod = _print_Max = _print_Min = _function
+
+    def _relation(self, expr):
+        op = next(self.RELATIONS[k.__name__] for k in type(expr).__mro__ if k.__name__ in self.RELATIONS)
+        return f"({self.doprint(expr.lhs)} {op} {self.doprint(expr.rhs)})"
+
+    _print_Equality = _print_Unequality = _print_GreaterThan = _relation
+    _print_StrictGreaterThan = _print_LessThan = _print_StrictLessThan = _relation
+
+    def _print_And(self, expr):
+        return self._joined(expr, "&&")
+
+    def _print_Or(self, expr):
+        return self._joined(expr, "||")
+
+    def _print_Not(self, expr):
+        return f"(!{self.doprint(expr.args[0])})"
+
+
+def c_expr(expr):
+    """A SymPy integer expression (sizes, strides, block sizes) as C (``CPrinter``)."""
+    return CPrinter().doprint(expr)
 
 
 def c_string(text):

@@ -73,9 +73,35 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
 
     ``meta``: a value for every block size (tuned ahead of time or given);
     ``specialize``: display name (``input.shape[1]``, ``is_causal``) -> the
-    values to compile for each compile-time size or value the call gives."""
-    specialize = dict(specialize or {})
-    records = generated.records
+    values to compile for each compile-time size or value the call gives.
+    The C statements run the torch launcher's checks, in its order: the
+    arguments, then sizes, the launch checks and aliasing; what the torch
+    launcher refuses for a dtype is refused here at build time, the dtypes
+    being fixed (``_refuse_dtypes``)."""
+    meta, meta_subs = _meta(ir, meta)
+    params = _params(ir, spec)
+    _refuse_dtypes(ir, spec, params)
+    sym_names, reads = _size_reads(ir)
+    prologue = _argument_checks(params) + reads + _size_checks(ir, params, sym_names, display, meta)
+    launch, checks_text = _launch_checks(ir, generated, meta, meta_subs, display)
+    prologue += launch + _aliasing_checks(spec, params)
+    choices = _choices(ir, display, meta)
+    axes = _axes(ir, generated, params, meta_subs, choices, dict(specialize or {}))
+    variants = _variants(ir, generated, axes, meta, meta_subs, choices, advance)
+    grid = " * ".join(c_expr(sympy.sympify(g).xreplace(meta_subs)) for g in ir.grid) or "1"
+    return Plan(name or ir.name, generated.kernel_name, module_source, params, prologue, axes, variants, grid,
+                meta, num_warps, num_stages, checks_text)
+
+
+def _fail(status, fmt, *args):
+    """C: return ``status`` with the message ``fmt`` (printf, ``%lld`` per value of ``args``)."""
+    argtext = "".join(f", (long long)({a})" for a in args)
+    return f"return ntsym_fail({status}, {c_string(fmt)}{argtext});"
+
+
+def _meta(ir, meta):
+    """The build's compile-time values (ints and bools), and the same by symbol;
+    refused where a block size has none."""
     meta = {k: int(v) if not isinstance(v, bool) else v for k, v in meta.items()}
     meta_subs = {ir.symbols[k] if k in ir.symbols else sympy.Symbol(k): v for k, v in meta.items()}
     for m in ir.meta_params:
@@ -84,23 +110,25 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
     if missing:
         raise AotError(f"kernel `{ir.name}`: the compile-time value(s) {', '.join(missing)} have no value; an "
                        "ahead-of-time kernel fixes its block sizes (pass them to the arrangement)")
-    params, prologue, checks_text = [], [], []
-    shown = dict(display)
+    return meta, meta_subs
 
-    def fail(status, fmt, *args):
-        argtext = "".join(f", (long long)({a})" for a in args)
-        return f"return ntsym_fail({status}, {c_string(fmt)}{argtext});"
 
-    shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
-    # Compile-time values the call gives: sizes declared constexpr, and
-    # constexpr parameters without a value.
-    choices = {}  # symbol or parameter name -> display
+def _choices(ir, display, meta):
+    """Compile-time values the call gives: sizes declared constexpr, and
+    constexpr parameters without a value (symbol or parameter name -> display)."""
+    choices = {}
     for a in ir.size_args:
         if a.constexpr:
             choices[a.symbol.name] = display.get(a.symbol.name, a.symbol.name)
     for p in ir.params:
         if p.kind == "constexpr" and p.value is None and p.name not in meta:
             choices[p.name] = p.name
+    return choices
+
+
+def _params(ir, spec):
+    """The C launcher's parameters, in the call's order."""
+    params = []
     for p in ir.params:
         if p.kind == "constexpr" and p.value is not None:
             continue
@@ -116,28 +144,58 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
             params.append(Param(p.name, "scalar", 0, dtype, ctype=ctype))
         else:  # a compile-time value the call gives
             params.append(Param(p.name, "choice", 0, None, ctype="int64_t"))
+    return params
 
-    # Argument checks: null pointers, ndim, dtype (nothing is read before them).
+
+def _refuse_dtypes(ir, spec, params):
+    """What the torch launcher refuses for a tensor's dtype (a bool tensor
+    the application computes arithmetic on; uint8 and int8 values meeting in
+    one operation), refused when building: a library takes its tensors in
+    the dtypes it was built for only, so every call would be refused."""
+    import torch
+
+    from codegen.promotion import refusal
+
+    for p in params:
+        if p.kind == "tensor" and p.dtype == "bool" and p.name in spec.arithmetic:
+            raise AotError(
+                f"kernel `{ir.name}`: `{p.name}` is a bool tensor and the application computes arithmetic on its "
+                "values: Triton adds booleans as 1-bit integers (True + True is False), torch does not; declare "
+                f"`{p.name}` an integer tensor (Tensor({p.ndim}, dtype=ntsym.int8))")
+    dtypes = {p.name: getattr(torch, p.dtype) for p in params if p.kind == "tensor"}
+    refused = refusal(spec.meetings, dtypes) if spec.meetings else None
+    if refused:
+        raise AotError(f"kernel `{ir.name}`: {refused}")
+
+
+def _argument_checks(params):
+    """C: null pointers, ndim, dtype (nothing is read before them)."""
+    prologue = []
     for p in params:
         if p.kind not in ("tensor", "shape"):
             continue
         t = f"{p.name}"
         prologue.append(f"if ({p.ndim} > 0 && ({t}.shape == NULL || {t}.strides == NULL)) "
-                        + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` has a null shape or strides pointer"))
+                        + _fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` has a null shape or strides pointer"))
         prologue.append(f"if ({t}.ndim != {p.ndim}) "
-                        + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` must have {p.ndim} dimensions, got %lld",
-                               f"{t}.ndim"))
+                        + _fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` must have {p.ndim} dimensions, got %lld",
+                                f"{t}.ndim"))
         if p.kind == "tensor":
             prologue.append(f"if ({t}.dtype < 0 || {t}.dtype >= {len(DTYPES)}) "
-                            + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` has an unknown dtype code %lld "
-                                   f"(ntsym_dtype: 0 to {len(DTYPES) - 1})", f"{t}.dtype"))
+                            + _fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` has an unknown dtype code %lld "
+                                    f"(ntsym_dtype: 0 to {len(DTYPES) - 1})", f"{t}.dtype"))
             code = DTYPES.index(p.dtype)
             message = c_string(f"`{p.name}` has dtype %s; this kernel was compiled for {p.dtype}")
             prologue.append(f"if ({t}.dtype != {code}) return ntsym_fail_s(NTSYM_ERROR_ARGUMENT, {message}, "
                             f"ntsym_dtype_name({t}.dtype));")
-    # Sizes and strides, as the Python launcher unpacks them.
-    sym_names = set()
-    for p in shaped:
+    return prologue
+
+
+def _size_reads(ir):
+    """C: the sizes and strides, as the Python launcher unpacks them; and the
+    names read."""
+    sym_names, prologue = set(), []
+    for p in (p for p in ir.params if p.kind in ("tensor", "shape")):
         for d, s in enumerate(p.source_sizes):
             if isinstance(s, sympy.Symbol):
                 prologue.append(f"int64_t {s.name} = {p.name}.shape[{d}];")
@@ -147,62 +205,70 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
                 if isinstance(s, sympy.Symbol) and s.name not in sym_names:
                     prologue.append(f"int64_t {s.name} = {p.name}.strides[{d}];")
                     sym_names.add(s.name)
+    return sym_names, prologue
+
+
+def _size_checks(ir, params, sym_names, display, meta):
+    """C: negative sizes, null data, sizes declared powers of two (the bounds
+    of ``shape_options`` only prune tuning: no refusal), sizes the arrangement
+    fixes, written expanded views, and call-time compile-time sizes."""
+    prologue = []
     for p in params:
         if p.kind in ("tensor", "shape"):
             prologue.append(f"for (int d = 0; d < {p.ndim}; ++d) if ({p.name}.shape[d] < 0) "
-                            + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}`.shape[%lld] is negative", "d"))
+                            + _fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}`.shape[%lld] is negative", "d"))
         if p.kind == "tensor":
             prologue.append(f"if ({p.name}.data == NULL && ntsym_numel(&{p.name}) > 0) "
-                            + fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` is a null pointer"))
-    for p in shaped:  # sizes declared with bounds or as powers of two
+                            + _fail("NTSYM_ERROR_ARGUMENT", f"`{p.name}` is a null pointer"))
+    shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
+    for p in shaped:
         for d, s in enumerate(p.source_sizes):
-            lo, hi = getattr(s, "lower_bound", None), getattr(s, "upper_bound", None)
-            where = f"{p.name}.shape[{d}] (=%lld)"
-            if not isinstance(s, sympy.Symbol):
-                continue
-            if lo is not None:
-                prologue.append(f"if ({s.name} < {int(lo)}) " + fail(
-                    "NTSYM_ERROR_SHAPE", f"{where} must be at least {lo}: its shape_options say so", s.name))
-            if hi is not None:
-                prologue.append(f"if ({s.name} > {int(hi)}) " + fail(
-                    "NTSYM_ERROR_SHAPE", f"{where} must be at most {hi}: its shape_options say so", s.name))
-            if getattr(s, "power_of_two", False):
-                prologue.append(f"if ({s.name} <= 0 || ({s.name} & ({s.name} - 1))) " + fail(
-                    "NTSYM_ERROR_SHAPE", f"{where} must be a power of two: its shape_options say so", s.name))
+            if isinstance(s, sympy.Symbol) and getattr(s, "power_of_two", False):
+                prologue.append(f"if ({s.name} <= 0 || ({s.name} & ({s.name} - 1))) " + _fail(
+                    "NTSYM_ERROR_SHAPE", f"{p.name}.shape[{d}] (=%lld) must be a power of two: its shape_options "
+                    "say so (tiles over it are unpadded)", s.name))
     for p in shaped:
         for d, s in enumerate(p.source_sizes):
             if not isinstance(s, sympy.Symbol):
-                prologue.append(f"if ({p.name}.shape[{d}] != {c_expr(s)}) " + fail(
+                prologue.append(f"if ({p.name}.shape[{d}] != {c_expr(s)}) " + _fail(
                     "NTSYM_ERROR_SHAPE", f"{p.name}.shape[{d}] (=%lld) must equal %lld: the arrangement fixes it",
                     f"{p.name}.shape[{d}]", c_expr(s)))
     for p in params:  # outputs: no expanded (stride 0) dimension
         if p.kind == "tensor" and p.written:
             prologue.append(f"for (int d = 0; d < {p.ndim}; ++d) if ({p.name}.strides[d] == 0 && "
-                            f"{p.name}.shape[d] > 1) " + fail(
+                            f"{p.name}.shape[d] > 1) " + _fail(
                                 "NTSYM_ERROR_ARGUMENT", f"`{p.name}` is written by the kernel but dimension %lld "
                                 "has stride 0 (an expanded view): several programs would write one element; "
                                 "pass a contiguous tensor", "d"))
-    # Call-time compile-time sizes given a value for this build: the call must have it.
-    for m in ir.meta_params:
+    for m in ir.meta_params:  # call-time compile-time sizes given a value for this build: the call must have it
         if not m.meta and m.symbol.name in sym_names:
             shown_as = display.get(m.symbol.name, m.symbol.name)
-            prologue.append(f"if ({m.symbol.name} != {meta[m.symbol.name]}) " + fail(
+            prologue.append(f"if ({m.symbol.name} != {meta[m.symbol.name]}) " + _fail(
                 "NTSYM_ERROR_NO_VARIANT", f"{shown_as} (=%lld) has no compiled variant; the library was built for "
                 f"{meta[m.symbol.name]}", m.symbol.name))
-    # Launch checks, with the block sizes of this build.
-    checks = tuple(generated.checks)
-    for check in checks:
+    return prologue
+
+
+def _launch_checks(ir, generated, meta, meta_subs, display):
+    """C: the launch checks, with the block sizes of this build; and their messages."""
+    prologue, texts = [], []
+    for check in generated.checks:
         rel = check.relation.xreplace({k: v for k, v in meta_subs.items() if v is not None})
         if rel is sympy.true:
             continue
         if rel is sympy.false:
             raise AotError(f"kernel `{ir.name}`: the launch check {check.relation} fails for every call with "
                            f"{', '.join(f'{k}={v}' for k, v in meta.items())}")
-        text, args = _check_message(rel, check, shown)
-        prologue.append(f"if (!{c_expr(rel)}) " + fail("NTSYM_ERROR_SHAPE", text, *args))
-        checks_text.append(text)
-    # Write aliasing: outputs that overlap another argument, unless the
-    # arrangement proved in-place use safe and the views are identical.
+        text, args = _check_message(rel, check, dict(display))
+        prologue.append(f"if (!{c_expr(rel)}) " + _fail("NTSYM_ERROR_SHAPE", text, *args))
+        texts.append(text)
+    return prologue, texts
+
+
+def _aliasing_checks(spec, params):
+    """C: outputs that overlap another argument, unless the arrangement proved
+    in-place use safe and the views are identical."""
+    prologue = []
     tensor_params = [p for p in params if p.kind == "tensor"]
     for a, b in itertools.combinations(tensor_params, 2):
         if not (a.written or b.written):
@@ -211,46 +277,64 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
         why = "the views are not identical" if safe else "in-place use is not proved safe"
         w = a.name if a.written else b.name
         prologue.append(f"if (ntsym_overlap(&{a.name}, &{b.name}) && !({'1' if safe else '0'} && "
-                        f"ntsym_identical(&{a.name}, &{b.name}))) " + fail(
+                        f"ntsym_identical(&{a.name}, &{b.name}))) " + _fail(
                             "NTSYM_ERROR_ARGUMENT", f"`{a.name}` and `{b.name}` share memory and the kernel "
                             f"writes `{w}`: programs would read elements that other programs write ({why}); "
                             "pass a separate output"))
+    return prologue
 
-    # The facts that choose a variant.
+
+def _axes(ir, generated, params, meta_subs, choices, specialize):
+    """The facts that choose a variant: index width, alignment, peeled loops'
+    and contiguity flags, and the compile-time values the call gives."""
+    records = generated.flags
+    tensor_params = [p for p in params if p.kind == "tensor"]
     int64_terms = " || ".join([f"ntsym_needs_int64(&{p.name})" for p in tensor_params]
                               + [_logical_peak(ir, meta_subs)]) or "0"
     axes = [Axis("NTSYM_INT64", (0, 1), f"({int64_terms})", "int64")]
-    size_args = [a for a in ir.size_args if not a.constexpr]
     aligned = [f"((uintptr_t){p.name}.data % 16 == 0)" for p in tensor_params]
-    for a in size_args:
+    for a in (a for a in ir.size_args if not a.constexpr):
         ndim = next(p.ndim for p in ir.params if p.name == a.param)
         if a.kind == "stride" and a.dim == ndim - 1:
             aligned.append(f"({a.symbol.name} == 1)")
         else:
             aligned.append(f"({a.symbol.name} % 16 == 0)")
     axes.append(Axis("aligned", (0, 1), "(" + " && ".join(aligned or ["1"]) + ")", "aligned"))
-    whole = dict(records.whole)
-    for flag, (size, block) in whole.items():
+    for flag, (size, block) in dict(records.whole).items():
         size, block = (sympy.sympify(x).xreplace(meta_subs) for x in (size, block))
         axes.append(Axis(flag, (0, 1), f"({c_expr(size)} % {c_expr(block)} == 0)"))
     contig = {flag: tensor for tensor, flag in records.contiguity_flags.items()}
     for flag, tensor in sorted(contig.items()):
         axes.append(Axis(flag, (0, 1), f"(ntsym_contiguous(&{tensor}) && !NTSYM_INT64_value)"))
+    return axes + _choice_axes(ir, choices, specialize)
+
+
+def _choice_axes(ir, choices, specialize):
+    """One axis per compile-time value the call gives, over the values
+    ``specialize`` names; refused where it names another or leaves one out."""
     by_display = {v: k for k, v in choices.items()}
-    dims = {f"{p.name}.shape[{d}]" for p in shaped for d in range(p.ndim)}
-    for key, values in specialize.items():
+    dims = {f"{p.name}.shape[{d}]" for p in ir.params if p.kind in ("tensor", "shape") for d in range(p.ndim)}
+    for key in specialize:
         if key in dims and key not in by_display:
             continue  # a size the call gives at run time: nothing to specialize
         if key not in by_display:
             raise AotError(f"kernel `{ir.name}`: specialize names {key!r}, which is not a compile-time value the "
                            f"call gives (those are: {', '.join(choices.values()) or 'none'})")
+    axes = []
     for sym, shown_as in choices.items():
         if shown_as not in specialize:
             raise AotError(f"kernel `{ir.name}`: {shown_as} is a compile-time value the call gives; an "
                            f"ahead-of-time kernel needs the values to compile: specialize={{{shown_as!r}: (...)}}")
         values = tuple(int(v) for v in specialize[shown_as])
         axes.append(Axis(sym, values, f"(int64_t){sym}", "choice"))
+    return axes
 
+
+def _variants(ir, generated, axes, meta, meta_subs, choices, advance):
+    """Every assignment of the axes that can occur, as a variant to compile."""
+    records = generated.flags
+    whole = dict(records.whole)
+    contig = set(records.contiguity_flags.values())
     variants = []
     names = [ax.name for ax in axes]
     for combo in itertools.product(*(ax.values for ax in axes)):
@@ -262,17 +346,20 @@ def plan(ir, generated, spec, display, meta, *, specialize=None, num_warps=4, nu
         known = dict(meta_subs)
         for sym in choices:
             known[ir.symbols.get(sym, sympy.Symbol(sym))] = assignment[sym]
-        skip = False
-        for flag, (size, block) in whole.items():
-            value = _by_name(sympy.sympify(size) % sympy.sympify(block), known)
-            if value.is_number and bool(value == 0) != bool(assignment[flag]):
-                skip = True
-        if skip:
+        if _contradicts(whole, assignment, known):
             continue
         variants.append(_variant(ir, generated, assignment, meta, known, choices, advance))
-    grid = " * ".join(c_expr(sympy.sympify(g).xreplace(meta_subs)) for g in ir.grid) or "1"
-    return Plan(name or ir.name, generated.kernel_name, module_source, params, prologue, axes, variants, grid,
-                meta, num_warps, num_stages, checks_text)
+    return variants
+
+
+def _contradicts(whole, assignment, known):
+    """Whether a peeled loop's flag of ``assignment`` is the opposite of what
+    the sizes ``known`` already decide (no call has that variant)."""
+    for flag, (size, block) in whole.items():
+        value = _by_name(sympy.sympify(size) % sympy.sympify(block), known)
+        if value.is_number and bool(value == 0) != bool(assignment[flag]):
+            return True
+    return False
 
 
 def _by_name(expr, known):
@@ -318,69 +405,93 @@ def _check_message(rel, check, display):
 
 def _variant(ir, generated, assignment, meta, known, choices, advance):
     """The Triton signature, constants and hints of one variant, and the
-    arguments its launch passes."""
-    records = generated.records
-    int64 = bool(assignment["NTSYM_INT64"])
-    aligned = bool(assignment["aligned"])
-    int_type = "i64" if int64 else "i32"
-    by_name = {p.name: p for p in ir.params}
-    size_args = {a.symbol.name: a for a in ir.size_args}
-    pow2 = {s.name: n for n, s in records.pow2.items()}
+    arguments its launch passes: each kernel parameter by its source
+    (``codegen.arguments``)."""
+    facts = _VariantFacts(ir, assignment, meta, known, advance)
     signature, constexprs, attrs, launch = {}, {}, {}, []
-    for i, (arg, is_constexpr) in enumerate(generated.kernel_args):
-        if arg.endswith("_ptr") and arg[:-4] in by_name and by_name[arg[:-4]].kind == "tensor":
-            p = by_name[arg[:-4]]
-            signature[arg] = "*" + TRITON_TYPES[dtype_name(p.dtype)]
-            if aligned:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-            launch.append((f"{p.name}_data", "CUdeviceptr"))
-        elif arg in by_name and by_name[arg].kind == "scalar":
-            p = by_name[arg]
-            dtype = dtype_name(p.dtype) if p.dtype is not None else "float32"
-            if dtype not in ("float32", "float64", "int32", "int64"):
-                raise AotError(f"kernel `{ir.name}`: scalar `{arg}` of dtype {dtype}: an ahead-of-time kernel takes "
-                               "float32, float64, int32 or int64 scalars")
-            signature[arg] = TRITON_TYPES[dtype]
-            launch.append((f"{arg}_{TRITON_TYPES[dtype]}", {"fp32": "float", "fp64": "double", "i32": "int32_t",
-                                                             "i64": "int64_t"}[TRITON_TYPES[dtype]]))
-        elif arg in by_name and by_name[arg].kind == "constexpr":
-            p = by_name[arg]
-            value = p.value if p.value is not None else assignment.get(arg, meta.get(arg))
-            if p.value is None and arg in assignment and isinstance(value, int):
-                value = bool(value) if (p.dtype is None or "bool" in str(p.dtype)) and value in (0, 1) else value
-            signature[arg], constexprs[arg] = "constexpr", value
-        elif arg in size_args:
-            a = size_args[arg]
-            if a.constexpr:
-                signature[arg], constexprs[arg] = "constexpr", int(assignment[arg])
-                continue
-            ndim = by_name[a.param].ndim
-            if aligned and a.kind == "stride" and a.dim == ndim - 1:
-                signature[arg], constexprs[arg] = "constexpr", 1
-                continue
-            signature[arg] = int_type
-            if aligned:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-            launch.append((f"{arg}_{int_type}", "int32_t" if int_type == "i32" else "int64_t"))
-        elif arg in pow2:
-            value = _by_name(pow2[arg], known)
-            if not value.is_number:
-                raise AotError(f"kernel `{ir.name}`: the padded block {arg} = next_power_of_2({pow2[arg]}) depends "
-                               "on sizes the call gives; declare them compile-time (shape_options={'constexpr': "
-                               "True}) and specialize their values")
-            n = int(value)
-            signature[arg], constexprs[arg] = "constexpr", 1 if n <= 1 else 1 << (n - 1).bit_length()
-        elif arg == records.int64_flag:
-            signature[arg], constexprs[arg] = "constexpr", int64
-        elif arg == records.advance_flag:
-            signature[arg], constexprs[arg] = "constexpr", bool(advance)
-        elif arg in assignment:  # peeled loops' and contiguity flags
-            signature[arg], constexprs[arg] = "constexpr", bool(assignment[arg])
-        elif arg in meta:
-            signature[arg], constexprs[arg] = "constexpr", meta[arg]
-        else:
-            raise AotError(f"kernel `{ir.name}`: no value for the kernel parameter {arg}")
+    for i, arg in enumerate(generated.arguments):
+        kind, value, launched, hinted = facts.value(arg)
+        signature[arg.name] = kind
+        if kind == "constexpr":
+            constexprs[arg.name] = value
+        if launched is not None:
+            launch.append(launched)
+        if hinted and facts.aligned:
+            attrs[(i,)] = [["tt.divisibility", 16]]
     return Variant(dict(assignment), signature, constexprs, attrs, launch)
+
+
+class _VariantFacts:
+    """What one variant fixes: ``value(arg)`` is the Triton type (or
+    ``"constexpr"``), the constant, the (C local, C type) its launch passes
+    (or None) and whether it takes the 16-byte divisibility hint."""
+
+    def __init__(self, ir, assignment, meta, known, advance):
+        self.ir, self.assignment, self.meta, self.known, self.advance = ir, assignment, meta, known, advance
+        self.int64 = bool(assignment["NTSYM_INT64"])
+        self.aligned = bool(assignment["aligned"])
+        self.int_type = "i64" if self.int64 else "i32"
+        self.by_name = {p.name: p for p in ir.params}
+
+    def value(self, arg):
+        if arg.source == "tensor":
+            p = self.by_name[arg.detail.name]
+            return "*" + TRITON_TYPES[dtype_name(p.dtype)], None, (f"{p.name}_data", "CUdeviceptr"), True
+        if arg.source == "scalar":
+            return self._scalar(arg)
+        if arg.source in ("fixed", "constexpr"):
+            return "constexpr", self._constexpr(arg), None, False
+        if arg.source == "size":
+            return self._size(arg)
+        if arg.source == "pow2":
+            return "constexpr", self._pow2(arg), None, False
+        if arg.source == "int64":
+            return "constexpr", self.int64, None, False
+        if arg.source == "advance":
+            return "constexpr", bool(self.advance), None, False
+        if arg.name in self.assignment:  # peeled loops' and contiguity flags
+            return "constexpr", bool(self.assignment[arg.name]), None, False
+        if arg.name in self.meta:
+            return "constexpr", self.meta[arg.name], None, False
+        raise AotError(f"kernel `{self.ir.name}`: no value for the kernel parameter {arg.name}")
+
+    def _scalar(self, arg):
+        p = arg.detail
+        dtype = dtype_name(p.dtype) if p.dtype is not None else "float32"
+        if dtype not in ("float32", "float64", "int32", "int64"):
+            raise AotError(f"kernel `{self.ir.name}`: scalar `{arg.name}` of dtype {dtype}: an ahead-of-time kernel "
+                           "takes float32, float64, int32 or int64 scalars")
+        triton = TRITON_TYPES[dtype]
+        ctype = {"fp32": "float", "fp64": "double", "i32": "int32_t", "i64": "int64_t"}[triton]
+        return triton, None, (f"{arg.name}_{triton}", ctype), False
+
+    def _constexpr(self, arg):
+        if arg.source == "fixed":
+            return arg.detail
+        p, name = arg.detail, arg.name
+        value = self.assignment.get(name, self.meta.get(name))
+        if name in self.assignment and isinstance(value, int):
+            value = bool(value) if (p.dtype is None or "bool" in str(p.dtype)) and value in (0, 1) else value
+        return value
+
+    def _size(self, arg):
+        a = arg.detail
+        if a.constexpr:
+            return "constexpr", int(self.assignment[arg.name]), None, False
+        ndim = self.by_name[a.param].ndim
+        if self.aligned and a.kind == "stride" and a.dim == ndim - 1:
+            return "constexpr", 1, None, False
+        ctype = "int32_t" if self.int_type == "i32" else "int64_t"
+        return self.int_type, None, (f"{arg.name}_{self.int_type}", ctype), True
+
+    def _pow2(self, arg):
+        value = _by_name(arg.detail, self.known)
+        if not value.is_number:
+            raise AotError(f"kernel `{self.ir.name}`: the padded block {arg.name} = next_power_of_2({arg.detail}) "
+                           "depends on sizes the call gives; declare them compile-time (shape_options={'constexpr': "
+                           "True}) and specialize their values")
+        n = int(value)
+        return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 def _logical_peak(ir, meta_subs):

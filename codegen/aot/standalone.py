@@ -5,6 +5,9 @@ import sympy
 
 from codegen.aot.common import AotError
 from codegen.options import ADVANCE, NUM_STAGES, NUM_WARPS
+from codegen.printer import Printer
+
+_HOST = Printer(mode="host")
 
 
 def standalone_source(ir, generated, display, configs, spec):
@@ -15,28 +18,54 @@ def standalone_source(ir, generated, display, configs, spec):
     ``num_warps``, ``num_stages``, ``advance``; the first is the default,
     ``config=i`` picks another)."""
     from codegen.aot.embedded import checks_source
-    from codegen.launcher import _check_sizes
-    from codegen.printer import Printer, to_source
 
-    host = Printer(mode="host")
-    src = generated.source
-    start = src.index("@triton.jit")
-    end = src.index("\ndef make_launch(")
-    kernels = src[start:end].rstrip()
+    kernels = "\n\n\n".join(generated.helpers + (generated.kernels,)).rstrip()
+    own = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    metas = [m.symbol.name for m in ir.meta_params]
+    body = _arguments(ir, own) + _checks(ir, generated, display, own, metas)
+    body += _kernel_launch(ir, generated)
+    params = "".join(f", {m}=None" for m in metas)
+    given = "{" + ", ".join(f"{m!r}: {m}" for m in metas) + "}"
+    launcher = [f"def launch(*args, config=0{params}):",
+                f'    """Launch `{ir.name}` on ({", ".join(p.name for p in own)}): `config` picks one of CONFIGS; '
+                'block sizes given by keyword override it."""',
+                f"    given = {given}"] + ["    " + b for b in body]
+    configs_src = "CONFIGS = [\n" + "".join(f"    {c!r},\n" for c in configs) + "]"
+    parts = ["\n".join(_head(ir, generated, kernels)), checks_source(spec), kernels, configs_src,
+             "\n".join(_HELPERS), "\n".join(launcher)]
+    return "\n\n\n".join(parts) + "\n"
+
+
+_HELPERS = ["def cdiv(a, b):", "    return -(-a // b)", "", "",
+            "def next_power_of_2(n):", "    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()", "", "",
+            "def _needs_int64(t):",
+            '    """Whether some element offset can reach 2**31: then index math is 64-bit."""',
+            "    extent = 0",
+            "    for n, st in zip(t.shape, t.stride()):",
+            "        if n > 0:",
+            "            extent += (n - 1) * abs(st)",
+            "        if n >= 2**31 - 1:",
+            "            return True",
+            "    return extent >= 2**31 - 1"]
+
+
+def _head(ir, generated, kernels):
+    """The module's docstring and imports (and the interpreter switch its helpers read)."""
     head = ['"""ntsym kernel `%s`, standalone: needs torch and triton only (generated; do not edit)."""' % ir.name,
             "", "import torch", "import triton", "import triton.language as tl"]
-    if generated.records.uses_libdevice:
+    if generated.flags.uses_libdevice:
         head.append("from triton.language.extra import libdevice")
     if "NTSYM_INTERPRETING" in kernels:
         from codegen.semantics import INTERPRETING
 
         head[2:2] = ["import os", ""]
         head += ["", INTERPRETING]
-    records = generated.records
-    by_name = {p.name: p for p in ir.params}
-    own = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
-    tensors = [p for p in ir.params if p.kind == "tensor"]
-    metas = [m.symbol.name for m in ir.meta_params]
+    return head
+
+
+def _arguments(ir, own):
+    """The call's arguments counted, checked as the runtime checks them, and
+    their sizes and strides unpacked."""
     body = [f"if len(args) != {len(own)}:",
             f"    raise TypeError('kernel `{ir.name}` takes {len(own)} arguments ({', '.join(p.name for p in own)}), "
             "got %d' % len(args))",
@@ -52,76 +81,75 @@ def standalone_source(ir, generated, display, configs, spec):
                 if p.kind == "tensor":
                     strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
                     body.append(f"{', '.join(strides)}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
-    body += [line for node in _check_sizes([p for p in own if p.kind in ("tensor", "shape")])
-             for line in to_source(node).splitlines()]  # the torch launcher's size checks
+    return body
+
+
+def _checks(ir, generated, display, own, metas):
+    """The torch launcher's size checks, the configuration's block sizes, and
+    the launch checks with them."""
+    from codegen.launcher import _check_sizes
+    from codegen.printer import to_source
+
+    body = [line for node in _check_sizes([p for p in own if p.kind in ("tensor", "shape")])
+            for line in to_source(node).splitlines()]  # the torch launcher's size checks
     body.append("meta = dict(CONFIGS[config])")
     body.append("meta.update({k: v for k, v in given.items() if v is not None})")
     for m in metas:
         body.append(f"{m} = meta[{m!r}]")
-    for i, check in enumerate(generated.checks):
+    for check in generated.checks:
         names = sorted({s.name for s in check.relation.free_symbols})
         shown = ", ".join(f"{display.get(n, n)}=%r" for n in names)
         reason = (check.reason or check.message).replace("%", "%%")
-        body.append(f"if not ({to_source(host(check.relation))}):")
+        body.append(f"if not ({to_source(_HOST(check.relation))}):")
         body.append(f"    raise ValueError({(str(check.relation) + ' must hold: ' + reason + ' (' + shown + ')')!r} % "
                     f"({''.join(n + ', ' for n in names)}))")
-    body.append(f"tensors = ({''.join(p.name + ', ' for p in tensors)})")
-    body.append(f"int64 = any(_needs_int64(t) for t in tensors) or {_logical_peak(ir, host, to_source)}")
+    return body
+
+
+def _kernel_launch(ir, generated):
+    """Index width, every kernel argument's value, the grid and the launch."""
+    from codegen.printer import to_source
+
+    tensors = [p for p in ir.params if p.kind == "tensor"]
+    body = [f"tensors = ({''.join(p.name + ', ' for p in tensors)})",
+            f"int64 = any(_needs_int64(t) for t in tensors) or {_logical_peak(ir, _HOST, to_source)}"]
     kwargs, args = [], []
-    pow2 = {s.name: n for n, s in records.pow2.items()}
-    contig = {flag: tensor for tensor, flag in records.contiguity_flags.items()}
-    size_names = {a.symbol.name for a in ir.size_args}
-    for name, constexpr in generated.kernel_args:
-        if name.endswith("_ptr") and name[:-4] in by_name and by_name[name[:-4]].kind == "tensor":
-            value = name[:-4]
-        elif name in by_name and by_name[name].kind == "constexpr" and by_name[name].value is not None:
-            value = repr(by_name[name].value)
-        elif name in by_name and by_name[name].kind == "scalar":
-            value = f"({name}.item() if isinstance({name}, torch.Tensor) else {name})"
-        elif name in size_names or name in by_name:
-            value = name
-        elif name in pow2:
-            value = f"triton.next_power_of_2({to_source(host(pow2[name]))})"
-        elif name in records.whole:
-            size, block = records.whole[name]
-            value = f"({to_source(host(size))}) % ({to_source(host(block))}) == 0"
-        elif name in contig:
-            value = f"({contig[name]}.is_contiguous() and not int64)"
-        elif name == records.int64_flag:
-            value = "int64"
-        elif name == records.advance_flag:
-            value = f"bool(meta.get({ADVANCE.name!r}, False))"
-        elif name in metas:
-            value = name
-        else:
-            raise AotError(f"kernel `{ir.name}`: no value for the kernel parameter {name} in a standalone module")
-        (kwargs if constexpr else args).append((name, value))
-    grid = " * ".join(f"({to_source(host(g))})" for g in ir.grid) or "1"
+    for arg in generated.arguments:
+        (kwargs if arg.constexpr else args).append((arg.name, _argument_value(ir, arg)))
+    grid = " * ".join(f"({to_source(_HOST(g))})" for g in ir.grid) or "1"
     body.append(f"grid = ({grid},)")
     call = ", ".join(f"{n}={v}" for n, v in args + kwargs)  # by name: compile-time sizes sit among the others
     body.append("if grid[0] > 0:")
     launch = ", ".join(f"{o.name}=meta.get({o.name!r}, {o.default!r})" for o in (NUM_WARPS, NUM_STAGES))
     body.append(f"    {generated.kernel_name}[grid]({call}, {launch})")
-    params = "".join(f", {m}=None" for m in metas)
-    given = "{" + ", ".join(f"{m!r}: {m}" for m in metas) + "}"
-    launcher = [f"def launch(*args, config=0{params}):",
-                f'    """Launch `{ir.name}` on ({", ".join(p.name for p in own)}): `config` picks one of CONFIGS; '
-                'block sizes given by keyword override it."""',
-                f"    given = {given}"] + ["    " + b for b in body]
-    helper = ["def cdiv(a, b):", "    return -(-a // b)", "", "",
-              "def next_power_of_2(n):", "    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()", "", "",
-              "def _needs_int64(t):",
-              '    """Whether some element offset can reach 2**31: then index math is 64-bit."""',
-              "    extent = 0",
-              "    for n, st in zip(t.shape, t.stride()):",
-              "        if n > 0:",
-              "            extent += (n - 1) * abs(st)",
-              "        if n >= 2**31 - 1:",
-              "            return True",
-              "    return extent >= 2**31 - 1"]
-    configs_src = "CONFIGS = [\n" + "".join(f"    {c!r},\n" for c in configs) + "]"
-    parts = ["\n".join(head), checks_source(spec), kernels, configs_src, "\n".join(helper), "\n".join(launcher)]
-    return "\n\n\n".join(parts) + "\n"
+    return body
+
+
+def _argument_value(ir, arg):
+    """Host code computing the kernel parameter ``arg``'s value (a
+    ``codegen.arguments.KernelArgument``)."""
+    from codegen.printer import to_source
+
+    if arg.source == "tensor":
+        return arg.detail.name
+    if arg.source == "fixed":
+        return repr(arg.detail)
+    if arg.source == "scalar":
+        return f"({arg.name}.item() if isinstance({arg.name}, torch.Tensor) else {arg.name})"
+    if arg.source in ("constexpr", "parameter", "size", "meta"):
+        return arg.name
+    if arg.source == "pow2":
+        return f"triton.next_power_of_2({to_source(_HOST(arg.detail))})"
+    if arg.source == "whole":
+        size, block = arg.detail
+        return f"({to_source(_HOST(size))}) % ({to_source(_HOST(block))}) == 0"
+    if arg.source == "contiguous":
+        return f"({arg.detail}.is_contiguous() and not int64)"
+    if arg.source == "int64":
+        return "int64"
+    if arg.source == "advance":
+        return f"bool(meta.get({ADVANCE.name!r}, False))"
+    raise AotError(f"kernel `{ir.name}`: no value for the kernel parameter {arg.name} in a standalone module")
 
 
 def _logical_peak(ir, host, to_source):

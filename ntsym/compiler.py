@@ -1,0 +1,104 @@
+"""The compile stage: ``compile(arrangement, application, tensors)`` lowers the
+arrangement to the IR (with every proof the lowering makes), emits the kernels
+and their torch launcher, decides which tensors may alias, and returns one
+frozen :class:`Compiled`.
+
+Every target reads a ``Compiled`` and nothing else of the stages before it:
+the torch ``Kernel`` (``ntsym.make``), the torch operator (``ntsym.library``)
+and the C library and standalone module (``ntsym.aot``).  No target builds
+another to read its insides.  Compiling launches nothing and reads no torch
+tensor: the sizes it needs are those of the symbolic ``tensors``.
+"""
+
+import dataclasses
+
+from codegen import emit
+from codegen.emit_error import EmitError
+from codegen.printer import PrintError
+from ntsym.errors import ApplicationError, CodegenError
+from ntsym.lower import lower
+from ntsym.proofs import aliasing_table
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Compiled:
+    """What compiling decided, fixed: read by every target.
+
+    - ``ir``: the lowered kernel (codegen/ir.py), its launch checks and grid;
+    - ``generated``: the emitted module in its parts and the emitter's facts
+      (``codegen.emit.Generated``);
+    - ``spec``: the launch plan the runtime reads (``codegen.runtime.Spec``):
+      parameters, compile-time values, the aliasing table, tuning's inputs;
+    - ``display``: size and stride symbols as users write them
+      (``x.shape[1]``), for the messages of every launcher.
+    """
+
+    ir: object
+    generated: object
+    spec: object
+    display: dict
+
+    @property
+    def name(self):
+        return self.ir.name
+
+    @property
+    def source(self):
+        """The generated module (helpers, kernels, torch launcher)."""
+        return self.generated.source
+
+    @property
+    def kernel_source(self):
+        """The ``@triton.jit`` kernel (and its persistent variant, where there is one)."""
+        return self.generated.kernels.rstrip() + "\n"
+
+    @property
+    def launcher_source(self):
+        """The torch launcher (``make_launch``)."""
+        return self.generated.launcher.rstrip() + "\n"
+
+    @property
+    def checks(self):
+        """The launch checks: the IR's, then those the emitter found."""
+        return self.generated.checks
+
+    @property
+    def written(self):
+        """The tensors the kernel stores to, sorted."""
+        return tuple(self.generated.written)
+
+    @property
+    def read(self):
+        """The tensors the kernel loads from."""
+        return self.generated.read
+
+
+def compile(arrangement, application, tensors, kernel_name=None, num_warps=None,  # noqa: A001 - the stage's name
+            num_stages=None, max_num_configs=None, padded=frozenset()):
+    """Compile ``application`` over ``arrangement(*tensors)``.
+
+    ``padded``: call-time tile sizes to pad to a power of two (the variant a
+    kernel launches for another value).  Raises the front end's errors
+    (``ArrangementError``, ``ApplicationError``, ``CodegenError``)."""
+    ir = lower(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs, padded)
+    try:
+        generated = emit.emit(ir)
+    except EmitError as e:
+        raise ApplicationError(str(e)) from None
+    except PrintError as e:
+        raise CodegenError(str(e)) from None
+    spec = dataclasses.replace(emit.spec(ir, generated), aliasing=aliasing_table(ir, generated.sourced))
+    return Compiled(ir=ir, generated=generated, spec=spec, display=display_names(ir))
+
+
+def display_names(ir):
+    """Size and stride symbols as the user writes them: ``input.shape[1]``."""
+    names = {}
+    for p in ir.params:
+        for d, s in enumerate(p.source_sizes):
+            if hasattr(s, "name"):
+                names.setdefault(s.name, f"{p.name}.shape[{d}]")
+        for d, s in enumerate(p.strides):
+            if hasattr(s, "name"):
+                names.setdefault(s.name, f"{p.name}.stride({d})")
+    return names
