@@ -273,13 +273,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             self.lane_join(assigned_names(stmt.body + stmt.orelse), [then, self.lane_snapshot()])
             return ast.copy_location(ast.If(test=test, body=body, orelse=orelse), stmt)
         if isinstance(stmt, ast.While):
-            self._enter_loop()
-            before = self.lane_snapshot()
-            with self._branch(stmt.body + [stmt.test]):
-                test = self.expr(stmt.test)
-                body = self.block(stmt.body)
-            self.lane_join(assigned_names(stmt.body), [before, self.lane_snapshot()])
-            return ast.copy_location(ast.While(test=test, body=body, orelse=[]), stmt)
+            return self.while_loop(stmt)
         if isinstance(stmt, ast.Pass):
             return stmt
         if isinstance(stmt, ast.Return):

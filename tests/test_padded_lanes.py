@@ -293,3 +293,79 @@ def test_a_sum_over_zero_padded_chunks_needs_no_select():
     out = torch.empty(3)
     kernel(x, out, B=4)
     torch.testing.assert_close(out, x.sum(1))
+
+
+def test_a_running_maximum_over_row_chunks_in_a_while_loop():
+    def app(x, out):
+        best = ntl.full((1, x.dtype.shape[1]), float("-inf"), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        k = 0
+        while k < x.shape[1]:
+            best = ntl.maximum(best, x[0, k])
+            k += 1
+        out = ntl.max(best)  # noqa: F841
+
+    x = -(torch.rand(3, 11) + 1.0)
+    out = torch.empty(3)
+    _chunks(app)(x, out, B=4)
+    torch.testing.assert_close(out, x.max(1).values)
+
+
+@pytest.mark.parametrize("augmented", [False, True])
+def test_a_while_loop_accumulates_only_the_lanes_inside(augmented):
+    # Rows of 11 in chunks of 4, read with other=5: the last chunk's lane
+    # past the row must not reach the sum, in either spelling.
+    def arrangement(x, out, B=ntsym.block_size(lower_bound=4)):
+        return x.tile((1, B)).tile((1, -1)), out.tile((1,))
+
+    def app(x, out):
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        k = 0
+        while k < x.shape[1]:
+            acc = acc + x[0, k] * 2.0
+            k += 1
+        out = ntl.sum(acc)  # noqa: F841
+
+    def app_augmented(x, out):
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        k = 0
+        while k < x.shape[1]:
+            acc += ntl.exp(x[0, k])
+            k += 1
+        out = ntl.sum(acc)  # noqa: F841
+
+    x = torch.randn(3, 11)
+    out = torch.empty(3)
+    kernel = ntsym.make(arrangement, app_augmented if augmented else app, (Tensor(2, other=5.0), Tensor(1)))
+    kernel(x, out, B=4)
+    torch.testing.assert_close(out, x.exp().sum(1) if augmented else 2 * x.sum(1))
+
+
+def test_a_while_loop_that_does_not_run_leaves_the_lanes_it_found():
+    # `acc` enters holding the row's padding (other=5); the loop, which runs
+    # no iteration here, would clear it: the sum after it still masks.
+    def app(x, out):
+        acc = x * 1.0
+        k = x.shape[0]
+        while k < 1:
+            acc = ntl.zeros(x.shape, ntl.float32)
+            k += 1
+        out = ntl.sum(acc, axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app, other=5.0)(x, out)
+    torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 5))
+
+
+def test_a_for_loop_that_does_not_run_leaves_the_lanes_it_found():
+    # range(0): `acc` still holds the row's padding (other=5) after the loop.
+    def app(x, out):
+        acc = x * 1.0
+        for k in range(x.shape[0] - 1):
+            acc = ntl.zeros(x.shape, ntl.float32)
+        out = ntl.sum(acc, axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app, other=5.0)(x, out)
+    torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 5))
