@@ -27,6 +27,7 @@ import sympy
 
 from codegen import bounds
 from codegen.access import AccessMixin
+from codegen.reshaping import reshaped
 from codegen.addressing import AddressingMixin
 from codegen.analysis import (
     UNKNOWN,
@@ -494,6 +495,9 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 # reduction across the program's lanes would wait on its warps
                 # (causal attention's first and last key blocks of a query block).
                 return self.printer()(end)
+        moved = reshaped(self, node)  # lanes outside the tensor followed through the new shape
+        if moved is not None:
+            return moved
         mixed = self.mixing(node)  # an operation that mixes lanes: lanes outside the tensor kept out
         if mixed is not None:
             return mixed

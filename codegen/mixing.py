@@ -143,26 +143,41 @@ def _reduction(em, node, name, operand, lanes):
     if axis is _UNKNOWN_AXIS or not isinstance(keep, ast.Constant) or not (
             indices is None or isinstance(indices, ast.Constant) and not indices.value):
         return operand, unknown() if lanes.factors else Lanes(None, (), None)
+    # A factor along the axis and others (a flattened index, a reshaped
+    # mask) may exclude every lane of a row: the row's result, the
+    # identity, lies outside too.  It stays, reduced: a row lies inside
+    # where one of its lanes does.
+    across = [f for f in mixed if f.axes is not None and f.axes - {axis}]
     if keep.value:
-        factors, rank = tuple(passing), lanes.rank
+        factors, rank = tuple(passing) + tuple(_kept(f, axis) for f in across), lanes.rank
     else:
-        factors, rank = tuple(_reduced(f, axis) for f in passing), None if lanes.rank is None else lanes.rank - 1
+        factors = tuple(_reduced(f, axis) for f in passing) + tuple(_reduced(f, axis, across=True) for f in across)
+        rank = None if lanes.rank is None else lanes.rank - 1
     # Lanes another factor excludes, all holding v along the axis: max and
     # min give v, a sum of zeros 0.
     outside = [lanes.at(f) if name in ("max", "min") else
                sympy.S.Zero if name in ("sum", "xor_sum") and lanes.at(f) == 0 else None for f in passing]
+    outside += [identity if name in ("sum", "xor_sum", "max", "min") else None for _ in across]
     return operand, masked(factors, outside, rank)
 
 
-def _reduced(factor, axis):
-    """A factor that does not vary along ``axis``, with that axis removed."""
+def _kept(factor, axis):
+    """A factor along ``axis`` and others, reduced along ``axis`` with the
+    axis kept (``keep_dims``)."""
+    node = expr("tl.sum({f}.to(tl.int32), axis={axis}, keep_dims=True) > 0", f=factor.node, axis=axis + factor.rank)
+    return Factor.of(node, factor.axes - {axis}, factor.rank, None)
+
+
+def _reduced(factor, axis, across=False):
+    """A factor that does not vary along ``axis`` (``across``: that does,
+    and others too), with that axis removed."""
     if factor.axes is None:
         return factor
-    axes = {a + 1 if a < axis else a for a in factor.axes}
+    axes = {a + 1 if a < axis else a for a in factor.axes - {axis}}
     if not factor.rank or factor.rank < -axis:
         return Factor.of(factor.node, axes, factor.rank, factor.cond)
     node = expr("tl.sum({f}.to(tl.int32), axis={axis}) > 0", f=factor.node, axis=axis + factor.rank)
-    return Factor.of(node, axes, factor.rank - 1, factor.cond)
+    return Factor.of(node, axes, factor.rank - 1, None if across else factor.cond)
 
 
 def _flip(em, node, operand, lanes):

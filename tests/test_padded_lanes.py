@@ -231,9 +231,23 @@ def test_a_carried_value_read_before_the_iteration_assigns_it():
     torch.testing.assert_close(out, chunks[:, 0] * 2 + chunks[:, 1])
 
 
-def test_a_reduction_after_a_reshape_ntsym_does_not_follow_is_refused():
+def test_a_reduction_after_a_reshape_reads_through_the_reshaped_mask():
+    # A row of 5 (other=5) in a block of 8, as two halves of 4: the second
+    # half holds one element and three lanes past the row.
     def app(x, out):
-        out = ntl.sum(ntl.reshape(x, (2, 4)), axis=1)[:, None] + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+        halves = ntl.sum(ntl.reshape(x, (2, 4)), axis=1)
+        out = ntl.reshape(ntl.max(halves[None, :], axis=1, keep_dims=True), (1, 1)) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app, other=5.0)(x, out)
+    expected = torch.maximum(x[:, :4].sum(1), x[:, 4])
+    torch.testing.assert_close(out, expected[:, None].expand(3, 5))
+
+
+def test_a_reduction_after_a_reshape_that_may_reorder_is_refused():
+    def app(x, out):
+        out = ntl.sum(ntl.reshape(x, (2, 4), can_reorder=True), axis=1)[:, None] + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
 
     with pytest.raises(ntsym.ApplicationError, match="may hold lanes outside the tensor"):
         _row_kernel(app)
@@ -369,3 +383,16 @@ def test_a_for_loop_that_does_not_run_leaves_the_lanes_it_found():
     out = torch.empty(3, 5)
     _row_kernel(app, other=5.0)(x, out)
     torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 5))
+
+
+def test_a_row_of_a_reshape_wholly_past_the_tensor_stays_outside():
+    # A row of 3 in a block of 8, as two rows of 4: the second lies wholly
+    # past the row; its sum (0) must not reach the max of the two sums.
+    def app(x, out):
+        halves = ntl.sum(ntl.reshape(x, (2, 4)), axis=1)
+        out = ntl.max(halves, axis=0) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = -(torch.rand(3, 3) + 1.0)
+    out = torch.empty(3, 3)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 3))
