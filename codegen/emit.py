@@ -135,6 +135,7 @@ def emit(ir):
         kernel_src += "\n\n\n" + persistent.source
     launcher_src = launcher(ir, emitter, checks, persistent)
     helpers = [HELPERS[h].strip() for h in sorted(HELPERS) if h + "(" in kernel_src]
+    helpers += [emitter.records.functions[f] for f in sorted(emitter.records.functions)]
     interpreting_switch = any("NTSYM_INTERPRETING" in h for h in helpers)
     header = [
         f'"""ntsym kernel `{ir.name}` (generated; do not edit)."""',

@@ -27,6 +27,7 @@ import sympy
 
 from codegen import bounds
 from codegen.access import AccessMixin
+from codegen.functions import FunctionValuesMixin
 from codegen.reshaping import reshaped
 from codegen.addressing import AddressingMixin
 from codegen.analysis import (
@@ -79,7 +80,7 @@ def _gives_shape(positions, i):
 
 
 class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, InliningMixin, GlobalNamesMixin,
-                    PaddingMixin, SemanticsMixin):
+                    PaddingMixin, SemanticsMixin, FunctionValuesMixin):
     """Rewrites the application into a kernel body: the visitor.
 
     ``statement`` and ``expr`` dispatch on the node type; the jobs they need
@@ -368,10 +369,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             if node.id in self.params and node.id not in self.names.locals:
                 return ast.Name(id=node.id, ctx=ast.Load())
             if node.id in self.ir.inline_functions and node.id not in self.names.locals:
-                raise self.error(
-                    f"the function `{node.id}` is passed as a value: ntsym inlines the functions an application "
-                    f"calls, so none exists in the kernel to pass; call it instead, or for a reduction use "
-                    f"ntl.sum, ntl.max, ntl.min (or write the combination out)", node)
+                return self.function_value(node.id, node)  # a combine passed to reduce or a scan
             named = self.global_name(node)
             return node if named is None else named
         if isinstance(node, ast.Attribute):

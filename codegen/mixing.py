@@ -60,6 +60,8 @@ def _mix(em, node, name):
         return _dot(em, node, operand, lanes)
     if not lanes.clean:
         em.require_known(lanes, node, name)
+    if name == "reduce" and _split(lanes, _argument(node, 1, "axis", ast.Constant(None)))[0]:
+        return _user_reduction(em, node, operand, lanes)
     if name in REDUCTIONS:
         operand, result = _reduction(em, node, name, operand, lanes)
     elif name in SCANS:
@@ -128,13 +130,39 @@ def _split(lanes, axis_node):
     return mixed, [f for f in factors if f not in mixed or f.axes is None]
 
 
-def _reduction(em, node, name, operand, lanes):
+def _user_reduction(em, node, operand, lanes):
+    """``reduce(x, axis, combine)`` over lanes outside the tensor: the
+    combine has no identity ntsym knows, so pairs (value, inside) are
+    reduced and lanes outside never reach it (``codegen/functions.py``)."""
+    from codegen.functions import masked_reduce
+    from codegen.reshaping import named
+
+    axis_node = _argument(node, 1, "axis", ast.Constant(None))
+    combine_node = _argument(node, 2, "combine_fn", None)
+    mixed, _ = _split(lanes, axis_node)
+    if isinstance(node.args[0], ast.Tuple) or combine_node is None or any(f.node is None for f in mixed):
+        em.select(operand, lanes, mixed, None, node, "reduce")  # refused, with the reason
+    combine = em.expr(combine_node)
+    if not isinstance(combine, ast.Name):
+        raise em.error("`reduce` over lanes outside the tensor needs its combine as a function of the "
+                       "application (`@triton.jit def combine(a, b): ...`)", combine_node)
+    _, result = _reduction(em, node, "reduce", operand, lanes, select=False)
+    keep = _argument(node, 3, "keep_dims", ast.Constant(False))
+    value = operand if isinstance(operand, ast.Name) else named(em, operand)
+    call = masked_reduce(em, value, conjunction(copy.deepcopy(f.node) for f in mixed), em.expr(axis_node),
+                         combine, em.expr(keep))
+    em.lanes.nodes[("result", id(node))] = (node, result)
+    return call
+
+
+def _reduction(em, node, name, operand, lanes, select=True):
     identity, keep_position = REDUCTIONS[name]
     axis_node = _argument(node, 1, "axis", ast.Constant(None))
     if name == "reduce":
         identity = None
     mixed, passing = _split(lanes, axis_node)
-    operand = em.select(operand, lanes, mixed, identity, node, name)
+    if select:
+        operand = em.select(operand, lanes, mixed, identity, node, name)
     axis = _axis(axis_node, lanes.rank)
     keep = _argument(node, keep_position, "keep_dims", ast.Constant(False))
     indices = _argument(node, 2, "return_indices", ast.Constant(False)) if name in ("max", "min") else None

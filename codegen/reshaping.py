@@ -33,7 +33,7 @@ def reshaped(em, node):
     lanes = em.lanes_of(operand_node)
     following = lanes.known and not lanes.clean and all(f.node is not None for f in lanes.factors)
     if following and name == "reshape" and not isinstance(operand, ast.Name):
-        operand = _named(em, operand)  # the mask reads its shape
+        operand = named(em, operand)  # the mask reads its shape
     call = _call(em, node, operand)
     if not following:
         return call  # its lanes: all inside, or unknown (``_call_lanes``)
@@ -84,7 +84,7 @@ def _call(em, node, operand):
     return ast.Call(func=method, args=[em.shape_argument(a) for a in node.args], keywords=[])
 
 
-def _named(em, value):
+def named(em, value):
     """``value`` assigned to a fresh name before the statement: the name."""
     em.names.counter += 1
     temp = f"ntsym_value_{em.names.counter}"
@@ -94,4 +94,4 @@ def _named(em, value):
     return ast.Name(id=temp, ctx=ast.Load())
 
 
-__all__ = ["reshaped"]
+__all__ = ["named", "reshaped"]
