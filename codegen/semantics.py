@@ -21,7 +21,7 @@
 
 import ast
 
-from codegen import bounds
+from codegen import bounds, debug_checks
 
 def _nan_reduction(name, combine):
     """The source of ``ntsym_<name>``: ``tl.<name>`` returning NaN where the
@@ -124,6 +124,7 @@ def ntsym_py_mod(a, b):
     "ntsym_min": _nan_reduction("min", "minimum"),
     "ntsym_argmax": _nan_arg_reduction("argmax"),
     "ntsym_argmin": _nan_arg_reduction("argmin"),
+    "ntsym_check_index": debug_checks.HELPER,  # NTSYM_DEBUG only
 }
 
 # Module-level constant of the helpers that differ between the interpreter and a
