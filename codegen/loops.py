@@ -26,6 +26,7 @@ from codegen import bounds, template
 from codegen.astutil import broadcast, generated_assign
 from codegen.emit_error import EmitError
 from codegen.intfuncs import CeilDiv, FloorDiv
+from codegen.lanes import same_everywhere
 from codegen.template import expr
 
 
@@ -82,6 +83,7 @@ class LoopsMixin:
                 self.loops.ranges[var] = stop
                 ceiling = _ceiling_of(stop)
         self.names.locals.add(stmt.target.id)
+        self.lanes.locals[stmt.target.id] = same_everywhere()  # a scalar: no lane outside
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
         assigned = body_assigned | {stmt.target.id}
         start, step = self._range_start_step(it, assigned)

@@ -396,3 +396,31 @@ def test_a_row_of_a_reshape_wholly_past_the_tensor_stays_outside():
     out = torch.empty(3, 3)
     _row_kernel(app)(x, out)
     torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 3))
+
+
+@pytest.mark.parametrize("outer", ["for", "while"])
+def test_a_carried_value_scaled_by_an_inner_loop_variable(outer):
+    # `r + 1` reads a loop variable: a scalar, which keeps the lanes known.
+    def for_app(x, out):
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        for k in range(x.shape[1]):
+            for r in range(2):
+                acc = acc + x[0, k] * (r + 1)
+        out = ntl.sum(acc)  # noqa: F841
+
+    def while_app(x, out):
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        k = 0
+        while k < x.shape[1]:
+            for r in range(2):
+                acc = acc + x[0, k] * (r + 1)
+            k += 1
+        out = ntl.sum(acc)  # noqa: F841
+
+    def arrangement(x, out, B=ntsym.block_size(lower_bound=4)):
+        return x.tile((1, B)).tile((1, -1)), out.tile((1,))
+
+    x = torch.randn(3, 11)
+    out = torch.empty(3)
+    ntsym.make(arrangement, for_app if outer == "for" else while_app, (Tensor(2, other=2.0), Tensor(1)))(x, out, B=4)
+    torch.testing.assert_close(out, 3 * x.sum(1))
