@@ -222,3 +222,13 @@ def test_reduce_with_a_combine_function_over_a_whole_tile_is_reduced_as_written(
     out = torch.empty(3)
     kernel(x, out)
     torch.testing.assert_close(out, x.prod(1))
+
+
+def test_associative_scan_with_a_combine_function_over_a_whole_tile():
+    def running(x, out):
+        out = ntl.sum(ntl.associative_scan(x, 1, _product), axis=1)  # noqa: F841
+
+    x = torch.rand(3, 4) + 0.5
+    out = torch.empty(3)
+    _rows_of(exact=True)(running)(x, out)
+    torch.testing.assert_close(out, x.cumprod(1).sum(1))
