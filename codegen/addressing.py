@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from codegen import bounds
+from codegen import bounds, debug_checks, template
 from codegen.astutil import broadcast, generated_assign, literal_int
 from codegen.intfuncs import CeilDiv, FloorDiv, Mod, recombine
 from codegen.ir import Check
@@ -340,12 +340,29 @@ class AddressingMixin:
         pointer = expr(f"{p.name}_ptr")
         mask = []
         printer = self.printer()
-        for key, stride, size in zip(keys, p.strides, p.sizes):
+        for d, (key, stride, size) in enumerate(zip(keys, p.strides, p.sizes)):
             index = self.expr(key)
             pointer = expr("{pointer} + {index} * {stride}", pointer=pointer, index=index, stride=printer(stride))
             mask.append(expr("{index} >= 0", index=copy.deepcopy(index)))
             mask.append(expr("{index} < {size}", index=copy.deepcopy(index), size=printer(size)))
+            if debug_checks.enabled():
+                self._check_index(p, d, key, mask[-2:])
         return p, pointer, conjunction(mask)
+
+    def _check_index(self, p, d, key, bounds):
+        """Under NTSYM_DEBUG: a check, before the statement, that the index
+        ``key`` of ``p.source`` along dimension ``d`` is in bounds on every lane
+        inside the tensors it is computed from (``codegen/debug_checks.py``)."""
+        inside = conjunction(copy.deepcopy(b) for b in bounds)
+        lanes = self.lanes_of(key)
+        if lanes.known and lanes.factors and all(f.node is not None for f in lanes.factors):
+            lane = conjunction(copy.deepcopy(f.node) for f in lanes.factors)
+            inside = expr("{inside} | ~({lane})", inside=inside, lane=lane)
+        message = (f"{p.name}.source[...]: the index `{ast.unparse(key)}` along dimension {d} is outside "
+                   f"[0, {p.name}.shape[{d}])")
+        self.records.helpers.add("ntsym_check_index")
+        self.blocks.pre.append(template.stmt("ntsym_check_index({inside}, {message})", inside=inside,
+                                             message=ast.Constant(message)))
 
     def offsets(self, ref, node):
         """``x.offsets(d)``: the source indices along dimension ``d`` of the

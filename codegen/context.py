@@ -47,6 +47,8 @@ class ModuleRecords:
     - ``uses_libdevice``: the kernel names ``libdevice`` (an import).
     - ``helpers``: functions of the generated module the kernel calls
       (``ntsym_math_arg``).
+    - ``functions``: module-level functions written for the application's
+      functions passed as values: name -> source (``codegen/functions.py``).
     - ``int64_flag``, ``advance_flag``: the names of two compile-time flags.
     """
 
@@ -65,6 +67,7 @@ class ModuleRecords:
     addressed: set = field(default_factory=set)
     uses_libdevice: bool = False
     helpers: set = field(default_factory=set)
+    functions: dict = field(default_factory=dict)
     int64_flag: str = "NTSYM_INT64"
     advance_flag: str = "NTSYM_ADVANCE"
 

@@ -175,6 +175,8 @@ def emit(ir):
         for node in ast.walk(statement):
             if hasattr(node, "lineno"):
                 node.lineno = 0
+    if "ntsym_check_index" in emitter.records.helpers:  # NTSYM_DEBUG: device_assert fires on a GPU
+        func.decorator_list = [ast.parse("triton.jit(debug=True)", mode="eval").body]
     kernel_src = to_source(ast.fix_missing_locations(func))
     locations = _user_locations(func, kernel_src, emitter)
     checks = tuple(ir.checks) + tuple(emitter.records.checks)
@@ -183,6 +185,7 @@ def emit(ir):
         kernel_src += "\n\n\n" + persistent.source
     launcher_src = launcher(ir, emitter, checks, persistent)
     helpers = [HELPERS[h].strip() for h in sorted(HELPERS) if h + "(" in kernel_src]
+    helpers += [emitter.records.functions[f] for f in sorted(emitter.records.functions)]
     interpreting_switch = any("NTSYM_INTERPRETING" in h for h in helpers)
     header = [
         f'"""ntsym kernel `{ir.name}` (generated; do not edit)."""',
@@ -195,6 +198,8 @@ def emit(ir):
     if emitter.records.uses_libdevice:
         header.append("from ntsym.language import libdevice")
     header += ["", "from codegen import runtime", "from codegen.runtime import cdiv, next_power_of_2"]
+    if any(h.startswith("@triton.jit\ndef ntsym_check_index(") for h in helpers):
+        header.append("from codegen import debug_checks")
     if interpreting_switch:
         header += ["", SEMANTIC_INTERPRETING]
     parts = ["\n".join(header)] + helpers + [kernel_src, launcher_src]

@@ -27,6 +27,8 @@ import sympy
 
 from codegen import bounds
 from codegen.access import AccessMixin
+from codegen.functions import FunctionValuesMixin
+from codegen.reshaping import reshaped
 from codegen.addressing import AddressingMixin
 from codegen.analysis import (
     UNKNOWN,
@@ -79,7 +81,7 @@ def _gives_shape(positions, i):
 
 
 class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, InliningMixin, GlobalNamesMixin,
-                    PaddingMixin, SemanticsMixin):
+                    PaddingMixin, SemanticsMixin, FunctionValuesMixin):
     """Rewrites the application into a kernel body: the visitor.
 
     ``statement`` and ``expr`` dispatch on the node type; the jobs they need
@@ -276,13 +278,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             self.lane_join(assigned_names(stmt.body + stmt.orelse), [then, self.lane_snapshot()])
             return ast.copy_location(ast.If(test=test, body=body, orelse=orelse), stmt)
         if isinstance(stmt, ast.While):
-            self._enter_loop()
-            before = self.lane_snapshot()
-            with self._branch(stmt.body + [stmt.test]):
-                test = self.expr(stmt.test)
-                body = self.block(stmt.body)
-            self.lane_join(assigned_names(stmt.body), [before, self.lane_snapshot()])
-            return ast.copy_location(ast.While(test=test, body=body, orelse=[]), stmt)
+            return self.while_loop(stmt)
         if isinstance(stmt, ast.Pass):
             return stmt
         if isinstance(stmt, ast.Return):
@@ -376,10 +372,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             if node.id in self.params and node.id not in self.names.locals:
                 return ast.Name(id=node.id, ctx=ast.Load())
             if node.id in self.ir.inline_functions and node.id not in self.names.locals:
-                raise self.error(
-                    f"the function `{node.id}` is passed as a value: ntsym inlines the functions an application "
-                    f"calls, so none exists in the kernel to pass; call it instead, or for a reduction use "
-                    f"ntl.sum, ntl.max, ntl.min (or write the combination out)", node)
+                return self.function_value(node.id, node)  # a combine passed to reduce or a scan
             named = self.global_name(node)
             return node if named is None else named
         if isinstance(node, ast.Attribute):
@@ -504,6 +497,9 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 # reduction across the program's lanes would wait on its warps
                 # (causal attention's first and last key blocks of a query block).
                 return self.printer()(end)
+        moved = reshaped(self, node)  # lanes outside the tensor followed through the new shape
+        if moved is not None:
+            return moved
         mixed = self.mixing(node)  # an operation that mixes lanes: lanes outside the tensor kept out
         if mixed is not None:
             return mixed

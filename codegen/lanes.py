@@ -156,20 +156,20 @@ def equals(value, identity):
 
 def join(states):
     """The lanes of a name after paths that leave it as ``states`` (None: not
-    assigned on that path): the same factors, or unknown."""
+    assigned on that path): a lane lies inside where it does on every path
+    (every factor of each), what it holds outside kept where all agree;
+    unknown where one path's is."""
     present = [s for s in states if s is not None]
     if not present:
         return None
-    first = present[0]
     ranks = {s.rank for s in present}
-    rank = first.rank if len(ranks) == 1 else None
-    keys = [f.key for f in first.factors] if first.known else None
-    if keys is None or any(not s.known or [f.key for f in s.factors] != keys for s in present):
+    rank = present[0].rank if len(ranks) == 1 else None
+    if any(not s.known for s in present):
         return unknown(rank)
-    outside = tuple(vs[0] if len(set(vs)) == 1 else None for vs in zip(*(s.outside for s in present))) \
-        if first.factors else ()
-    values = {s.value for s in present}
-    return Lanes(first.value if len(values) == 1 else None, first.factors, rank, outside)
+    joined = present[0]
+    for s in present[1:]:
+        joined = widen(joined, s)
+    return Lanes(joined.value, joined.factors, rank, joined.outside)
 
 
 def widen(entry, end):

@@ -26,6 +26,7 @@ from codegen import bounds, template
 from codegen.astutil import broadcast, generated_assign
 from codegen.emit_error import EmitError
 from codegen.intfuncs import CeilDiv, FloorDiv
+from codegen.lanes import same_everywhere
 from codegen.template import expr
 
 
@@ -51,6 +52,7 @@ class LoopsMixin:
         args = it.args
         body_assigned, ceiling = self._learn_range(stmt, var)
         self.names.locals.add(stmt.target.id)
+        self.lanes.locals[stmt.target.id] = same_everywhere()  # a scalar: no lane outside
         new_iter = ast.Call(func=self.expr(it.func), args=[self.expr(a) for a in args], keywords=[self.keyword(k) for k in it.keywords])
         assigned = body_assigned | {stmt.target.id}
         start, step = self._range_start_step(it, assigned)
@@ -73,10 +75,12 @@ class LoopsMixin:
                 self.names.counter = saved[2]
             raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
         finally:
-            # After the loop (it ran): what the bodies leave, those factors
-            # that read the loop's variable or what it assigns stale.
-            self.lanes.locals = self.loops.lanes_before.pop()
-            self.lane_join(assigned, self.loops.lanes_after.pop(), assigned | {var.name})
+            # After the loop, which may not have run: what it found or what
+            # the bodies leave, those factors that read the loop's variable or
+            # what it assigns stale.
+            before = self.loops.lanes_before.pop()
+            self.lanes.locals = dict(before)
+            self.lane_join(assigned, [before] + self.loops.lanes_after.pop(), assigned | {var.name})
 
     def _check_loop(self, stmt):
         """Refuse a loop ntsym cannot emit: not over ``range`` (or
@@ -236,6 +240,53 @@ class LoopsMixin:
             body = [_IndexForm(self.records.advance_flag, dropped).visit(s) for s in body]
         return frame, self._advanced(frame, body)
 
+    # -- while loops -------------------------------------------------------------
+
+    def while_loop(self, stmt):
+        """``while test: body``: as a ``for`` loop, a value it carries keeps
+        its value on lanes outside each iteration's tiles (``carried``); the
+        body is emitted again from a wider state until the lanes settle.  The
+        loop may not run: after it, a name holds what it held before or what
+        a body left."""
+        if stmt.orelse:
+            raise self.error("`while ... else` is not supported in applications", stmt)
+        self._enter_loop()
+        assigned = assigned_names(stmt.body)
+        self._forget(assigned)
+        self.loops.lanes_before.append(self.lane_snapshot())
+        self.loops.lanes_after.append([])
+        counter = self.names.counter
+        try:
+            for _ in range(4):
+                loop = self._while_body(stmt, assigned)
+                widened = self.lane_widened(assigned, self.loops.lanes_before[-1], self.loops.lanes_after[-1])
+                if widened is None:
+                    return loop
+                self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
+                self.names.counter = counter
+            raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
+        finally:
+            before = self.loops.lanes_before.pop()
+            self.lanes.locals = dict(before)
+            self.lane_join(assigned, [before] + self.loops.lanes_after.pop(), assigned)
+
+    def _while_body(self, stmt, assigned):
+        """The ``while`` loop emitted once from ``loops.lanes_before[-1]``:
+        its test and body run in a branch, under a frame with no variable."""
+        self.lanes.locals = dict(self.loops.lanes_before[-1])
+        with self._branch(stmt.body + [stmt.test]):
+            frame = _LoopFrame(None, None, sympy.S.One, assigned)
+            frame.defined = set(self.loops.lanes_before[-1])
+            frame.written, frame.branches = set(), self.lanes.branches
+            self.loops.frames.append(frame)
+            try:
+                test = self.expr(stmt.test)
+                body = self.block(stmt.body)
+            finally:
+                self.loops.frames.pop()
+        self.loops.lanes_after[-1].append(self.lane_snapshot())
+        return ast.copy_location(ast.While(test=test, body=body, orelse=[]), stmt)
+
     def _whole_flag(self, size, block):
         for name, key in self.records.whole.items():
             if key == (size, block):
@@ -373,7 +424,7 @@ class LoopsMixin:
 
 
 class _LoopFrame:
-    """A `for` loop being emitted: its variable, its first value and step
+    """A loop being emitted: its variable (None for a ``while``), its first value and step
     (index math; start None where not), the names its body assigns, and the
     pointer blocks it carries: key -> (name, tensor, parts, printer, shape)."""
 

@@ -60,6 +60,8 @@ def _mix(em, node, name):
         return _dot(em, node, operand, lanes)
     if not lanes.clean:
         em.require_known(lanes, node, name)
+    if name == "reduce" and _split(lanes, _argument(node, 1, "axis", ast.Constant(None)))[0]:
+        return _user_reduction(em, node, operand, lanes)
     if name in REDUCTIONS:
         operand, result = _reduction(em, node, name, operand, lanes)
     elif name in SCANS:
@@ -128,13 +130,39 @@ def _split(lanes, axis_node):
     return mixed, [f for f in factors if f not in mixed or f.axes is None]
 
 
-def _reduction(em, node, name, operand, lanes):
+def _user_reduction(em, node, operand, lanes):
+    """``reduce(x, axis, combine)`` over lanes outside the tensor: the
+    combine has no identity ntsym knows, so pairs (value, inside) are
+    reduced and lanes outside never reach it (``codegen/functions.py``)."""
+    from codegen.functions import masked_reduce
+    from codegen.reshaping import named
+
+    axis_node = _argument(node, 1, "axis", ast.Constant(None))
+    combine_node = _argument(node, 2, "combine_fn", None)
+    mixed, _ = _split(lanes, axis_node)
+    if isinstance(node.args[0], ast.Tuple) or combine_node is None or any(f.node is None for f in mixed):
+        em.select(operand, lanes, mixed, None, node, "reduce")  # refused, with the reason
+    combine = em.expr(combine_node)
+    if not isinstance(combine, ast.Name):
+        raise em.error("`reduce` over lanes outside the tensor needs its combine as a function of the "
+                       "application (`@triton.jit def combine(a, b): ...`)", combine_node)
+    _, result = _reduction(em, node, "reduce", operand, lanes, select=False)
+    keep = _argument(node, 3, "keep_dims", ast.Constant(False))
+    value = operand if isinstance(operand, ast.Name) else named(em, operand)
+    call = masked_reduce(em, value, conjunction(copy.deepcopy(f.node) for f in mixed), em.expr(axis_node),
+                         combine, em.expr(keep))
+    em.lanes.nodes[("result", id(node))] = (node, result)
+    return call
+
+
+def _reduction(em, node, name, operand, lanes, select=True):
     identity, keep_position = REDUCTIONS[name]
     axis_node = _argument(node, 1, "axis", ast.Constant(None))
     if name == "reduce":
         identity = None
     mixed, passing = _split(lanes, axis_node)
-    operand = em.select(operand, lanes, mixed, identity, node, name)
+    if select:
+        operand = em.select(operand, lanes, mixed, identity, node, name)
     axis = _axis(axis_node, lanes.rank)
     keep = _argument(node, keep_position, "keep_dims", ast.Constant(False))
     indices = _argument(node, 2, "return_indices", ast.Constant(False)) if name in ("max", "min") else None
@@ -143,26 +171,41 @@ def _reduction(em, node, name, operand, lanes):
     if axis is _UNKNOWN_AXIS or not isinstance(keep, ast.Constant) or not (
             indices is None or isinstance(indices, ast.Constant) and not indices.value):
         return operand, unknown() if lanes.factors else Lanes(None, (), None)
+    # A factor along the axis and others (a flattened index, a reshaped
+    # mask) may exclude every lane of a row: the row's result, the
+    # identity, lies outside too.  It stays, reduced: a row lies inside
+    # where one of its lanes does.
+    across = [f for f in mixed if f.axes is not None and f.axes - {axis}]
     if keep.value:
-        factors, rank = tuple(passing), lanes.rank
+        factors, rank = tuple(passing) + tuple(_kept(f, axis) for f in across), lanes.rank
     else:
-        factors, rank = tuple(_reduced(f, axis) for f in passing), None if lanes.rank is None else lanes.rank - 1
+        factors = tuple(_reduced(f, axis) for f in passing) + tuple(_reduced(f, axis, across=True) for f in across)
+        rank = None if lanes.rank is None else lanes.rank - 1
     # Lanes another factor excludes, all holding v along the axis: max and
     # min give v, a sum of zeros 0.
     outside = [lanes.at(f) if name in ("max", "min") else
                sympy.S.Zero if name in ("sum", "xor_sum") and lanes.at(f) == 0 else None for f in passing]
+    outside += [identity if name in ("sum", "xor_sum", "max", "min") else None for _ in across]
     return operand, masked(factors, outside, rank)
 
 
-def _reduced(factor, axis):
-    """A factor that does not vary along ``axis``, with that axis removed."""
+def _kept(factor, axis):
+    """A factor along ``axis`` and others, reduced along ``axis`` with the
+    axis kept (``keep_dims``)."""
+    node = expr("tl.sum({f}.to(tl.int32), axis={axis}, keep_dims=True) > 0", f=factor.node, axis=axis + factor.rank)
+    return Factor.of(node, factor.axes - {axis}, factor.rank, None)
+
+
+def _reduced(factor, axis, across=False):
+    """A factor that does not vary along ``axis`` (``across``: that does,
+    and others too), with that axis removed."""
     if factor.axes is None:
         return factor
-    axes = {a + 1 if a < axis else a for a in factor.axes}
+    axes = {a + 1 if a < axis else a for a in factor.axes - {axis}}
     if not factor.rank or factor.rank < -axis:
         return Factor.of(factor.node, axes, factor.rank, factor.cond)
     node = expr("tl.sum({f}.to(tl.int32), axis={axis}) > 0", f=factor.node, axis=axis + factor.rank)
-    return Factor.of(node, axes, factor.rank - 1, factor.cond)
+    return Factor.of(node, axes, factor.rank - 1, None if across else factor.cond)
 
 
 def _flip(em, node, operand, lanes):

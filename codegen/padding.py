@@ -365,7 +365,8 @@ class PaddingMixin:
         if not frames or not reads or not lanes.known:
             self.lanes.locals[name] = lanes
             return unchanged
-        changing = set().union(*({f.var.name} | set(f.assigned) for f in self.loops.frames))
+        changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned)
+                                  for f in self.loops.frames))
         varying = [f for f in lanes.factors if f.node is None or f.names & changing]
         # ``acc + e``, ``maximum(acc, e)``, ...: where ``e`` holds the
         # identity, the carried value is unchanged and no select is needed

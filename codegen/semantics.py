@@ -2,7 +2,9 @@
 
 - ``//`` and ``%`` round the quotient toward negative infinity, as Python and
   torch do (``-7 // 2 == -4``, ``-7 % 2 == 1``, ``-7.5 % 2 == 0.5``); Triton
-  truncates signed integers (-3 and -1) and takes C's ``fmod`` for floats.
+  truncates signed integers (-3 and -1), takes C's ``fmod`` for float ``%``
+  and has no float ``//`` (``ntsym_float_floordiv`` computes torch's
+  ``floor_divide`` of floats: signed zeros, inf and NaN as torch gives them).
   Where both operands are proved non-negative (index math over offsets, loop
   variables and sizes) or are Python numbers at compile time, the two agree
   and the operator is emitted as written; otherwise through ``ntsym_py_floordiv``
@@ -19,7 +21,7 @@
 
 import ast
 
-from codegen import bounds
+from codegen import bounds, debug_checks
 
 def _nan_reduction(name, combine):
     """The source of ``ntsym_<name>``: ``tl.<name>`` returning NaN where the
@@ -67,12 +69,48 @@ def ntsym_{name}(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, kee
 HELPERS = {
     "ntsym_py_floordiv": """
 @triton.jit
+def ntsym_exact_div(x, y):
+    \"\"\"x / y rounded to nearest (Triton's float32 `/` may be approximate).\"\"\"
+    if tl.constexpr(x.dtype == tl.float64):
+        q = x / y
+    else:
+        q = tl.math.div_rn(x, y)
+    return q
+
+
+@triton.jit
+def ntsym_float_floordiv(a, b):
+    \"\"\"torch.floor_divide of floats: floor(a / b) computed from fmod as
+    torch does (half precision in float32), -0.0 where the quotient is a
+    negative zero, a / b (inf, NaN) where b is 0.\"\"\"
+    t: tl.constexpr = (a + b).dtype
+    if tl.constexpr(t.primitive_bitwidth < 32):
+        x = tl.cast(a, tl.float32)
+        y = tl.cast(b, tl.float32)
+    else:
+        x = tl.cast(a, t)
+        y = tl.cast(b, t)
+    mod = x % y
+    div = ntsym_exact_div(x - mod, y)
+    div = tl.where((mod != 0) & ((y < 0) != (mod < 0)), div - 1, div)
+    q = tl.floor(div)
+    q = tl.where(div - q > 0.5, q + 1, q)
+    q = tl.where(div != 0, q, ntsym_exact_div(x, y) * 0.0)
+    q = tl.where(y == 0, ntsym_exact_div(x, y), q)
+    return q.to(t)
+
+
+@triton.jit
 def ntsym_py_floordiv(a, b):
     \"\"\"a // b as Python and torch compute it: rounded toward negative
-    infinity, where Triton truncates signed integers.\"\"\"
-    q = a // b
-    r = a % b
-    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+    infinity, where Triton truncates signed integers (and has no float //).\"\"\"
+    if tl.constexpr((a + b).dtype.is_floating()):
+        q = ntsym_float_floordiv(a, b)
+    else:
+        q = a // b
+        r = a % b
+        q = tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+    return q
 """,
     "ntsym_py_mod": """
 @triton.jit
@@ -86,6 +124,7 @@ def ntsym_py_mod(a, b):
     "ntsym_min": _nan_reduction("min", "minimum"),
     "ntsym_argmax": _nan_arg_reduction("argmax"),
     "ntsym_argmin": _nan_arg_reduction("argmin"),
+    "ntsym_check_index": debug_checks.HELPER,  # NTSYM_DEBUG only
 }
 
 # Module-level constant of the helpers that differ between the interpreter and a

@@ -12,9 +12,11 @@ Before the launch, each jagged argument becomes a dense view of its values,
 ``(B, longest, ...)`` with stride 0 along the batch, and its offsets are
 passed beside it; the kernel moves each program's pointer to its sequence and
 masks with its length (see docs/jagged.md).  The offsets are validated here
-(integers, on the values' device, non-decreasing, within the values) on
-every call, from the data.
+(integers, on the values' device, non-decreasing, within the values) from
+the data, once per state of the offsets tensor (``_offset_stats_once``).
 """
+
+import weakref
 
 import numpy
 import torch
@@ -84,15 +86,11 @@ def jagged(values, offsets, *, jagged_dim=1, max_length=None):
 def _offset_facts(name, offsets, rows):
     """(first, last, longest) of valid offsets; a LaunchError otherwise.
 
-    Validated on every call, from the data itself: a cache keyed by the
-    tensor's version would outlive a rewrite that does not bump it (through
-    ``.data``, or memory a kernel wrote), and the launch would then write rows
-    past the end of the values.  Offsets on the CPU are read on the host (a
-    list, or numpy for many: microseconds); on a GPU they cost one
-    synchronisation."""
+    Read from the data (``_offset_stats_once``); the checks against the
+    values' rows run on every call."""
     if offsets.numel() < 1:
         raise LaunchError(f"`{name}`: the offsets are empty; a batch of B sequences has B + 1 offsets")
-    first, last, smallest, longest = _offset_stats(offsets)
+    first, last, smallest, longest = _offset_stats_once(offsets)
     if smallest < 0:
         diff = offsets.diff()
         bad = int((diff < 0).nonzero()[0])
@@ -110,6 +108,47 @@ def _offset_facts(name, offsets, rows):
 
 
 _LISTED = 32  # offsets on the CPU up to this many entries are read as a list, more through numpy
+
+# id of an offsets tensor -> (weak reference to it, the state its stats were read in, the stats).
+_READ = {}
+stats_reads = 0  # how many times offsets were read from the data (a counter tests read)
+# Device types whose offsets are read once per state: where the read is a
+# synchronisation.  On the CPU it costs microseconds and catches every write,
+# those that bypass the version counter too.
+REMEMBERED = frozenset({"cuda", "xpu", "hip", "mps"})
+
+
+def _state(offsets):
+    """What identifies the offsets' contents without reading them: where
+    they are, their layout and torch's version counter, which every in-place
+    write through the tensor or a view of it bumps (ntsym kernels bump the
+    tensors they write); None where torch keeps no counter (inference mode)."""
+    try:
+        version = offsets._version
+    except RuntimeError:
+        return None
+    return (offsets.data_ptr(), offsets.untyped_storage().data_ptr(), version, tuple(offsets.shape),
+            offsets.stride(), offsets.dtype, offsets.device)
+
+
+def _offset_stats_once(offsets):
+    """``_offset_stats`` of ``offsets``, read from the data once per state
+    (``_state``) on a GPU, where the read is a synchronisation that a loop
+    over the same batch would pay on every call (on the CPU, every call).  A write that bypasses the
+    version counter (through ``.data``, another tensor made over the same
+    memory, a raw kernel) is not seen: rewrite offsets in place through the
+    tensor itself, or pass a new tensor."""
+    global stats_reads
+    state = _state(offsets) if offsets.device.type in REMEMBERED else None
+    entry = _READ.get(id(offsets))
+    if state is not None and entry is not None and entry[0]() is offsets and entry[1] == state:
+        return entry[2]
+    stats_reads += 1
+    stats = _offset_stats(offsets)
+    if state is not None:
+        key = id(offsets)
+        _READ[key] = (weakref.ref(offsets, lambda _, key=key: _READ.pop(key, None)), state, stats)
+    return stats
 
 
 def _offset_stats(offsets):

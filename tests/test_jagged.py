@@ -394,3 +394,44 @@ def test_written_jagged_output_sharing_memory_is_refused():
     with pytest.raises(LaunchError, match="share memory"):
         ex.add_kernel(ntsym.jagged(x.values()[:7], torch.tensor([0, 3, 7])), shifted,
                       ntsym.jagged(out_values[:7], torch.tensor([0, 3, 7])))
+
+
+def test_offsets_are_read_once_per_state_where_remembered(monkeypatch):
+    # On a GPU an unchanged offsets tensor is validated once (its read is a
+    # synchronisation); here the CPU stands in for it.
+    from examples import jagged as ex
+    from ntsym import jagged_launch
+
+    monkeypatch.setattr(jagged_launch, "REMEMBERED", frozenset({"cpu"}))
+    values = torch.randn(10, 4)
+    offsets = torch.tensor([0, 3, 10])
+    out = torch.zeros(10, 4)
+
+    def call():
+        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+
+    before = jagged_launch.stats_reads
+    call()
+    call()
+    torch.testing.assert_close(out, 2 * values)
+    assert jagged_launch.stats_reads - before == 1
+    offsets[2] = 14  # in place: the version counter moves, and the offsets are read again
+    with pytest.raises(ntsym.LaunchError, match="last offset is 14"):
+        call()
+    assert jagged_launch.stats_reads - before == 2
+    offsets[2] = 8
+    out.zero_()
+    call()
+    torch.testing.assert_close(out[:8], 2 * values[:8])
+    assert jagged_launch.stats_reads - before == 3
+
+
+def test_offsets_on_the_cpu_are_read_on_every_call():
+    from examples import jagged as ex
+    from ntsym import jagged_launch
+
+    values, offsets, out = torch.randn(10, 4), torch.tensor([0, 3, 10]), torch.zeros(10, 4)
+    before = jagged_launch.stats_reads
+    for _ in range(2):
+        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+    assert jagged_launch.stats_reads - before == 2 * 3  # three jagged arguments, two calls

@@ -231,9 +231,23 @@ def test_a_carried_value_read_before_the_iteration_assigns_it():
     torch.testing.assert_close(out, chunks[:, 0] * 2 + chunks[:, 1])
 
 
-def test_a_reduction_after_a_reshape_ntsym_does_not_follow_is_refused():
+def test_a_reduction_after_a_reshape_reads_through_the_reshaped_mask():
+    # A row of 5 (other=5) in a block of 8, as two halves of 4: the second
+    # half holds one element and three lanes past the row.
     def app(x, out):
-        out = ntl.sum(ntl.reshape(x, (2, 4)), axis=1)[:, None] + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+        halves = ntl.sum(ntl.reshape(x, (2, 4)), axis=1)
+        out = ntl.reshape(ntl.max(halves[None, :], axis=1, keep_dims=True), (1, 1)) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app, other=5.0)(x, out)
+    expected = torch.maximum(x[:, :4].sum(1), x[:, 4])
+    torch.testing.assert_close(out, expected[:, None].expand(3, 5))
+
+
+def test_a_reduction_after_a_reshape_that_may_reorder_is_refused():
+    def app(x, out):
+        out = ntl.sum(ntl.reshape(x, (2, 4), can_reorder=True), axis=1)[:, None] + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
 
     with pytest.raises(ntsym.ApplicationError, match="may hold lanes outside the tensor"):
         _row_kernel(app)
@@ -343,3 +357,120 @@ def _rescaled_sum(x, m, chunk=4):
                 a = a * 0.5 + x[k * chunk + lane]
         total += a
     return total
+
+
+def test_a_running_maximum_over_row_chunks_in_a_while_loop():
+    def app(x, out):
+        best = ntl.full((1, x.dtype.shape[1]), float("-inf"), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        k = 0
+        while k < x.shape[1]:
+            best = ntl.maximum(best, x[0, k])
+            k += 1
+        out = ntl.max(best)  # noqa: F841
+
+    x = -(torch.rand(3, 11) + 1.0)
+    out = torch.empty(3)
+    _chunks(app)(x, out, B=4)
+    torch.testing.assert_close(out, x.max(1).values)
+
+
+@pytest.mark.parametrize("augmented", [False, True])
+def test_a_while_loop_accumulates_only_the_lanes_inside(augmented):
+    # Rows of 11 in chunks of 4, read with other=5: the last chunk's lane
+    # past the row must not reach the sum, in either spelling.
+    def arrangement(x, out, B=ntsym.block_size(lower_bound=4)):
+        return x.tile((1, B)).tile((1, -1)), out.tile((1,))
+
+    def app(x, out):
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        k = 0
+        while k < x.shape[1]:
+            acc = acc + x[0, k] * 2.0
+            k += 1
+        out = ntl.sum(acc)  # noqa: F841
+
+    def app_augmented(x, out):
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        k = 0
+        while k < x.shape[1]:
+            acc += ntl.exp(x[0, k])
+            k += 1
+        out = ntl.sum(acc)  # noqa: F841
+
+    x = torch.randn(3, 11)
+    out = torch.empty(3)
+    kernel = ntsym.make(arrangement, app_augmented if augmented else app, (Tensor(2, other=5.0), Tensor(1)))
+    kernel(x, out, B=4)
+    torch.testing.assert_close(out, x.exp().sum(1) if augmented else 2 * x.sum(1))
+
+
+def test_a_while_loop_that_does_not_run_leaves_the_lanes_it_found():
+    # `acc` enters holding the row's padding (other=5); the loop, which runs
+    # no iteration here, would clear it: the sum after it still masks.
+    def app(x, out):
+        acc = x * 1.0
+        k = x.shape[0]
+        while k < 1:
+            acc = ntl.zeros(x.shape, ntl.float32)
+            k += 1
+        out = ntl.sum(acc, axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app, other=5.0)(x, out)
+    torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 5))
+
+
+def test_a_for_loop_that_does_not_run_leaves_the_lanes_it_found():
+    # range(0): `acc` still holds the row's padding (other=5) after the loop.
+    def app(x, out):
+        acc = x * 1.0
+        for k in range(x.shape[0] - 1):
+            acc = ntl.zeros(x.shape, ntl.float32)
+        out = ntl.sum(acc, axis=1, keep_dims=True) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(app, other=5.0)(x, out)
+    torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 5))
+
+
+def test_a_row_of_a_reshape_wholly_past_the_tensor_stays_outside():
+    # A row of 3 in a block of 8, as two rows of 4: the second lies wholly
+    # past the row; its sum (0) must not reach the max of the two sums.
+    def app(x, out):
+        halves = ntl.sum(ntl.reshape(x, (2, 4)), axis=1)
+        out = ntl.max(halves, axis=0) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = -(torch.rand(3, 3) + 1.0)
+    out = torch.empty(3, 3)
+    _row_kernel(app)(x, out)
+    torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 3))
+
+
+@pytest.mark.parametrize("outer", ["for", "while"])
+def test_a_carried_value_scaled_by_an_inner_loop_variable(outer):
+    # `r + 1` reads a loop variable: a scalar, which keeps the lanes known.
+    def for_app(x, out):
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        for k in range(x.shape[1]):
+            for r in range(2):
+                acc = acc + x[0, k] * (r + 1)
+        out = ntl.sum(acc)  # noqa: F841
+
+    def while_app(x, out):
+        acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
+        k = 0
+        while k < x.shape[1]:
+            for r in range(2):
+                acc = acc + x[0, k] * (r + 1)
+            k += 1
+        out = ntl.sum(acc)  # noqa: F841
+
+    def arrangement(x, out, B=ntsym.block_size(lower_bound=4)):
+        return x.tile((1, B)).tile((1, -1)), out.tile((1,))
+
+    x = torch.randn(3, 11)
+    out = torch.empty(3)
+    ntsym.make(arrangement, for_app if outer == "for" else while_app, (Tensor(2, other=2.0), Tensor(1)))(x, out, B=4)
+    torch.testing.assert_close(out, 3 * x.sum(1))

@@ -7,6 +7,7 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
+import triton  # after ntsym, which selects the interpreter without a GPU
 from ntsym import Tensor
 
 
@@ -168,3 +169,66 @@ def test_a_sum_over_descriptor_zeros_keeps_the_persistent_variant():
     kernel(a, b, out, BM=16, BN=16, BK=16)
     sums = torch.stack([a[0:16].sum(), a[16:20].sum()]).repeat_interleave(torch.tensor([16, 4]))
     torch.testing.assert_close(out, a @ b + sums[:, None], atol=1e-3, rtol=1e-3)
+
+
+# -- a combine function passed to reduce ------------------------------------------------------
+
+@triton.jit
+def _product(a, b):
+    return a * b
+
+
+@triton.jit
+def _larger(a, b):
+    return ntl.maximum(a, _twice(b) * 0.5)
+
+
+@triton.jit
+def _twice(v):
+    return v * 2.0
+
+
+def _rows_of(exact=False):
+    """Whole rows; exact: of a compile-time power-of-two width (no lane outside)."""
+    x = Tensor(2, shape_options=(None, {"constexpr": True, "power_of_two": True})) if exact else Tensor(2)
+    return lambda app: ntsym.make(rows, app, (x, Tensor(1)))
+
+
+@pytest.mark.parametrize("columns", [5, 8])
+def test_reduce_with_a_combine_function_leaves_lanes_outside_out(columns):
+    # Rows of 5 in blocks of 8: the padding (0) would zero the product and
+    # top the max of negative rows; rows of 8 have no lane outside.
+    def product(x, out):
+        out = ntl.reduce(x, 1, _product)  # noqa: F841
+
+    def largest(x, out):
+        out = ntl.reshape(ntl.reduce(x, axis=1, combine_fn=_larger, keep_dims=True), (1,))  # noqa: F841
+
+    x = -(torch.rand(3, columns) + 0.5)
+    out = torch.empty(3)
+    _rows_of()(product)(x, out)
+    torch.testing.assert_close(out, x.prod(1))
+    _rows_of()(largest)(x, out)
+    torch.testing.assert_close(out, x.max(1).values)
+
+
+def test_reduce_with_a_combine_function_over_a_whole_tile_is_reduced_as_written():
+    def product(x, out):
+        out = ntl.reduce(x, 1, _product)  # noqa: F841
+
+    kernel = _rows_of(exact=True)(product)
+    assert "ntsym_masked" not in kernel.source and "def ntsym_fn__product(a, b)" in kernel.source
+    x = torch.rand(3, 4) + 0.5
+    out = torch.empty(3)
+    kernel(x, out)
+    torch.testing.assert_close(out, x.prod(1))
+
+
+def test_associative_scan_with_a_combine_function_over_a_whole_tile():
+    def running(x, out):
+        out = ntl.sum(ntl.associative_scan(x, 1, _product), axis=1)  # noqa: F841
+
+    x = torch.rand(3, 4) + 0.5
+    out = torch.empty(3)
+    _rows_of(exact=True)(running)(x, out)
+    torch.testing.assert_close(out, x.cumprod(1).sum(1))

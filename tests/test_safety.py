@@ -33,8 +33,11 @@ def test_reshape_view_and_broadcast_to_in_an_application():
     torch.testing.assert_close(y, x + rows)
 
 
-def _bincount(exact):
-    """exact: an input of 8 values, a tile without padded lanes; else any length, padded."""
+def _bincount(exact, cleared=False, reorder=False):
+    """exact: an input of 8 values, a tile without padded lanes; else any
+    length, padded to a power of two.  cleared: the padded lanes set to -1
+    through the tile's offsets first; reorder: a reshape that may reorder
+    elements (not followed)."""
     def arrangement(input, output):
         out = output.tile((B,))
         return input.tile((-1,)).expand(out.shape), out
@@ -47,8 +50,17 @@ def _bincount(exact):
     def raw(input, output):
         output = counted(input, output.offsets(0), output)  # noqa: F841
 
+    def where_first(input, output):
+        values = ntl.where(input.offsets(0) < input.source.shape[0], input, -1)
+        output = counted(values, output.offsets(0), output)  # noqa: F841
+
+    def reordered(input, output):
+        column = ntl.reshape(input, (input.shape[0], 1), can_reorder=True)
+        output = ntl.sum((column == output.offsets(0)[None, :]).to(ntl.int64), 0)  # noqa: F841
+
+    application = reordered if reorder else where_first if cleared else raw
     input = Tensor(shape=(8,), dtype=ntsym.int64) if exact else Tensor(1, dtype=ntsym.int64)
-    return ntsym.make(arrangement, raw, (input, Tensor(1, dtype=ntsym.int64)))
+    return ntsym.make(arrangement, application, (input, Tensor(1, dtype=ntsym.int64)))
 
 
 def test_bincount_with_reshape_and_broadcast_to():
@@ -59,10 +71,23 @@ def test_bincount_with_reshape_and_broadcast_to():
     assert torch.equal(y, torch.bincount(x, minlength=5))
 
 
-def test_bincount_counting_padded_lanes_is_refused():
-    # Without the where, the padded lane (0) would be counted in bin 0.
+@pytest.mark.parametrize("cleared", [False, True])
+@pytest.mark.parametrize("length", [1, 5, 8])
+def test_bincount_counts_the_elements_not_the_padding(cleared, length):
+    # The input tile is padded to the next power of two (zeros past the
+    # end): bin 0 counts the elements that are 0 and nothing else, whatever
+    # the length, through the reshape (its mask reshaped with it).
+    k = _bincount(exact=False, cleared=cleared)
+    x = torch.tensor([0, 3, 1, 1, 4, 3, 1, 2])[:length]
+    y = torch.empty(5, dtype=torch.int64)
+    k(x, y, B=4)
+    assert torch.equal(y, torch.bincount(x, minlength=5))
+
+
+def test_bincount_through_a_reshape_that_may_reorder_is_refused():
+    # Lanes a reshape may reorder are not followed: padded zeros could be counted.
     with pytest.raises(ntsym.ApplicationError, match="mixes the lanes"):
-        _bincount(exact=False)
+        _bincount(exact=False, reorder=True)
 
 
 # -- version counters and autograd -----------------------------------------------------------

@@ -170,3 +170,40 @@ def test_argmax_and_argmin_point_at_the_first_nan():
     out = torch.empty(4, 1, dtype=torch.int64)
     kernel(x, out)
     assert torch.equal(out[:, 0], x.argmax(1) * 10 + x.argmin(1))
+
+
+FLOATS = torch.tensor([-7.5, 7.5, -7.5, 7.5, 0.0, -0.0, 1.0, -1.0, math.inf, math.nan, 5.0, -5.0, 1.0, -1.0, 0.3, 1e30])
+FLOAT_DIVISORS = torch.tensor([2.0, -2.0, -2.0, 2.0, 3.0, 3.0, 0.0, 0.0, 2.0, 1.0, math.inf, math.inf, -math.inf,
+                               -math.inf, 0.1, 3.0])
+
+
+def _same_floats(out, expected):
+    """Equal values, NaN where expected, and the same sign bits (signed zeros)."""
+    return torch.equal(out.isnan(), expected.isnan()) and torch.equal(out.nan_to_num(), expected.nan_to_num()) \
+        and torch.equal(out.signbit() | out.isnan(), expected.signbit() | expected.isnan())
+
+
+def _unary(application, a, out):
+    ntsym.make(lambda a, out: (a.tile((16,)), out.tile((16,))), application, (Tensor(1), Tensor(1)))(a, out)
+
+
+def _by_a_float_literal(a, out):
+    out = a // 2.5  # noqa: F841
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_float_floor_division_and_modulo_are_torchs(dtype):
+    a, b = FLOATS.to(dtype), FLOAT_DIVISORS.to(dtype)
+    for application, expected in ((floordiv_app, torch.floor_divide(a, b)), (mod_app, torch.remainder(a, b))):
+        out = torch.empty_like(a)
+        elementwise(application)(a, b, out)
+        assert _same_floats(out, expected), (application.__name__, out, expected)
+    out = torch.empty_like(a)
+    _unary(_by_a_float_literal, a, out)
+    assert _same_floats(out, torch.floor_divide(a, 2.5)), (out, torch.floor_divide(a, 2.5))
+
+
+def test_an_integer_tile_floor_divided_by_a_float_literal_is_a_float():
+    out = torch.empty(16)
+    _unary(_by_a_float_literal, SIGNED, out)
+    assert _same_floats(out, torch.floor_divide(SIGNED, 2.5))

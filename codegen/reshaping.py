@@ -1,0 +1,97 @@
+"""Lanes outside the tensor followed through ``reshape`` and ``broadcast_to``.
+
+A reshape moves lanes: which of them lie inside is no longer a conjunction
+of the tile's offsets along its axes.  It is still the mask reshaped the same
+way, so the value's mask is emitted as one factor,
+``tl.reshape(tl.broadcast_to(mask, value.shape), shape)``, varying along
+every axis: an operation that mixes lanes reads through it as through any
+other (a bincount written with ``reshape`` and a comparison counts the
+elements of the tensor, not the padding of its last block).  ``broadcast_to``
+keeps the factors as they are: their blocks broadcast the same way.
+``view`` may reorder elements and is not followed (the lanes stay unknown,
+and a mixing operation on them is refused).
+"""
+
+import ast
+import copy
+
+from codegen.astutil import generated_assign
+from codegen.lanes import Factor, Lanes
+from codegen.printer import conjunction
+from codegen.template import expr
+
+_FOLLOWED = ("reshape", "broadcast_to")
+
+
+def reshaped(em, node):
+    """``reshape``/``broadcast_to`` of a value whose lanes outside are known
+    and not all inside: the call, its lanes noted; None for other calls."""
+    name, operand_node, shape = _form(em, node)
+    if name is None:
+        return None
+    operand = em.expr(operand_node)  # loads the tiles it reads, noting their lanes
+    lanes = em.lanes_of(operand_node)
+    following = lanes.known and not lanes.clean and all(f.node is not None for f in lanes.factors)
+    if following and name == "reshape" and not isinstance(operand, ast.Name):
+        operand = named(em, operand)  # the mask reads its shape
+    call = _call(em, node, operand)
+    if not following:
+        return call  # its lanes: all inside, or unknown (``_call_lanes``)
+    shape_node = em.shape_argument(shape)
+    rank = len(shape.elts)
+    if name == "broadcast_to":
+        result = Lanes(lanes.value, lanes.factors, rank, lanes.outside)
+    else:
+        mask = expr("tl.reshape(tl.broadcast_to({mask}, {value}.shape), {shape})",
+                    mask=conjunction(copy.deepcopy(f.node) for f in lanes.factors),
+                    value=copy.deepcopy(operand), shape=copy.deepcopy(shape_node))
+        outside = lanes.outside[0] if len(set(lanes.outside)) == 1 else None
+        result = Lanes(lanes.value, (Factor.of(mask, set(range(-rank, 0)), rank),), rank, (outside,))
+    em.note_result(node, result)
+    return call
+
+
+def _form(em, node):
+    """(``reshape`` or ``broadcast_to``, the operand, the shape as a tuple
+    literal), or Nones where ``node`` is not such a call."""
+    func = node.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _FOLLOWED or node.keywords:
+        return None, None, None
+    if em.alias(func.value) == "tl":
+        args = node.args
+    elif em.alias(func.value) is None and not _is_module(em, func.value):
+        args = [func.value] + list(node.args)
+    else:
+        return None, None, None
+    if len(args) == 2 and isinstance(args[1], (ast.Tuple, ast.List)):
+        return func.attr, args[0], ast.Tuple(elts=list(args[1].elts), ctx=ast.Load())
+    if len(args) > 2 and func.attr == "reshape":  # ``v.reshape(a, b)``
+        return func.attr, args[0], ast.Tuple(elts=list(args[1:]), ctx=ast.Load())
+    return None, None, None
+
+
+def _is_module(em, node):
+    return isinstance(node, ast.Name) and node.id in ("tl", "ntl", "triton", "libdevice")
+
+
+def _call(em, node, operand):
+    """``node`` emitted as the visitor does, its operand already emitted."""
+    func = node.func
+    if em.alias(func.value) == "tl":
+        return ast.Call(func=em.expr(func), args=[operand] + [em.shape_argument(a) for a in node.args[1:]],
+                        keywords=[])
+    method = ast.Attribute(value=operand, attr=func.attr, ctx=ast.Load())
+    return ast.Call(func=method, args=[em.shape_argument(a) for a in node.args], keywords=[])
+
+
+def named(em, value):
+    """``value`` assigned to a fresh name before the statement: the name."""
+    em.names.counter += 1
+    temp = f"ntsym_value_{em.names.counter}"
+    while temp in em.facts.user_names:
+        temp += "_"
+    em.blocks.pre.append(generated_assign(temp, value))
+    return ast.Name(id=temp, ctx=ast.Load())
+
+
+__all__ = ["named", "reshaped"]
