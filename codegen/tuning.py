@@ -17,7 +17,7 @@ import sys
 import warnings
 from dataclasses import dataclass, replace
 
-from codegen import serial, tuning_store
+from codegen import progress, serial, tuning_store
 from codegen.tuning_store import ints, misalignment
 from codegen.errors import fail
 
@@ -362,13 +362,18 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
             _store(spec, disk_key, config, shortlisted=shortlist is not None)
             if shortlist is None:  # only a full search sets its class's shortlist
                 _store_shortlist(spec, class_key, ranked[:SHORTLIST])
-    _end_progress()
+    progress.end()
     if os.environ.get("NTSYM_PRINT_TUNING") == "1":
-        print(f"ntsym: {spec.name} {tuning_store.disk_key(fixed_items, int64, tensors, given)}: {describe(config)}", file=sys.stderr)
+        print(f"ntsym: {spec.name} for {_shapes(tensors)}: {describe(config)}", file=sys.stderr)
     if config.persistent and not persistent.ready(dict(config.meta)):
         fail(_refused(spec, persistent, config))
     tuned[key] = config
     return config
+
+
+def _shapes(tensors):
+    """The call's tensors as ``shape dtype`` (what NTSYM_PRINT_TUNING shows)."""
+    return ", ".join(f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}" for t in tensors) or "no tensors"
 
 
 def describe(config):
@@ -792,30 +797,16 @@ def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
                 "ntsym: tuning %s: %d/%d configs, best so far %s (%.4f ms), %.1f s",
                 spec.name, done + i + 1, done + len(configs), best, best_time, elapsed,
             )
-        if elapsed > PROGRESS_AFTER and _show_progress():
-            print(f"\rntsym: tuning {spec.name}: {done + i + 1}/{done + len(configs)} configs, "
-                  f"best so far {best} ({best_time:.4f} ms), {elapsed:.1f} s\033[K", end="", file=sys.stderr, flush=True)
-            progress_shown[0] = True
+        if elapsed > PROGRESS_AFTER and progress.wanted():
+            progress.show(f"ntsym: tuning {spec.name}: {done + i + 1}/{done + len(configs)} configs, "
+                          f"best so far {best} ({best_time:.4f} ms), {elapsed:.1f} s")
     return timed
 
 
 # Tuning longer than this shows one line of progress on stderr (a terminal's,
-# or anywhere with NTSYM_TUNING_PROGRESS=1; never with NTSYM_TUNING_PROGRESS=0).
+# or anywhere with NTSYM_TUNING_PROGRESS=1; never with NTSYM_TUNING_PROGRESS=0):
+# see codegen/progress.py.
 PROGRESS_AFTER = 1.0
-progress_shown = [False]
-
-
-def _show_progress():
-    wanted = os.environ.get("NTSYM_TUNING_PROGRESS", "")
-    if wanted in ("0", "1"):
-        return wanted == "1"
-    return sys.stderr.isatty() and "PYTEST_CURRENT_TEST" not in os.environ
-
-
-def _end_progress():
-    if progress_shown[0]:
-        print(file=sys.stderr, flush=True)
-        progress_shown[0] = False
 
 
 def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device):

@@ -399,7 +399,7 @@ def test_print_tuning_on_cpu_and_the_choice_in_explain(monkeypatch, capsys):
     x = torch.arange(50, dtype=torch.float32)
     kernel(x, torch.empty_like(x))
     err = capsys.readouterr().err
-    assert "ntsym: _triple" in err and "B=" in err and "ntsym_options={'num_warps'" in err
+    assert "ntsym: _triple for (50,) float32, (50,) float32: B=" in err and "ntsym_options={'num_warps'" in err
     assert "chosen    B=" in kernel.explain()
 
 
