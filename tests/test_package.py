@@ -29,3 +29,26 @@ def test_a_launch_error_from_a_kernel_is_an_ntsym_launch_error():
         add.kernel(torch.zeros(4), torch.zeros(3), torch.zeros(4))
     assert isinstance(caught.value, ValueError)
     assert "".join(traceback.format_exception_only(caught.type, caught.value)).startswith("ntsym.LaunchError: ")
+
+
+@pytest.mark.slow
+def test_the_wheel(tmp_path):
+    """The wheel holds the license, the typing marker and the build worker,
+    and declares the dependency ranges ntsym runs with."""
+    import pathlib
+    import subprocess
+    import sys
+    import zipfile
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "--no-build-isolation",
+                           "-q", "-w", str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
+    if done.returncode:
+        pytest.skip(f"pip cannot build a wheel here: {done.stderr[-500:]}")
+    wheel = zipfile.ZipFile(next(tmp_path.glob("ntsym-*.whl")))
+    names = wheel.namelist()
+    assert any(n.endswith("licenses/LICENSE") for n in names)
+    assert "ntsym/py.typed" in names and "codegen/aot/worker.py" in names and "ntsym/__main__.py" in names
+    metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    for requirement in ("triton>=3.3", "torch>=2.4", "filelock"):
+        assert f"Requires-Dist: {requirement}\n" in metadata
