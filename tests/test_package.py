@@ -36,12 +36,19 @@ def test_the_wheel(tmp_path):
     """The wheel holds the license, the typing marker and the build worker,
     and declares the dependency ranges ntsym runs with."""
     import pathlib
+    import shutil
     import subprocess
     import sys
     import zipfile
 
     root = pathlib.Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "--no-build-isolation",
+    source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info beside the sources
+    ignore = shutil.ignore_patterns("__pycache__")
+    for name in ("ntsym", "codegen"):
+        shutil.copytree(root / name, source / name, ignore=ignore)
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(root / name, source / name)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
                            "-q", "-w", str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
     if done.returncode:
         pytest.skip(f"pip cannot build a wheel here: {done.stderr[-500:]}")
