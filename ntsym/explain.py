@@ -10,6 +10,7 @@ from ntsym.lower import lower
 def explain(arrangement, tensors=None, application=None):
     """The report ``kernel.explain()`` gives, without making the kernel.
 
+    ``arrangement``, ``tensors``, ``application``: as ``make`` takes them.
     Takes what ``make`` takes, ``explain(arrangement, application, tensors)``,
     or a kernel (``explain(kernel)`` is ``kernel.explain()``); also
     ``explain(arrangement, tensors)``, where a pass-through application
