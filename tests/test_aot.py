@@ -177,6 +177,7 @@ def test_build_over_configurations(tmp_path):
     assert "BLOCK_SIZE" not in (tmp_path / "add_tuned.h").read_text()
 
 
+@pytest.mark.slow
 def test_a_script_file_builds_at_its_top_level(tmp_path):
     """``ntsym.make(..., caller="cuda")`` at the top level of a script, with
     no ``__main__`` guard: the build workers import neither the script nor
