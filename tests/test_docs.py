@@ -64,3 +64,13 @@ def test_every_variable_is_in_the_readme_table():
     assert {"NTSYM_CACHE_DIR", "NTSYM_TRITON_OP", "NTSYM_TUNE_IN_INTERPRETER"} <= variables
     missing = sorted(v for v in variables if f"`{v}" not in table)
     assert not missing, f"README's Environment table lacks {missing}"
+
+
+def test_readme_and_ci_install_and_test_alike():
+    """README's install and test commands are the ones CI runs."""
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    extras = re.compile(r'pip install[^\n]*?-e "\.\[([a-z,]+)\]"')
+    assert extras.search(readme).group(1) == extras.search(ci).group(1)
+    assert "python -m pytest -q tests" in readme and "python3 -m pytest -q tests\n" in ci
+    assert '-m "not slow"' in readme and '-m "not slow" tests' in ci
