@@ -35,3 +35,17 @@ def test_without_the_line_progress_is_logged(monkeypatch, caplog, capsys):
         progress.end()
     assert "ntsym: building k: 1/3 variants compiled" in caplog.text
     assert capsys.readouterr().err == ""
+
+
+def test_example_timings_say_whose_they_are(capsys):
+    import pytest
+    import torch
+
+    from examples import _common
+
+    if torch.cuda.is_available():
+        pytest.skip("GPU times are the GPU's")
+    x = torch.ones(3)
+    _common.report("ones", x, x, 0, 0, lambda: None, lambda: None)
+    out = capsys.readouterr().out
+    assert "ones: matches torch" in out and "Triton's interpreter on the CPU" in out
