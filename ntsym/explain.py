@@ -2,12 +2,14 @@
 arrangement, what is checked at launch and why, and each tensor's levels,
 addresses and masks, in the names the generated code uses."""
 
+from typing import Any, Callable, Optional, Sequence
+
 import sympy
 
 from ntsym.lower import lower
 
 
-def explain(arrangement, tensors=None, application=None):
+def explain(arrangement: Any, tensors: Optional[Sequence[Any]] = None, application: Optional[Callable] = None) -> str:
     """The report ``kernel.explain()`` gives, without making the kernel.
 
     ``arrangement``, ``tensors``, ``application``: as ``make`` takes them.

@@ -16,6 +16,8 @@ masks with its length (see docs/jagged.md).  The offsets are validated here
 every call, from the data.
 """
 
+from typing import Optional
+
 import numpy
 import torch
 
@@ -65,7 +67,8 @@ class Jagged:
         return f"ntsym.Jagged(shape={self.shape}, dtype={self.values.dtype}, device={self.values.device})"
 
 
-def jagged(values, offsets, *, jagged_dim=1, max_length=None):
+def jagged(values: torch.Tensor, offsets: torch.Tensor, *, jagged_dim: int = 1,
+           max_length: Optional[int] = None) -> "Jagged":
     """Packed sequences for a ``Tensor(values.ndim + 1, jagged_dim=jagged_dim)``
     parameter: ``values`` holds the rows of every sequence one after another
     along its dimension ``jagged_dim - 1``; ``offsets`` (1-D, int32 or int64,

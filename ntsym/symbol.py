@@ -2,6 +2,7 @@
 about them (compile-time or not, auto-tuned or not, bounds)."""
 
 import itertools
+from typing import Optional
 
 import sympy
 
@@ -128,7 +129,7 @@ def _given_at_call(constexpr, meta, lower_bound, power_of_two):
 _block_size_ids = itertools.count()
 
 
-def block_size(lower_bound=None, upper_bound=None):
+def block_size(lower_bound: Optional[int] = None, upper_bound: Optional[int] = None) -> "Symbol":
     """A fresh auto-tuned block size: a power of two in [32, 1024] unless bounded.
 
     ``lower_bound``, ``upper_bound``: the smallest and largest value the tuner
