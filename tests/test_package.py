@@ -57,5 +57,5 @@ def test_the_wheel(tmp_path):
     assert any(n.endswith("licenses/LICENSE") for n in names)
     assert "ntsym/py.typed" in names and "codegen/aot/worker.py" in names and "ntsym/__main__.py" in names
     metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    for requirement in ("triton>=3.3", "torch>=2.4", "filelock"):
+    for requirement in ("triton>=3.6", "torch>=2.4", "filelock"):
         assert f"Requires-Dist: {requirement}\n" in metadata
