@@ -13,7 +13,8 @@ def test_log_records_start_on_a_line_of_their_own(monkeypatch, capsys):
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
     logger.addHandler(handler)
-    monkeypatch.setattr(logger, "level", logging.INFO)
+    level = logger.level
+    logger.setLevel(logging.INFO)  # setLevel, not the attribute: it clears logging's cache of levels
     try:
         progress.show("ntsym: tuning k: 1/4 configs")
         logger.info("ntsym: something else")
@@ -21,6 +22,7 @@ def test_log_records_start_on_a_line_of_their_own(monkeypatch, capsys):
         progress.end()
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(level)
     err = capsys.readouterr().err
     lines = err.split("\n")
     assert "INFO:ntsym:ntsym: something else" in lines
