@@ -179,6 +179,7 @@ def _add_premake(BLOCK_SIZE):
             tuple(Tensor(1, dtype=ntsym.float16) for _ in range(3)))
 
 
+@pytest.mark.slow
 def test_build_over_configurations(tmp_path):
     configs = [((), {"BLOCK_SIZE": 512}, {"num_warps": 4}), ((), {"BLOCK_SIZE": 1024}, {"num_warps": 4})]
     lib = ntsym.build(_add_premake, configs, meta_parameters=("BLOCK_SIZE",), kernel_name="add_tuned",

@@ -17,7 +17,9 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
-SLOW = {"aot.md", "README.md", "torch.md"}  # build C libraries; tune and register operators
+# Build C libraries; tune and register operators; draw (test_visualization.py
+# draws the same pictures in process).
+SLOW = {"aot.md", "README.md", "torch.md", "visualization.md"}
 
 
 def blocks(path):
