@@ -4,6 +4,7 @@ their source; imported from there so tracebacks and Triton see real files."""
 import hashlib
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -20,11 +21,19 @@ def package_version():
         return "0+unknown"
 
 
+def default_cache_dir():
+    """``$XDG_CACHE_HOME/ntsym`` (the XDG base directory rule: only an
+    absolute ``XDG_CACHE_HOME`` counts), else ``~/.cache/ntsym``."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ntsym")
+
+
 def cache_dir():
     """Where generated modules and tuning files go: ``$NTSYM_CACHE_DIR``, else
-    ``~/.cache/ntsym``; where that cannot be used (a file, no permission), a
-    temporary directory of this process, with a warning naming the variable."""
-    path = os.environ.get("NTSYM_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ntsym")
+    ``default_cache_dir()``; where that cannot be used (a file, no permission),
+    a temporary directory of this process, with a warning naming the variable."""
+    path = os.environ.get("NTSYM_CACHE_DIR") or default_cache_dir()
     try:
         os.makedirs(path, exist_ok=True)
         if not os.access(path, os.W_OK | os.X_OK):
@@ -35,8 +44,8 @@ def cache_dir():
             return _fallback()
         _WARNED.add(path)
         resolved = _fallback()
-        warnings.warn(f"ntsym: the cache directory {path!r} (NTSYM_CACHE_DIR, default ~/.cache/ntsym) cannot be "
-                      f"used ({type(error).__name__}: {error}); generated kernels and tuning choices go to "
+        warnings.warn(f"ntsym: the cache directory {path!r} (NTSYM_CACHE_DIR, default $XDG_CACHE_HOME/ntsym "
+                      f"or ~/.cache/ntsym) cannot be used ({type(error).__name__}: {error}); generated kernels and tuning choices go to "
                       f"{resolved} for this process; set NTSYM_CACHE_DIR to a writable directory",
                       stacklevel=2)
         return resolved
@@ -100,3 +109,78 @@ def load(source, name):
         del sys.modules[module_name]
         raise
     return module
+
+
+# What ntsym writes in the cache directory: generated modules (``NAME_HASH.py``),
+# half-written files (``.tmp_*``), tuning choices and NineToothed-style
+# auto-tuning records (folders).
+_FOLDERS = ("tuning", "auto_tuning")
+
+
+def _own_entries(path):
+    """The cache's entries ntsym wrote (nothing else in the folder is touched)."""
+    if not os.path.isdir(path):
+        return []
+    found = []
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if name in _FOLDERS and os.path.isdir(full):
+            found.append(full)
+        elif os.path.isfile(full) and (name.startswith(".tmp_") or (name.endswith(".py") and _is_generated(full))):
+            found.append(full)
+    return found
+
+
+def _is_generated(path):
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 100))
+            return b"# ntsym-sha256: " in f.read()
+    except OSError:
+        return False
+
+
+def _size_and_files(path):
+    if os.path.isfile(path):
+        return os.path.getsize(path), 1
+    size = files = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            try:
+                size += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                continue
+            files += 1
+    return size, files
+
+
+def summary(path=None):
+    """``{"path", "modules", "tuning_files", "bytes"}`` of the cache at ``path``
+    (default: ``cache_dir()``)."""
+    path = path or cache_dir()
+    modules = tuning = total = 0
+    for entry in _own_entries(path):
+        size, files = _size_and_files(entry)
+        total += size
+        if os.path.basename(entry) in _FOLDERS:
+            tuning += files
+        else:
+            modules += 1
+    return {"path": path, "modules": modules, "tuning_files": tuning, "bytes": total}
+
+
+def clear(path=None):
+    """Remove what ntsym wrote in the cache at ``path`` (default:
+    ``cache_dir()``); returns the number of bytes freed."""
+    path = path or cache_dir()
+    freed = 0
+    for entry in _own_entries(path):
+        freed += _size_and_files(entry)[0]
+        if os.path.isdir(entry):
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry)
+            except OSError:
+                pass
+    return freed

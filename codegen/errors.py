@@ -30,6 +30,13 @@ class CodegenError(NtsymError, TypeError):
     """An expression has no exact translation to Triton."""
 
 
+# Shown (tracebacks, repr, pickling) under the name users import them by:
+# ``ntsym.LaunchError``, not this module's.
+for _error in (NtsymError, MetaOperationError, ArrangementError, ApplicationError, LaunchError, CodegenError):
+    _error.__module__ = "ntsym"
+del _error
+
+
 def fail(message):
     """Refuse a launch: raise :class:`LaunchError` with ``message``."""
     raise LaunchError(message)

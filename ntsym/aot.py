@@ -220,7 +220,14 @@ def build(premake, configs, *, meta_parameters=None, caller="cuda", kernel_name=
     this machine's GPU, and the winners are written to
     ``<kernel_name>.tuned.json`` and baked into the dispatcher.  ``target``:
     (backend, arch, warp size), default this machine's GPU or sm_90.  A second
-    build with nothing changed loads the library built before."""
+    build with nothing changed loads the library built before.
+
+    ``caller``: ``"cuda"``, the only one (a C library).  ``kernel_name``
+    (required): the library's and its entry point's name.  ``output_dir``
+    (required): where the library and its sources go.  ``lazy``: when True,
+    build at the first call instead of now.
+    ``workers``: how many processes compile cubins side by side (default:
+    one per CPU)."""
     if caller != "cuda":
         raise NotImplementedError(f"caller {caller!r}: build makes C libraries for caller 'cuda'")
     if kernel_name is None or output_dir is None:

@@ -151,7 +151,7 @@ def eval_expr(expr, subs=None):
 
 
 def index_table(tensor, subs=None):
-    """Evaluate an arranged tensor's index map for every element.
+    """Evaluate ``tensor``'s index map (an arranged tensor's) for every element.
 
     Returns an object with ``shapes`` (each level's shape), ``source`` (the
     source index of every element: shape ``(*all level dims, source ndim)``) and

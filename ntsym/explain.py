@@ -2,14 +2,17 @@
 arrangement, what is checked at launch and why, and each tensor's levels,
 addresses and masks, in the names the generated code uses."""
 
+from typing import Any, Callable, Optional, Sequence
+
 import sympy
 
 from ntsym import compiler
 
 
-def explain(arrangement, tensors=None, application=None):
+def explain(arrangement: Any, tensors: Optional[Sequence[Any]] = None, application: Optional[Callable] = None) -> str:
     """The report ``kernel.explain()`` gives, without making the kernel.
 
+    ``arrangement``, ``tensors``, ``application``: as ``make`` takes them.
     Takes what ``make`` takes, ``explain(arrangement, application, tensors)``,
     or a kernel (``explain(kernel)`` is ``kernel.explain()``); also
     ``explain(arrangement, tensors)``, where a pass-through application

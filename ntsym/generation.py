@@ -2,7 +2,8 @@
 ``generation`` module gives users: ``CACHE_DIR`` and ``cache_source``.
 
 ntsym writes each generated module (kernel and launcher) once, keyed by a
-hash of its source, under ``$NTSYM_CACHE_DIR`` (default ``~/.cache/ntsym``);
+hash of its source, under ``$NTSYM_CACHE_DIR`` (default ``$XDG_CACHE_HOME/ntsym``,
+else ``~/.cache/ntsym``; ``python -m ntsym cache info`` says where);
 tuned configurations are under ``CACHE_DIR / "tuning"``.  NineToothed's
 ``CodeGenerator`` is not offered: ntsym's generator (``codegen``) compiles an
 IR the front end lowers from the arrangement, not an annotated function; use

@@ -17,6 +17,7 @@ the data, once per state of the offsets tensor (``_offset_stats_once``).
 """
 
 import weakref
+from typing import Optional
 
 import numpy
 import torch
@@ -27,7 +28,9 @@ from codegen.runtime.checks import _extent
 
 class Jagged:
     """A batch of sequences kept as packed ``values`` and their ``offsets``
-    (see :func:`jagged`)."""
+    (see :func:`jagged`, which makes one and checks its arguments):
+    ``jagged_dim`` is the ragged dimension of the tensor the kernel sees,
+    ``max_length`` the longest sequence where it is known."""
 
     __slots__ = ("values", "offsets", "jagged_dim", "max_length")
 
@@ -65,12 +68,14 @@ class Jagged:
         return f"ntsym.Jagged(shape={self.shape}, dtype={self.values.dtype}, device={self.values.device})"
 
 
-def jagged(values, offsets, *, jagged_dim=1, max_length=None):
+def jagged(values: torch.Tensor, offsets: torch.Tensor, *, jagged_dim: int = 1,
+           max_length: Optional[int] = None) -> "Jagged":
     """Packed sequences for a ``Tensor(values.ndim + 1, jagged_dim=jagged_dim)``
     parameter: ``values`` holds the rows of every sequence one after another
     along its dimension ``jagged_dim - 1``; ``offsets`` (1-D, int32 or int64,
     ``B + 1`` entries, non-decreasing) says where each sequence starts and
-    ends.  ``max_length`` is not needed (it is computed from the offsets
+    ends.  ``jagged_dim``: the ragged dimension of the tensor the kernel sees
+    (1, the dimension after the batch, by default).  ``max_length`` is not needed (it is computed from the offsets
     while they are validated)."""
     if not isinstance(values, torch.Tensor) or not isinstance(offsets, torch.Tensor):
         raise LaunchError("ntsym.jagged(values, offsets): both must be torch tensors")

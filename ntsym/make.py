@@ -6,6 +6,7 @@ import itertools
 import os
 import pathlib
 import weakref
+from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
 
@@ -82,7 +83,7 @@ class Kernel:
     def _padded_variant(self):
         if self._variant is None:
             arrangement, application, tensors, options = self._remake
-            self._variant = make(arrangement, application, tensors, **options, _padded=frozenset(self._any_size))
+            self._variant = _make(arrangement, application, tensors, **options, padded=frozenset(self._any_size))
         return self._variant
 
     @property
@@ -162,16 +163,44 @@ def _kernel_op(key):
 _kernel_op._dynamo_marked_constant = True
 
 
-def make(arrangement, application, tensors, caller="torch", kernel_name=None, output_dir=None,
-         num_warps=None, num_stages=None, max_num_configs=None, aot_options=None, _padded=frozenset()):
+def make(arrangement: Callable, application: Callable, tensors: Sequence[Any], caller: str = "torch",
+         kernel_name: Optional[str] = None, output_dir: Union[str, os.PathLike, None] = None,
+         num_warps: Optional[int] = None, num_stages: Optional[int] = None, max_num_configs: Optional[int] = None,
+         aot_options: Optional[dict] = None) -> "Kernel":
     """Compile ``application`` over ``arrangement(*tensors)`` into a kernel.
 
+    ``arrangement``: a function of the tensors (and of block sizes, as keyword
+    defaults such as ``BLOCK=ntsym.block_size()``) that returns the arranged
+    tensors, one per parameter of ``application``, by meta-operations
+    (``tile``, ``expand``, ...).
+    ``application``: the serial code one program runs, over the arranged
+    tensors' innermost levels (``ntsym.language`` as ``ntl``); it writes an
+    output by assigning to its parameter.
+    ``tensors``: the source tensors, ``ntsym.Tensor`` (``Tensor(2)``,
+    ``Tensor(shape=(4, 8))``, ``Tensor(0)`` for a scalar), in the
+    arrangement's parameter order.
+    ``caller``: ``"torch"`` (a ``Kernel`` called with torch tensors) or
+    ``"cuda"``: build a C library in ``output_dir`` instead (docs/aot.md),
+    with ``aot_options`` (``meta``: block sizes, ``specialize``: compile-time
+    values to compile, ``target``: a ``(backend, arch, warp_size)`` triple).
+    ``kernel_name``: the name of the kernel, its generated module and its
+    cache entries (default: the application's ``__name__``).
     ``output_dir``: also write the generated module there, as ``<kernel_name>.py``.
-    ``caller="cuda"``: build a C library in ``output_dir`` instead (``ntsym.aot``,
-    docs/aot.md), with ``aot_options`` (``meta``: block sizes, ``specialize``:
-    compile-time values to compile, ``target``).
+    ``num_warps``, ``num_stages``: fix Triton's launch options instead of
+    tuning them (a call's ``num_warps=`` / ``num_stages=`` overrides them).
+    ``max_num_configs``: at most this many configurations are timed when the
+    kernel is tuned.
 
-    ``_padded`` (internal): call-time tile sizes to pad to a power of two."""
+    Returns a ``Kernel``: call it with torch tensors (and the block sizes to
+    fix, as keywords); ``source`` and ``explain()`` show what was made."""
+    return _make(arrangement, application, tensors, caller, kernel_name, output_dir, num_warps, num_stages,
+                 max_num_configs, aot_options)
+
+
+def _make(arrangement, application, tensors, caller="torch", kernel_name=None, output_dir=None,
+          num_warps=None, num_stages=None, max_num_configs=None, aot_options=None, padded=frozenset()):
+    """``make``, and the variant of a kernel whose call-time tile sizes
+    ``padded`` are padded to a power of two."""
     if caller == "cuda":
         return aot.make_cuda(arrangement, application, tensors, kernel_name=kernel_name, output_dir=output_dir,
                              num_warps=num_warps, num_stages=num_stages, **(aot_options or {}))
@@ -180,7 +209,7 @@ def make(arrangement, application, tensors, caller="torch", kernel_name=None, ou
     if runtime.interpreting():
         os.environ["TRITON_INTERPRET"] = "1"
     compiled = compiler.compile(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs,
-                       _padded)
+                       padded)
     kernel = _kernel(compiled, (arrangement, application, tensors, dict(
         caller=caller, kernel_name=kernel_name, num_warps=num_warps, num_stages=num_stages,
         max_num_configs=max_num_configs)))
@@ -227,9 +256,17 @@ def _call_arity(ir):
     return sum(1 for p in ir.params if not (p.kind == "constexpr" and p.value is not None))
 
 
-def jit(func=None, *, caller="torch", kernel_name=None, num_warps=None, num_stages=None,
-        max_num_configs=None):
-    """Decorator form: parameters annotated with arranged tensors."""
+def jit(func: Optional[Callable] = None, *, caller: str = "torch", kernel_name: Optional[str] = None,
+        num_warps: Optional[int] = None, num_stages: Optional[int] = None,
+        max_num_configs: Optional[int] = None):
+    """Decorator form of ``make``: the application's parameters are annotated
+    with arranged tensors (``x: Tensor(1).tile((B,))``), which are the
+    arrangement.
+
+    ``func``: the application (``@ntsym.jit``), or None (``@ntsym.jit(...)``
+    with options).  ``caller``, ``kernel_name`` (default: ``func.__name__``),
+    ``num_warps``, ``num_stages``, ``max_num_configs``: as for ``make``.
+    Returns the ``Kernel`` (or, without ``func``, the decorator)."""
 
     def wrap(fn):
         params = list(inspect.signature(fn).parameters.values())

@@ -2,6 +2,7 @@
 about them (compile-time or not, auto-tuned or not, bounds)."""
 
 import itertools
+from typing import Optional
 
 import sympy
 
@@ -9,6 +10,7 @@ import sympy
 class Symbol(sympy.Symbol):
     """An integer symbol, e.g. a block size or a tensor size.
 
+    ``name``: the symbol's name (as generated code and messages show it).
     ``constexpr=True``: the value is known when the kernel is compiled (given at
     call time if not bound).  ``meta=True``: the auto-tuner chooses the value
     (implies ``constexpr``).  ``lower_bound``/``upper_bound`` bound the value;
@@ -127,8 +129,11 @@ def _given_at_call(constexpr, meta, lower_bound, power_of_two):
 _block_size_ids = itertools.count()
 
 
-def block_size(lower_bound=None, upper_bound=None):
+def block_size(lower_bound: Optional[int] = None, upper_bound: Optional[int] = None) -> "Symbol":
     """A fresh auto-tuned block size: a power of two in [32, 1024] unless bounded.
+
+    ``lower_bound``, ``upper_bound``: the smallest and largest value the tuner
+    may choose (default 32 and 1024); ``dot``'s operands need at least 16.
 
     The name ``BLOCK_SIZE_<n>`` is only a placeholder; ``make`` renames it after
     the arrangement parameter or variable it is bound to, so generated code and

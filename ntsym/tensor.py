@@ -43,6 +43,19 @@ class Tensor:
     ``Tensor(0)`` is a scalar argument; ``Tensor(0, constexpr=True, value=v)`` a
     compile-time one.  ``dtype`` is the element type (a torch or ``ntl`` dtype,
     or ``None`` for any) and ``other`` the value read outside the bounds.
+
+    ``ndim``: the number of dimensions (or give ``shape``).
+    ``shape``: the sizes: ints, SymPy expressions or ``None`` (a fresh symbol).
+    ``shape_options``: the options of the size symbols (``Symbol``'s:
+    ``constexpr``, ``upper_bound``, ``power_of_two``, ...), one dict for every
+    dimension or a sequence of one per dimension (``None`` for none).
+    ``name``: the tensor's name in generated code and messages (default: the
+    parameter's name in the arrangement).
+    ``constexpr``: a 0-dimensional compile-time value; ``value``: that value,
+    fixed at ``make`` (otherwise given at each call).
+    ``jagged_dim``: the ragged dimension of a jagged tensor (docs/jagged.md).
+    ``strides``: the strides, where they are known (default: symbols given
+    at launch).
     """
 
     def __init__(

@@ -1,11 +1,26 @@
 import os
 import pathlib
+import shutil
 import sys
+import tempfile
 
 import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# The suite's generated modules and tuning files go to a cache of its own
+# (removed at the end), never into the user's; NTSYM_CACHE_DIR set by the
+# caller is kept.  Set before anything imports ntsym, which reads it.
+if not os.environ.get("NTSYM_CACHE_DIR"):
+    os.environ["NTSYM_CACHE_DIR"] = _SUITE_CACHE = tempfile.mkdtemp(prefix="ntsym-test-cache-")
+else:
+    _SUITE_CACHE = None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _SUITE_CACHE:
+        shutil.rmtree(_SUITE_CACHE, ignore_errors=True)
 
 # Without a GPU, ntsym runs kernels through Triton's interpreter.  With one,
 # the same tests compile natively: tensors are created on the GPU by default.

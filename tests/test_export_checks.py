@@ -29,6 +29,7 @@ def _torch_refusal(call):
     return str(caught.value)
 
 
+@pytest.mark.slow
 def test_exported_module_refuses_what_the_launcher_refuses(tmp_path):
     add.kernel.export(tmp_path / "add_standalone.py")
     expected = [_torch_refusal(call) for call, _ in CASES]

@@ -393,6 +393,7 @@ def run_case(case):
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(kernel_cases())
+@pytest.mark.slow
 def test_generated_kernels_match_model(case):
     # SymPy's cache is kept across examples on purpose: it mixes the equal but
     # distinct symbols of successive kernels (every make() creates its own
@@ -507,6 +508,7 @@ def conv2d_copy(input, filter, output, input_copy):
     ],
 )
 @pytest.mark.usefixtures("loop_addressing")
+@pytest.mark.slow
 def test_conv2d_implicit_gemm_input_copy(nchw, krs, bm, bn, bk, symbols, symbolic):
     (n, c, h, w), (k, r, s) = nchw, krs
     p, q = h - r + 1, w - s + 1

@@ -38,6 +38,7 @@ def test_reference_path_is_varied(tiny):
 
 
 @pytest.mark.parametrize("backend", ["ntsym", "triton"])
+@pytest.mark.slow
 def test_patched_model_generates_the_same_tokens(tiny, backend):
     model, prompt, tokens, logits = tiny
     llm.patch(model, llm.BACKENDS[backend]())

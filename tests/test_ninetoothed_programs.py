@@ -208,6 +208,7 @@ def _pool_application(input, output):
     output = ntl.max(ntl.max(input, 1), 0)  # noqa: F841
 
 
+@pytest.mark.slow
 def test_pooling_with_a_window_of_three():
     kernel = ntsym.make(_pool_arrangement, _pool_application, (Tensor(4, other=float("-inf")), Tensor(4)))
     x = torch.randn(2, 3, 12, 12)

@@ -318,6 +318,7 @@ def test_simplified_forms(build, expected):
     assert tuple(build()) == tuple(sympy.sympify(e) for e in expected)
 
 
+@pytest.mark.slow
 def test_names_are_deterministic_across_processes():
     script = (
         "import ntsym, sys\n"

@@ -38,6 +38,7 @@ def test_dry_run_in_one_process(capsys):
     assert "| 24 |" in out and "| 3 |" in out  # mm and the GEMV-like tiling
 
 
+@pytest.mark.slow
 def test_dry_run_over_two_processes():
     """The command the two-GPU machine runs, with --dry-run, on the CPU (gloo)."""
     if torch.cuda.is_available():

@@ -186,6 +186,7 @@ def test_fake_tensors_get_derived_shapes():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="float64 gradcheck through the interpreter: the GPU's tl.dot takes no float64 accumulator here")
+@pytest.mark.slow
 def test_autograd_gradcheck():
     op = ntsym.library.op(fresh("mm"), mm.kernel)
 

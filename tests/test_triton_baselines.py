@@ -23,7 +23,13 @@ if not ON_GPU:
 import pytest  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from benchmarks import triton_baselines as tb  # noqa: E402
+try:
+    from benchmarks import triton_baselines as tb  # noqa: E402
+except RuntimeError as error:  # pragma: no cover - Triton 3.3's autotuner needs a GPU driver
+    if ON_GPU or "active drivers" not in str(error):
+        raise
+    pytest.skip(f"this Triton's autotune needs a GPU driver even under the interpreter ({error})",
+                allow_module_level=True)
 
 if not ON_GPU and not tb.INTERPRET:  # pragma: no cover
     pytest.skip("no GPU, and triton was imported without TRITON_INTERPRET=1", allow_module_level=True)

@@ -72,6 +72,7 @@ def test_tuning_result_is_reused_by_a_second_process(tmp_path):
     assert len(json.loads(files[0].read_text())) == 2
 
 
+@pytest.mark.slow
 def test_a_new_shape_of_a_tuned_size_class_times_only_its_shortlist(tmp_path):
     # B in {16, ..., 1024}: seven candidates; a shortlist of five.
     shortlist = 5
@@ -99,6 +100,7 @@ def test_a_new_shape_of_a_tuned_size_class_times_only_its_shortlist(tmp_path):
     assert not any(entry.get("shortlist") for entry in json.loads(path.read_text()).values())
 
 
+@pytest.mark.slow
 def test_a_shortlist_that_does_not_run_falls_back_to_a_full_search(tmp_path):
     script = SCRIPT.replace("upper_bound=64", "upper_bound=1024")
     env = {"NTSYM_TUNE_SHORTLIST": "1"}
@@ -146,6 +148,7 @@ def test_retune_and_print(tmp_path):
     assert "B=" in err and "ntsym_options={'num_warps': 4, 'num_stages': 2}" in err
 
 
+@pytest.mark.slow
 def test_corrupted_tuning_file_is_ignored_and_rewritten(tmp_path):
     run(tmp_path, 100)
     (path,) = choices_file(tmp_path)
@@ -155,6 +158,7 @@ def test_corrupted_tuning_file_is_ignored_and_rewritten(tmp_path):
     assert json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_concurrent_writers_never_corrupt(tmp_path):
     script = tmp_path / "tune.py"
     script.write_text(SCRIPT.format(root=ROOT))
@@ -399,7 +403,7 @@ def test_print_tuning_on_cpu_and_the_choice_in_explain(monkeypatch, capsys):
     x = torch.arange(50, dtype=torch.float32)
     kernel(x, torch.empty_like(x))
     err = capsys.readouterr().err
-    assert "ntsym: _triple" in err and "B=" in err and "ntsym_options={'num_warps'" in err
+    assert "ntsym: _triple for (50,) float32, (50,) float32: B=" in err and "ntsym_options={'num_warps'" in err
     assert "chosen    B=" in kernel.explain()
 
 

@@ -1,76 +1,105 @@
-"""Building: variants compiled to cubins in worker processes (``triton`` is
-imported there only), the C compiler that makes the shared library, and what
+"""Building: variants compiled to cubins in worker subprocesses
+(``codegen.aot.worker``: Triton's compiler runs there only), the C compiler that makes the shared library, and what
 keys the build cache."""
 
 import concurrent.futures
 import hashlib
 import json
-import multiprocessing
 import os
 import pathlib
+import pickle
 import shutil
 import subprocess
+import sys
+import tempfile
+import threading
+import time
 
 from codegen import triton_compat
+from codegen import progress
 from codegen.aot.common import AotError
 
 
-def _compile_one(module_path, kernel_name, signature, constexprs, attrs, target, num_warps, num_stages):
-    """Compile one variant to a cubin (in a worker process, Triton's JIT, not
-    its interpreter)."""
-    os.environ["TRITON_INTERPRET"] = "0"
-    import importlib.util
-
-    import triton
-    from triton.backends.compiler import GPUTarget
-
-    name = "ntsym_aot_" + hashlib.sha1(str(module_path).encode()).hexdigest()[:12]
-    spec = importlib.util.spec_from_file_location(name, module_path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    fn = getattr(module, kernel_name)
-    src = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs),
-                                    attrs={tuple(k): v for k, v in attrs})
-    target = GPUTarget(*target)
-    backend = triton.compiler.make_backend(target)
-    options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages})
-    compiled = triton.compile(src, target=target, options=options.__dict__)
-    md = compiled.metadata
-    if getattr(md, "global_scratch_size", 0):
-        raise AotError(f"kernel `{kernel_name}` needs global scratch memory, which the C launcher does not allocate")
-    scratch = 1 + (1 if hasattr(md, "profile_scratch_size") else 0)
-    return compiled.asm["cubin"], md.name, md.shared, md.num_warps, scratch
-
-
-def _worker_init():
-    os.environ["TRITON_INTERPRET"] = "0"
-
-
 def compile_variants(plans, module_paths, target, *, workers=None):
-    """Compile every variant of every plan, in parallel worker processes."""
+    """Compile every variant of every plan to a cubin, in worker subprocesses
+    (``codegen.aot.worker``), showing progress on stderr for long builds."""
     jobs = []
     for plan_, path in zip(plans, module_paths):
         for v in plan_.variants:
-            jobs.append((v, (str(path), plan_.kernel_name, v.signature, v.constexprs,
+            jobs.append((v, (str(pathlib.Path(path).resolve()), plan_.kernel_name, v.signature, v.constexprs,
                              [(list(k), a) for k, a in v.attrs.items()], tuple(target),
                              plan_.num_warps, plan_.num_stages)))
-    workers = workers or min(len(jobs), os.cpu_count() or 1) or 1
-    if workers <= 1:
-        results = [_in_subprocess(args) for _, args in jobs] if os.environ.get("TRITON_INTERPRET") == "1" else \
-            [_compile_one(*args) for _, args in jobs]
-    else:
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init) as pool:
-            results = list(pool.map(_compile_one, *zip(*(args for _, args in jobs))))
-    for (v, _), (cubin, function, shared, warps, scratch) in zip(jobs, results):
-        v.cubin, v.function, v.shared, v.num_warps, v.scratch_args = cubin, function, shared, warps, scratch
+    if not jobs:
+        return
+    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+    chunks = [list(range(len(jobs)))[k::workers] for k in range(workers)]
+    progress = BuildProgress(", ".join(sorted({p.name for p in plans})), len(jobs))
+    with tempfile.TemporaryDirectory(prefix="ntsym-aot-") as tmp:
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            done = list(pool.map(lambda k: _run_worker([jobs[i][1] for i in chunks[k]], tmp, k, progress.step),
+                                 range(workers)))
+    progress.end()
+    results = [None] * len(jobs)
+    for chunk, outcome in zip(chunks, done):
+        for i, result in zip(chunk, outcome):
+            results[i] = result
+    for (v, args), result in zip(jobs, results):
+        if result[0] == "error":
+            detail = result[2] if result[1] == "aot" else f"compiling `{args[1]}` for {target} failed:\n{result[2]}"
+            raise AotError(detail)
+        v.cubin, v.function, v.shared, v.num_warps, v.scratch_args = result[1:]
 
 
-def _in_subprocess(args):
-    """One compile in a fresh process (this one runs Triton's interpreter)."""
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_worker_init) as pool:
-        return pool.submit(_compile_one, *args).result()
+def _worker_command(jobs_path, results_path):
+    """The worker's command line and environment: this interpreter, Triton's
+    compiler (never its interpreter), and this package importable."""
+    package = __package__ or "codegen.aot"
+    root = pathlib.Path(__file__).resolve().parents[len(package.split("."))]
+    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, TRITON_INTERPRET="0", PYTHONPATH=path)
+    return [sys.executable, "-m", f"{package}.worker", str(jobs_path), str(results_path)], env
+
+
+def _run_worker(job_args, tmp, k, on_done):
+    """Run one worker over ``job_args`` (in the build's temporary folder, so
+    that nothing of the caller's working directory is imported) and return its
+    results; ``on_done`` is called once per finished variant."""
+    jobs_path, results_path = pathlib.Path(tmp, f"jobs{k}.pickle"), pathlib.Path(tmp, f"results{k}.pickle")
+    jobs_path.write_bytes(pickle.dumps(job_args))
+    command, env = _worker_command(jobs_path, results_path)
+    with open(pathlib.Path(tmp, f"stderr{k}.txt"), "w+") as errors:
+        process = subprocess.Popen(command, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
+        for line in process.stdout:
+            if line.startswith("done "):
+                on_done()
+        process.wait()
+        errors.seek(0)
+        stderr = errors.read()
+    if process.returncode or not results_path.exists():
+        raise AotError(f"the build worker stopped (exit status {process.returncode}):\n{' '.join(command)}\n"
+                       f"{stderr[-4000:]}")
+    return pickle.loads(results_path.read_bytes())
+
+
+class BuildProgress:
+    """The progress line of a build (``ntsym: building NAME: k/n variants
+    compiled, t s``), once it has run for a second (see ``codegen.progress``)."""
+
+    def __init__(self, name, total):
+        self.name, self.total, self.done = name, total, 0
+        self.start, self.lock = time.perf_counter(), threading.Lock()
+        progress.show(f"ntsym: building {name}: 0/{total} variants compiled")
+
+    def step(self):
+        with self.lock:
+            self.done += 1
+            elapsed = time.perf_counter() - self.start
+            if elapsed >= 1.0:
+                progress.show(f"ntsym: building {self.name}: {self.done}/{self.total} variants compiled, "
+                              f"{elapsed:.1f} s")
+
+    def end(self):
+        progress.end()
 
 
 def cuda_include():

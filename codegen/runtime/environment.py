@@ -14,6 +14,10 @@ def interpreting():
     if _INTERPRETING is None:
         value = os.environ.get("TRITON_INTERPRET", "")
         _INTERPRETING = value.lower() in ("1", "true", "yes", "on") or not _cuda_available()
+        if _INTERPRETING:
+            from codegen import interpreter_compat
+
+            interpreter_compat.install()
     return _INTERPRETING
 
 

@@ -6,6 +6,7 @@ import os
 import sys
 
 from codegen import options as launch_options
+from codegen import progress
 from codegen.errors import fail
 from codegen.tuning import store as tuning_store
 from codegen.tuning.config import Config, _no_persistent, _refused, describe
@@ -13,7 +14,7 @@ from codegen.tuning.shortlist import _compiled_sizes, _full_search, _load_shortl
 from codegen.tuning.space import default_config
 from codegen.tuning.store import ints, misalignment
 from codegen.tuning.stored import _load, _store, _usable
-from codegen.tuning.timing import _benchmark, _end_progress
+from codegen.tuning.timing import _benchmark
 
 
 def _tune_in_interpreter():
@@ -58,10 +59,9 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         config = search.stored_or_timed(probe, timed)
         if config is None:  # a trace: not stored, and nothing may be timed
             return search.fallback(probe)
-    _end_progress()
+    progress.end()
     if os.environ.get("NTSYM_PRINT_TUNING") == "1":
-        print(f"ntsym: {spec.name} {tuning_store.disk_key(fixed_items, int64, tensors, given)}: {describe(config)}",
-              file=sys.stderr)
+        print(f"ntsym: {spec.name} for {_shapes(tensors)}: {describe(config)}", file=sys.stderr)
     if config.persistent and not persistent.ready(dict(config.meta)):
         fail(_refused(spec, persistent, config))
     tuned[key] = config
@@ -151,3 +151,8 @@ def _tensor_key(tensors):
     """Shapes, strides, dtypes, 16-byte alignment and device: what a tuned
     choice may depend on."""
     return tuple((ints(t.shape), ints(t.stride()), t.dtype, misalignment(t), t.device) for t in tensors)
+
+
+def _shapes(tensors):
+    """The call's tensors as ``shape dtype`` (what NTSYM_PRINT_TUNING shows)."""
+    return ", ".join(f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}" for t in tensors) or "no tensors"

@@ -104,19 +104,17 @@ def load(spec, key, kind="choices"):
 
 
 def store(spec, key, entry, kind="choices"):
-    """Add one entry to the file: locked read-modify-write, atomic replace."""
-    import fcntl
+    """Add one entry to the file: locked read-modify-write (``filelock``, which
+    locks on every platform torch runs on), atomic replace."""
     import tempfile
 
+    from filelock import FileLock
+
     path = _path(spec, kind)
-    with open(path + ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            data = _read(path)
-            data[key] = entry
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp_", suffix=".json")
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-            os.replace(tmp, path)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with FileLock(path + ".lock"):
+        data = _read(path)
+        data[key] = entry
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp_", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)

@@ -6,10 +6,9 @@ overwrites restored after it."""
 import logging
 import math
 import os
-import sys
 from dataclasses import replace
 
-from codegen import serial
+from codegen import progress, serial
 from codegen.errors import fail
 from codegen.tuning.config import Config, _refused
 from codegen.tuning.space import candidates
@@ -324,32 +323,16 @@ def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
                 "ntsym: tuning %s: %d/%d configs, best so far %s (%.4f ms), %.1f s",
                 spec.name, done + i + 1, done + len(configs), best, best_time, elapsed,
             )
-        if elapsed > PROGRESS_AFTER and _show_progress():
-            print(f"\rntsym: tuning {spec.name}: {done + i + 1}/{done + len(configs)} configs, "
-                  f"best so far {best} ({best_time:.4f} ms), {elapsed:.1f} s\033[K", end="", file=sys.stderr, flush=True)
-            progress_shown[0] = True
+        if elapsed > PROGRESS_AFTER and progress.wanted():
+            progress.show(f"ntsym: tuning {spec.name}: {done + i + 1}/{done + len(configs)} configs, "
+                          f"best so far {best} ({best_time:.4f} ms), {elapsed:.1f} s")
     return timed
 
 
 # Tuning longer than this shows one line of progress on stderr (a terminal's,
-# or anywhere with NTSYM_TUNING_PROGRESS=1; never with NTSYM_TUNING_PROGRESS=0).
+# or anywhere with NTSYM_TUNING_PROGRESS=1; never with NTSYM_TUNING_PROGRESS=0):
+# see codegen/progress.py.
 PROGRESS_AFTER = 1.0
-
-
-progress_shown = [False]
-
-
-def _show_progress():
-    wanted = os.environ.get("NTSYM_TUNING_PROGRESS", "")
-    if wanted in ("0", "1"):
-        return wanted == "1"
-    return sys.stderr.isatty() and "PYTEST_CURRENT_TEST" not in os.environ
-
-
-def _end_progress():
-    if progress_shown[0]:
-        print(file=sys.stderr, flush=True)
-        progress_shown[0] = False
 
 
 def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device):

@@ -248,11 +248,14 @@ def tiny(args):
     model = llm.build_model(llm.tiny_config(), dtype, device)
     prompt = torch.randint(0, 256, (BATCH, 8), device=device, generator=torch.Generator(device).manual_seed(1))
     llm.unpatch(model)
+    print(f"tiny Llama on {device}, {dtype}: 16 greedy tokens", flush=True)
+    if device == "cpu":
+        print("(kernels run through Triton's interpreter: the first run of each variant takes minutes, "
+              "and tokens/s are the interpreter's, not a GPU's)", flush=True)
     reference, ref_logits = llm.Generator(model, BATCH, 8, 16)(prompt, keep_logits=True)
-    print(f"tiny Llama on {device}, {dtype}: 16 greedy tokens")
-    print("| variant | tokens equal to torch's | max abs logit diff | tokens/s (2nd run) |")
-    print("|---|---|---:|---:|")
+    rows = []
     for variant in ("torch", "ntsym", "triton"):
+        print(f"running {variant} ...", flush=True)
         generator = _make_generator(model, variant, 16, device)
         generator.graph_wanted = False
         tokens, logits = generator(prompt, keep_logits=True)
@@ -262,7 +265,10 @@ def tiny(args):
         _sync()
         rate = BATCH * 16 / (time.perf_counter() - start)
         diff = (logits - ref_logits).abs().max().item()
-        print(f"| {variant} | {bool(torch.equal(tokens, reference))} | {diff:.3g} | {rate:.1f} |")
+        rows.append(f"| {variant} | {bool(torch.equal(tokens, reference))} | {diff:.3g} | {rate:.1f} |")
+    print("| variant | tokens equal to torch's | max abs logit diff | tokens/s (2nd run) |")
+    print("|---|---|---:|---:|")
+    print("\n".join(rows))
 
 
 def main():
