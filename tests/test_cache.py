@@ -8,7 +8,8 @@ import types
 
 import filelock  # noqa: F401 - imported with fcntl, before the test below hides it
 
-from codegen import cache, tuning_store
+from codegen import cache
+from codegen.tuning import store as tuning_store
 from ntsym.__main__ import main
 
 
