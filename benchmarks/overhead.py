@@ -141,7 +141,7 @@ def main():
     add_kernel(x, y, z, BLOCK_SIZE=1024)
     torch.cuda.synchronize()
     rows.append(("first call add (BLOCK_SIZE fixed; generate + compile)", f"{(time.perf_counter() - start) * 1e3:.0f} ms"))
-    from codegen import tuning
+    from ntsym_codegen import tuning
 
     rows.append((f"first call mm 512^3, tuning, candidates compiled in {tuning.compile_threads()} threads (cold caches)",
                  first_call_mm_in_child()))

@@ -8,7 +8,7 @@ runs in a worker of a ``spawn`` process pool with that kernel restricted to the 
 config, so the compiled binaries land in the shared ``TRITON_CACHE_DIR``; the main
 process then auto-tunes with the binaries already on disk.  Best effort: any failure
 is reported and the benchmark goes on without it.  (ntsym compiles its own candidates
-side by side in threads as it tunes: ``codegen.tuning.compile_ahead``.)
+side by side in threads as it tunes: ``ntsym_codegen.tuning.compile_ahead``.)
 """
 
 import multiprocessing

@@ -10,9 +10,9 @@ tensor the application never writes); ``gather``/``scatter`` read and write
 
 import ast
 
-from codegen import template
-from codegen.astutil import constant_node, generated_assign, masked_other
-from codegen.template import expr
+from ntsym_codegen import template
+from ntsym_codegen.astutil import constant_node, generated_assign, masked_other
+from ntsym_codegen.template import expr
 
 
 class AccessMixin:

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import sympy
 
-from codegen import bounds, debug_checks, template
-from codegen.astutil import broadcast, generated_assign, literal_int
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod, recombine
-from codegen.ir import Check
-from codegen.printer import Printer, PrintError, conjunction
-from codegen.shapes import block_extent_expr
-from codegen.template import expr
+from ntsym_codegen import bounds, debug_checks, template
+from ntsym_codegen.astutil import broadcast, generated_assign, literal_int
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv, Mod, recombine
+from ntsym_codegen.ir import Check
+from ntsym_codegen.printer import Printer, PrintError, conjunction
+from ntsym_codegen.shapes import block_extent_expr
+from ntsym_codegen.template import expr
 
 
 @dataclass

@@ -8,7 +8,7 @@ not understood gives no bound, which keeps the condition: the safe direction.
 
 import sympy
 
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv, Mod
 
 
 class _Unknown(Exception):

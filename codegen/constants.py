@@ -6,8 +6,8 @@ literals.  A local of the same name hides either.
 
 import ast
 
-from codegen.analysis import dotted_path
-from codegen.astutil import literal
+from ntsym_codegen.analysis import dotted_path
+from ntsym_codegen.astutil import literal
 
 
 class GlobalNamesMixin:

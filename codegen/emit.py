@@ -7,20 +7,20 @@ from types import MappingProxyType
 
 import sympy
 
-from codegen import triton_compat
-from codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
-from codegen.arguments import kernel_arguments
-from codegen.astutil import generated_assign
-from codegen.index_width import IndexPeak, multiplied_sizes, peaks
-from codegen.kernel import EmitError, KernelEmitter
-from codegen.launcher import launcher
-from codegen.printer import Printer, to_source
-from codegen.promotion import meetings
-from codegen.semantics import HELPERS as SEMANTIC_HELPERS
-from codegen.semantics import INTERPRETING as SEMANTIC_INTERPRETING
-from codegen.strategies import DESCRIPTORS
-from codegen.signature import jit_function, kernel_args, param, positional
-from codegen.template import stmt, stmts
+from ntsym_codegen import triton_compat
+from ntsym_codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
+from ntsym_codegen.arguments import kernel_arguments
+from ntsym_codegen.astutil import generated_assign
+from ntsym_codegen.index_width import IndexPeak, multiplied_sizes, peaks
+from ntsym_codegen.kernel import EmitError, KernelEmitter
+from ntsym_codegen.launcher import launcher
+from ntsym_codegen.printer import Printer, to_source
+from ntsym_codegen.promotion import meetings
+from ntsym_codegen.semantics import HELPERS as SEMANTIC_HELPERS
+from ntsym_codegen.semantics import INTERPRETING as SEMANTIC_INTERPRETING
+from ntsym_codegen.strategies import DESCRIPTORS
+from ntsym_codegen.signature import jit_function, kernel_args, param, positional
+from ntsym_codegen.template import stmt, stmts
 
 HELPERS = {
     "ntsym_floordiv": """
@@ -111,7 +111,7 @@ def ntsym_mod(a, b):
 @dataclass(frozen=True)
 class ModuleFlags:
     """What a launcher computes besides the call's arguments, as the emitter
-    recorded it (``codegen.context.ModuleRecords``), copied read-only."""
+    recorded it (``ntsym_codegen.context.ModuleRecords``), copied read-only."""
 
     pow2: MappingProxyType  # size -> the symbol of its padded power-of-two block
     whole: MappingProxyType  # peeled loop's flag -> (size, block): size % block == 0
@@ -197,9 +197,9 @@ def emit(ir):
     ]
     if emitter.records.uses_libdevice:
         header.append("from ntsym.language import libdevice")
-    header += ["", "from codegen import runtime", "from codegen.runtime import cdiv, next_power_of_2"]
+    header += ["", "from ntsym_codegen import runtime", "from ntsym_codegen.runtime import cdiv, next_power_of_2"]
     if any(h.startswith("@triton.jit\ndef ntsym_check_index(") for h in helpers):
-        header.append("from codegen import debug_checks")
+        header.append("from ntsym_codegen import debug_checks")
     if interpreting_switch:
         header += ["", SEMANTIC_INTERPRETING]
     parts = ["\n".join(header)] + helpers + [kernel_src, launcher_src]
@@ -476,7 +476,7 @@ def _streamed_tiles(ir):
 
 def spec(ir, generated):
     """Facts the runtime needs, as plain data (stored beside the module)."""
-    from codegen.runtime import Spec, TensorSpec, interpreting
+    from ntsym_codegen.runtime import Spec, TensorSpec, interpreting
 
     tensors = []
     for p in ir.params:

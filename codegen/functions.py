@@ -17,7 +17,7 @@ row whose every lane lies outside stays outside (``codegen/mixing.py``).
 import ast
 import copy
 
-from codegen.template import expr
+from ntsym_codegen.template import expr
 
 PREFIX = "ntsym_fn_"
 

@@ -19,7 +19,7 @@ in which the sizes that index math multiplies are widened too."""
 
 import sympy
 
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv, Mod
 
 LIMIT = 2**31 - 1
 _UNBOUNDED = 2**20  # a compile-time value with no candidates or bound: Triton's largest block

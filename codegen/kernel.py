@@ -5,7 +5,7 @@ expression by expression, dispatching on the node type.  Reading a parameter
 is a load of the program's tile; assigning to it is a store; ``x[k]``
 selects a tile of a deeper level; ``x.shape`` is a compile-time
 expression; calls to plain Python functions are inlined.  Index math comes
-from the index maps (SymPy) through :mod:`codegen.printer`.
+from the index maps (SymPy) through :mod:`ntsym_codegen.printer`.
 
 The jobs the walk does live in their own modules, as mixins of the emitter
 (see docs/design.md, "The back end, pass by pass"):
@@ -25,12 +25,12 @@ import copy
 
 import sympy
 
-from codegen import bounds
-from codegen.access import AccessMixin
-from codegen.functions import FunctionValuesMixin
-from codegen.reshaping import reshaped
-from codegen.addressing import AddressingMixin
-from codegen.analysis import (
+from ntsym_codegen import bounds
+from ntsym_codegen.access import AccessMixin
+from ntsym_codegen.functions import FunctionValuesMixin
+from ntsym_codegen.reshaping import reshaped
+from ntsym_codegen.addressing import AddressingMixin
+from ntsym_codegen.analysis import (
     UNKNOWN,
     assigned_names,
     assigned_parameters,
@@ -39,8 +39,8 @@ from codegen.analysis import (
     loop_variable_read_after_its_loop,
     stored_once,
 )
-from codegen.constants import GlobalNamesMixin
-from codegen.context import (
+from ntsym_codegen.constants import GlobalNamesMixin
+from ntsym_codegen.context import (
     ApplicationFacts,
     BlockState,
     HoistState,
@@ -50,17 +50,17 @@ from codegen.context import (
     Names,
     ShapeState,
 )
-from codegen.emit_error import EmitError, source_lines
-from codegen.ir import Check
-from codegen.inline import InliningMixin
-from codegen.loops import LoopsMixin
-from codegen.lanes import unknown
-from codegen.padding import LaneState, PaddingMixin
-from codegen.printer import Printer
-from codegen.refs import SourceRef, TileRef
-from codegen.semantics import SemanticsMixin
-from codegen.shapes import ShapesMixin, block_extent_expr
-from codegen.strategies import POINTERS
+from ntsym_codegen.emit_error import EmitError, source_lines
+from ntsym_codegen.ir import Check
+from ntsym_codegen.inline import InliningMixin
+from ntsym_codegen.loops import LoopsMixin
+from ntsym_codegen.lanes import unknown
+from ntsym_codegen.padding import LaneState, PaddingMixin
+from ntsym_codegen.printer import Printer
+from ntsym_codegen.refs import SourceRef, TileRef
+from ntsym_codegen.semantics import SemanticsMixin
+from ntsym_codegen.shapes import ShapesMixin, block_extent_expr
+from ntsym_codegen.strategies import POINTERS
 
 __all__ = ["EmitError", "KernelEmitter", "block_extent_expr"]
 

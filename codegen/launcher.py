@@ -2,7 +2,7 @@
 ``launch(*args, <meta>=None, ntsym_options=None)`` reads the tensors' sizes
 and strides, runs the launch checks, and hands the call to
 ``runtime.launch(FACTS, ...)`` (or ``runtime.fast_launch`` for a call shape
-seen before).  Written with ``codegen.template``; everything it prints comes
+seen before).  Written with ``ntsym_codegen.template``; everything it prints comes
 from the IR and the emitter's records.
 """
 
@@ -10,10 +10,10 @@ import ast
 
 import sympy
 
-from codegen.arguments import kernel_arguments
-from codegen.printer import Printer
-from codegen.signature import kernel_args, positional
-from codegen.template import expr, stmt, stmts
+from ntsym_codegen.arguments import kernel_arguments
+from ntsym_codegen.printer import Printer
+from ntsym_codegen.signature import kernel_args, positional
+from ntsym_codegen.template import expr, stmt, stmts
 
 _HOST = Printer(mode="host")
 
@@ -223,7 +223,7 @@ def _check(i, check):
 
 def _kernel_call_args(ir, emitter, tensor_params):
     """The kernel's positional arguments as the launcher passes them, each by
-    its source (``codegen.arguments``)."""
+    its source (``ntsym_codegen.arguments``)."""
     args = []
     tensors = _names([t.name for t in tensor_params])
     for arg in kernel_arguments(ir, kernel_args(ir, emitter), emitter.records):

@@ -20,14 +20,14 @@ import copy
 
 import sympy
 
-from codegen.addressing import distributed_terms, names_key
-from codegen.analysis import assigned_names
-from codegen import bounds, template
-from codegen.astutil import broadcast, generated_assign
-from codegen.emit_error import EmitError
-from codegen.intfuncs import CeilDiv, FloorDiv
-from codegen.lanes import same_everywhere
-from codegen.template import expr
+from ntsym_codegen.addressing import distributed_terms, names_key
+from ntsym_codegen.analysis import assigned_names
+from ntsym_codegen import bounds, template
+from ntsym_codegen.astutil import broadcast, generated_assign
+from ntsym_codegen.emit_error import EmitError
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv
+from ntsym_codegen.lanes import same_everywhere
+from ntsym_codegen.template import expr
 
 
 class LoopsMixin:

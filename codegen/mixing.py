@@ -16,10 +16,10 @@ import copy
 
 import sympy
 
-from codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
-from codegen.printer import conjunction
-from codegen.padding import REDUCTIONS, SCANS, literal
-from codegen.template import expr
+from ntsym_codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
+from ntsym_codegen.printer import conjunction
+from ntsym_codegen.padding import REDUCTIONS, SCANS, literal
+from ntsym_codegen.template import expr
 
 _UNKNOWN_AXIS = object()
 
@@ -134,8 +134,8 @@ def _user_reduction(em, node, operand, lanes):
     """``reduce(x, axis, combine)`` over lanes outside the tensor: the
     combine has no identity ntsym knows, so pairs (value, inside) are
     reduced and lanes outside never reach it (``codegen/functions.py``)."""
-    from codegen.functions import masked_reduce
-    from codegen.reshaping import named
+    from ntsym_codegen.functions import masked_reduce
+    from ntsym_codegen.reshaping import named
 
     axis_node = _argument(node, 1, "axis", ast.Constant(None))
     combine_node = _argument(node, 2, "combine_fn", None)

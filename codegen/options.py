@@ -26,7 +26,7 @@ schema agree."""
 
 from dataclasses import dataclass
 
-from codegen.errors import fail
+from ntsym_codegen.errors import fail
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from codegen.astutil import constant_node
-from codegen.lanes import CLEAN, Factor, Lanes, combine, equals, join, masked, same_everywhere, unknown, widen
-from codegen.printer import PrintError, conjunction
-from codegen.refs import TileRef
-from codegen.template import expr
+from ntsym_codegen.astutil import constant_node
+from ntsym_codegen.lanes import CLEAN, Factor, Lanes, combine, equals, join, masked, same_everywhere, unknown, widen
+from ntsym_codegen.printer import PrintError, conjunction
+from ntsym_codegen.refs import TileRef
+from ntsym_codegen.template import expr
 
 # Elementwise functions whose value on a known lane value SymPy computes.
 _FUNCTIONS = {
@@ -313,7 +313,7 @@ class PaddingMixin:
     def mixing(self, node):
         """``tl.<op>(operand, ...)`` for an op that mixes lanes, emitted so
         that lanes outside the tensor do not enter it; None for other calls."""
-        from codegen.mixing import mix
+        from ntsym_codegen.mixing import mix
 
         return mix(self, node)
 

@@ -8,7 +8,7 @@ no method prints; each target is a subclass.
   for the Python launchers (``mode="host"``);
 - :class:`SizePrinter` (host): sizes computed from the call's shapes, over
   the operations that keep torch's symbolic sizes symbolic (``ntsym.library``);
-- ``codegen.aot.common.CPrinter``: C over ``int64_t`` for the C launcher.
+- ``ntsym_codegen.aot.common.CPrinter``: C over ``int64_t`` for the C launcher.
 
 Integer semantics are exact: ``FloorDiv``/``Mod`` print as ``//``/``%`` only where
 the operands are provably non-negative (Triton's ``//`` and ``%`` truncate toward
@@ -21,7 +21,7 @@ import copy
 
 import sympy
 
-from codegen.intfuncs import CeilDiv, FloorDiv
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv
 
 
 class PrintError(TypeError):

@@ -15,10 +15,10 @@ and a mixing operation on them is refused).
 import ast
 import copy
 
-from codegen.astutil import generated_assign
-from codegen.lanes import Factor, Lanes
-from codegen.printer import conjunction
-from codegen.template import expr
+from ntsym_codegen.astutil import generated_assign
+from ntsym_codegen.lanes import Factor, Lanes
+from ntsym_codegen.printer import conjunction
+from ntsym_codegen.template import expr
 
 _FOLLOWED = ("reshape", "broadcast_to")
 

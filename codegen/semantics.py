@@ -21,7 +21,7 @@
 
 import ast
 
-from codegen import bounds, debug_checks
+from ntsym_codegen import bounds, debug_checks
 
 def _nan_reduction(name, combine):
     """The source of ``ntsym_<name>``: ``tl.<name>`` returning NaN where the

@@ -15,11 +15,11 @@ import contextlib
 
 import sympy
 
-from codegen import bounds
-from codegen.astutil import is_int, literal_int
-from codegen.emit_error import EmitError
-from codegen.intfuncs import FloorDiv, Mod
-from codegen.refs import SourceRef, TileRef
+from ntsym_codegen import bounds
+from ntsym_codegen.astutil import is_int, literal_int
+from ntsym_codegen.emit_error import EmitError
+from ntsym_codegen.intfuncs import FloorDiv, Mod
+from ntsym_codegen.refs import SourceRef, TileRef
 
 
 def block_extent_expr(n, pow2_names):

@@ -3,7 +3,7 @@ launcher passes by position (the rest come with the chosen configuration)."""
 
 import ast
 
-from codegen.template import expr
+from ntsym_codegen.template import expr
 
 
 def kernel_args(ir, emitter):

@@ -24,12 +24,12 @@ import ast
 
 import sympy
 
-from codegen import bounds
-from codegen.astutil import constant_node, masked_other, method_call
-from codegen.padding import DESCRIPTOR
-from codegen.printer import Printer, PrintError
-from codegen.shapes import block_extent_expr, is_pow2
-from codegen.template import expr, stmt
+from ntsym_codegen import bounds
+from ntsym_codegen.astutil import constant_node, masked_other, method_call
+from ntsym_codegen.padding import DESCRIPTOR
+from ntsym_codegen.printer import Printer, PrintError
+from ntsym_codegen.shapes import block_extent_expr, is_pow2
+from ntsym_codegen.template import expr, stmt
 
 
 class AccessStrategy:

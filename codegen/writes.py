@@ -17,7 +17,7 @@ bumps the version counters of all written tensors; the overlap test runs on
 a call shape's first launch only (it depends on shapes and strides alone).
 """
 
-from codegen.errors import fail
+from ntsym_codegen.errors import fail
 
 # Layouts the sorted-stride test cannot prove free of overlap are checked
 # element by element up to this many elements (a first launch only).

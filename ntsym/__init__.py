@@ -63,7 +63,7 @@ from ntsym import auto_tuner, debugging, generation, language, library, naming, 
 from ntsym.debugging import eval, eval_expr, index_table, subs  # noqa: A004 - NineToothed's names
 
 
-from codegen.cache import package_version as _package_version
+from ntsym_codegen.cache import package_version as _package_version
 
 __version__ = _package_version()
 

@@ -14,7 +14,7 @@ def _human(n):
 
 def main(argv=None):
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
-    from codegen import cache
+    from ntsym_codegen import cache
 
     parser = argparse.ArgumentParser(prog="python -m ntsym", description="ntsym's command line")
     commands = parser.add_subparsers(dest="command", required=True)

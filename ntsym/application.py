@@ -12,9 +12,9 @@ import types
 
 import sympy
 
-from codegen.analysis import dotted_path
-from codegen.emit_error import source_lines
-from codegen.emit_error import EmitError
+from ntsym_codegen.analysis import dotted_path
+from ntsym_codegen.emit_error import source_lines
+from ntsym_codegen.emit_error import EmitError
 from ntsym.errors import ApplicationError
 from ntsym.symbol import Symbol
 

@@ -17,9 +17,9 @@ kernels, such as variants made with different arrangements.)
 import hashlib
 import json
 
-from codegen import runtime, triton_compat, tuning
-from codegen.cache import package_version
-from codegen.errors import LaunchError
+from ntsym_codegen import runtime, triton_compat, tuning
+from ntsym_codegen.cache import package_version
+from ntsym_codegen.errors import LaunchError
 from ntsym.generation import CACHE_DIR
 
 

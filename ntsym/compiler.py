@@ -12,9 +12,9 @@ tensor: the sizes it needs are those of the symbolic ``tensors``.
 
 import dataclasses
 
-from codegen import emit
-from codegen.emit_error import EmitError
-from codegen.printer import PrintError
+from ntsym_codegen import emit
+from ntsym_codegen.emit_error import EmitError
+from ntsym_codegen.printer import PrintError
 from ntsym.errors import ApplicationError, CodegenError
 from ntsym.lower import lower
 from ntsym.proofs import aliasing_table
@@ -26,8 +26,8 @@ class Compiled:
 
     - ``ir``: the lowered kernel (codegen/ir.py), its launch checks and grid;
     - ``generated``: the emitted module in its parts and the emitter's facts
-      (``codegen.emit.Generated``);
-    - ``spec``: the launch plan the runtime reads (``codegen.runtime.Spec``):
+      (``ntsym_codegen.emit.Generated``);
+    - ``spec``: the launch plan the runtime reads (``ntsym_codegen.runtime.Spec``):
       parameters, compile-time values, the aliasing table, tuning's inputs;
     - ``display``: size and stride symbols as users write them
       (``x.shape[1]``), for the messages of every launcher.

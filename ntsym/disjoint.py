@@ -23,7 +23,7 @@ written tensor, the index map is read:
 
 import sympy
 
-from codegen import bounds
+from ntsym_codegen import bounds
 
 
 def overlap_checks(param, grid, program_vars, varying=None):

@@ -1,8 +1,8 @@
 """The exceptions ntsym raises.  Each is also the matching builtin, so existing
-``except ValueError`` code keeps working.  Defined in :mod:`codegen.errors`,
+``except ValueError`` code keeps working.  Defined in :mod:`ntsym_codegen.errors`,
 where the back end raises them too."""
 
-from codegen.errors import (
+from ntsym_codegen.errors import (
     ApplicationError,
     ArrangementError,
     CodegenError,

@@ -11,7 +11,7 @@ symbolic size, a negative count is refused at launch.
 
 import sympy
 
-from codegen.intfuncs import CeilDiv, FloorDiv
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv
 from ntsym.errors import ArrangementError, MetaOperationError
 from ntsym.symbol import as_expr
 

@@ -12,7 +12,7 @@ IR the front end lowers from the arrangement, not an annotated function; use
 
 import pathlib
 
-from codegen import cache
+from ntsym_codegen import cache
 
 CACHE_DIR = pathlib.Path(cache.cache_dir())
 

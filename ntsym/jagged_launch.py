@@ -22,8 +22,8 @@ from typing import Optional
 import numpy
 import torch
 
-from codegen.errors import LaunchError
-from codegen.runtime.checks import _extent
+from ntsym_codegen.errors import LaunchError
+from ntsym_codegen.runtime.checks import _extent
 
 
 class Jagged:

@@ -15,8 +15,8 @@ import math
 import numpy as np
 import triton.language as tl
 
-from codegen import triton_compat
-from codegen.runtime import interpreting
+from ntsym_codegen import triton_compat
+from ntsym_codegen.runtime import interpreting
 
 
 def _value(arg):

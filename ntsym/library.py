@@ -25,9 +25,9 @@ import re
 import sympy
 import torch
 
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
-from codegen.printer import PrintError, SizePrinter
-from codegen.runtime import cdiv
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from ntsym_codegen.printer import PrintError, SizePrinter
+from ntsym_codegen.runtime import cdiv
 from ntsym.errors import NtsymError
 
 __all__ = ["RegistrationError", "op", "output_shapes", "uses_triton_op"]
@@ -74,7 +74,7 @@ def uses_triton_op():
     eagerly).  ``NTSYM_TRITON_OP=0`` asks for ``custom_op`` everywhere."""
     import os
 
-    from codegen.runtime import interpreting
+    from ntsym_codegen.runtime import interpreting
 
     return (hasattr(torch.library, "triton_op") and not interpreting()
             and os.environ.get("NTSYM_TRITON_OP", "1") != "0")

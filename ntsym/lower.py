@@ -4,7 +4,7 @@
 The steps, in order: name the source tensors after the application's
 parameters; run the arrangement; give every symbol a deterministic name; prove
 (or reduce to launch checks) that all outermost shapes agree; prune the masks
-SymPy proves always true; fill in :mod:`codegen.ir`.
+SymPy proves always true; fill in :mod:`ntsym_codegen.ir`.
 """
 
 import ast
@@ -13,10 +13,10 @@ import itertools
 
 import sympy
 
-from codegen import bounds
-from codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorParam
-from codegen.analysis import assigned_parameters
-from codegen.shapes import block_extent_expr
+from ntsym_codegen import bounds
+from ntsym_codegen.ir import Check, JaggedParam, KernelIR, MetaParam, SizeArg, TensorParam
+from ntsym_codegen.analysis import assigned_parameters
+from ntsym_codegen.shapes import block_extent_expr
 from ntsym import live_extents
 from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.disjoint import overlap_checks

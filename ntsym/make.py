@@ -10,8 +10,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
 
-from codegen import cache, runtime
-from codegen import options as launch_options
+from ntsym_codegen import cache, runtime
+from ntsym_codegen import options as launch_options
 from ntsym import aot, library
 from ntsym import compiler
 from ntsym.errors import ApplicationError, LaunchError
@@ -104,7 +104,7 @@ class Kernel:
     def explain(self):
         """What was proved, what is checked at launch, the masks; after calls,
         the configurations chosen for them."""
-        from codegen.tuning import describe
+        from ntsym_codegen.tuning import describe
 
         text = explain_ir(self.ir, self.compiled.generated)
         chosen = dict.fromkeys(describe(config) for config in self.calls.tuned.values())

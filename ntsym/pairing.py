@@ -11,10 +11,10 @@ import dataclasses
 
 import sympy
 
-from codegen import bounds
-from codegen.analysis import assigned_parameters
-from codegen.intfuncs import CeilDiv
-from codegen.shapes import block_extent_expr
+from ntsym_codegen import bounds
+from ntsym_codegen.analysis import assigned_parameters
+from ntsym_codegen.intfuncs import CeilDiv
+from ntsym_codegen.shapes import block_extent_expr
 from ntsym.errors import ArrangementError
 
 

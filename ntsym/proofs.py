@@ -4,8 +4,8 @@ import itertools
 
 import sympy
 
-from codegen import bounds
-from codegen.intfuncs import recombine
+from ntsym_codegen import bounds
+from ntsym_codegen.intfuncs import recombine
 
 
 def aliasing_table(ir, sourced=frozenset()):

@@ -20,7 +20,7 @@ import itertools
 
 import sympy
 
-from codegen.intfuncs import FloorDiv, Mod
+from ntsym_codegen.intfuncs import FloorDiv, Mod
 from ntsym.errors import ArrangementError
 from ntsym.pairing import shape_text
 

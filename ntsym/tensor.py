@@ -24,7 +24,7 @@ import itertools
 
 import sympy
 
-from codegen.intfuncs import FloorDiv, Mod
+from ntsym_codegen.intfuncs import FloorDiv, Mod
 from ntsym import evaluation
 from ntsym.errors import MetaOperationError
 from ntsym.extents import slice_extent, window_count

@@ -43,7 +43,7 @@ def loop_addressing(request, monkeypatch):
     default), then advance pointers wherever a kernel can (the other form the
     tuner chooses between on a GPU)."""
     if request.param:
-        from codegen import runtime, tuning
+        from ntsym_codegen import runtime, tuning
 
         choose, call_key = tuning.choose, runtime.call_key
 
@@ -72,7 +72,7 @@ def machine_independent(text):
     """``text`` with this checkout's and this machine's paths (the cache
     directory, the home directory) replaced by fixed names, so that golden
     files hold the same text wherever they are made."""
-    from codegen import cache
+    from ntsym_codegen import cache
 
     places = [
         (str(pathlib.Path(__file__).resolve().parent.parent), "<checkout>"),

@@ -11,7 +11,7 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
-from codegen import tuning
+from ntsym_codegen import tuning
 from examples import mm, sdpa
 from ntsym import Tensor
 from tests.conftest import FP32_DOT_TOL
@@ -431,7 +431,7 @@ def test_one_offset_two_tile_shapes():
 
 
 def test_advancing_with_64_bit_index_math(monkeypatch):
-    from codegen import runtime
+    from ntsym_codegen import runtime
 
     monkeypatch.setattr(runtime.checks, "needs_int64", lambda tensors: True)
     a, b = torch.randn(40, 50), torch.randn(50, 24)

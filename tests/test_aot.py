@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import ntsym
-from codegen import aot
+from ntsym_codegen import aot
 from examples import add, mm, softmax
 from ntsym import Tensor
 
@@ -151,7 +151,7 @@ def _old_interpreter_on_new_numpy():
     import numpy
     import triton
 
-    from codegen import runtime
+    from ntsym_codegen import runtime
 
     version = lambda text: tuple(int(p) for p in text.split("+")[0].split(".")[:2])  # noqa: E731
     return runtime.interpreting() and version(triton.__version__) < (3, 7) and version(numpy.__version__) >= (2, 4)
@@ -166,7 +166,7 @@ def test_exported_modules_run_without_ntsym(tmp_path):
         "import sys\n"
         "import torch\n"
         "import add_standalone, mm_standalone, softmax_standalone\n"
-        "assert 'ntsym' not in sys.modules and 'codegen' not in sys.modules\n"
+        "assert 'ntsym' not in sys.modules and 'ntsym_codegen' not in sys.modules\n"
         "x, y, o = torch.randn(1000), torch.randn(1000), torch.empty(1000)\n"
         "add_standalone.launch(x, y, o)\n"
         "torch.testing.assert_close(o, x + y)\n"

@@ -8,7 +8,7 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
-from codegen import aot
+from ntsym_codegen import aot
 from examples import add
 from ntsym import Tensor
 

@@ -8,8 +8,8 @@ import types
 
 import filelock  # noqa: F401 - imported with fcntl, before the test below hides it
 
-from codegen import cache
-from codegen.tuning import store as tuning_store
+from ntsym_codegen import cache
+from ntsym_codegen.tuning import store as tuning_store
 from ntsym.__main__ import main
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import ntsym  # before triton: without a GPU, ntsym selects Triton's interpreter
-from codegen import runtime, tuning
+from ntsym_codegen import runtime, tuning
 from ntsym import Tensor
 from ntsym.errors import LaunchError
 

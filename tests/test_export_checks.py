@@ -34,7 +34,7 @@ def test_exported_module_refuses_what_the_launcher_refuses(tmp_path):
     add.kernel.export(tmp_path / "add_standalone.py")
     expected = [_torch_refusal(call) for call, _ in CASES]
     lines = ["import sys", "import torch", "import add_standalone",
-             "assert 'ntsym' not in sys.modules and 'codegen' not in sys.modules",
+             "assert 'ntsym' not in sys.modules and 'ntsym_codegen' not in sys.modules",
              "x, y, o = torch.randn(10), torch.randn(10), torch.empty(10)",
              "add_standalone.launch(x, y, o)",
              "torch.testing.assert_close(o, x + y)",

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 import ntsym  # before triton: without a GPU, ntsym selects Triton's interpreter
-from codegen import runtime
+from ntsym_codegen import runtime
 from triton.runtime import driver  # noqa: E402  (isort: after ntsym on purpose)
 
 

@@ -8,8 +8,8 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
-from codegen import bounds
-from codegen.intfuncs import CeilDiv, FloorDiv
+from ntsym_codegen import bounds
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv
 from ntsym import Tensor
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import ntsym
-from codegen import tuning
+from ntsym_codegen import tuning
 from examples import add as add_example
 from examples import mm as mm_example
 from ntsym import Tensor

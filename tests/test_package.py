@@ -6,7 +6,7 @@ import traceback
 import pytest
 
 import ntsym
-from codegen import errors
+from ntsym_codegen import errors
 
 
 @pytest.mark.parametrize("name", ["NtsymError", "MetaOperationError", "ArrangementError", "ApplicationError",
@@ -55,7 +55,8 @@ def test_the_wheel(tmp_path):
     wheel = zipfile.ZipFile(next(tmp_path.glob("ntsym-*.whl")))
     names = wheel.namelist()
     assert any(n.endswith("licenses/LICENSE") for n in names)
-    assert "ntsym/py.typed" in names and "codegen/aot/worker.py" in names and "ntsym/__main__.py" in names
+    assert "ntsym/py.typed" in names and "ntsym_codegen/aot/worker.py" in names and "ntsym/__main__.py" in names
+    assert not any(n.startswith("codegen/") for n in names)  # installed as ntsym_codegen only
     metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     for requirement in ("triton>=3.6", "torch>=2.4", "filelock"):
         assert f"Requires-Dist: {requirement}\n" in metadata

@@ -9,7 +9,7 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
-from codegen import runtime, tuning
+from ntsym_codegen import runtime, tuning
 from examples import addmm, bmm, mm, sdpa
 from ntsym import Tensor
 from tests.conftest import FP32_DOT_TOL
@@ -178,8 +178,8 @@ def test_padded_reads_keep_pointer_loads():
     kernel gets no persistent variant: its peeled loop is two loops.)"""
     import ast
 
-    from codegen.kernel import KernelEmitter
-    from codegen.strategies import DESCRIPTORS
+    from ntsym_codegen.kernel import KernelEmitter
+    from ntsym_codegen.strategies import DESCRIPTORS
 
     B = ntsym.block_size(lower_bound=16)
 

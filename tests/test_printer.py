@@ -3,8 +3,8 @@ import ast
 import pytest
 import sympy
 
-from codegen.intfuncs import CeilDiv, FloorDiv, Mod
-from codegen.printer import Printer, PrintError, to_source
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv, Mod
+from ntsym_codegen.printer import Printer, PrintError, to_source
 
 a, b, c = sympy.symbols("a b c", integer=True, positive=True)
 x = sympy.Symbol("x", integer=True)  # sign unknown
@@ -116,7 +116,7 @@ def test_intfuncs_simplify():
 
 def _divides_by_cancel(b, a):
     """``intfuncs._divides`` without its quick refutations."""
-    from codegen import intfuncs
+    from ntsym_codegen import intfuncs
 
     if a == 0:
         return True
@@ -139,7 +139,7 @@ def _divisibility_cases():
 
 
 def test_quick_refutations_of_divisibility_agree_with_cancel():
-    from codegen import intfuncs
+    from ntsym_codegen import intfuncs
 
     cases = _divisibility_cases()
     results = [(intfuncs._divides(b, a), _divides_by_cancel(b, a)) for b, a in cases]
@@ -158,7 +158,7 @@ def test_quick_refutations_of_divisibility_agree_with_cancel():
 
 
 def test_quick_coprimality_agrees_with_gcd():
-    from codegen import intfuncs
+    from ntsym_codegen import intfuncs
 
     x, y, z = sympy.symbols("x y z", integer=True, positive=True)
     extra = [(x, sympy.S.Zero), (2 * x, 4 * x * y + 6), (2 * x, 4 * y + 3), (x * y, x * z + y), (x * y, x * y * z + x * y),
@@ -176,8 +176,8 @@ def test_the_printers_are_one_family_that_refuses_unknown_nodes_by_name():
     """The kernel and host printer, the size printer of torch operators and
     the C printer dispatch alike; a node none of their methods prints is
     refused, naming the node."""
-    from codegen.aot.common import AotError, CPrinter
-    from codegen.printer import SizePrinter, SymPyPrinter
+    from ntsym_codegen.aot.common import AotError, CPrinter
+    from ntsym_codegen.printer import SizePrinter, SymPyPrinter
 
     x, y = sympy.symbols("x y", integer=True, positive=True)
     printers = [Printer(), Printer(mode="host"), SizePrinter({x: "x", y: "y"}), CPrinter()]
@@ -196,7 +196,7 @@ def test_the_size_printer_computes_sizes_torch_keeps_symbolic():
     """Output shapes of torch operators: ``+``, ``*``, ``//``, ``cdiv`` and ``%``
     over the call's sizes; ``Max`` (a guard on symbolic sizes) and sizes the
     call does not give are refused by name."""
-    from codegen.printer import SizePrinter
+    from ntsym_codegen.printer import SizePrinter
 
     x, y, z = sympy.symbols("x y z", integer=True, positive=True)
     printer = SizePrinter({x: "x", y: "y"})

@@ -4,7 +4,7 @@ a log record never runs on from a half-written progress line."""
 import logging
 import sys
 
-from codegen import progress
+from ntsym_codegen import progress
 
 
 def test_log_records_start_on_a_line_of_their_own(monkeypatch, capsys):

@@ -10,7 +10,7 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
-from codegen import cache, runtime
+from ntsym_codegen import cache, runtime
 from ntsym import LaunchError, Symbol, Tensor
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -215,7 +215,7 @@ def test_launch_sets_the_tensors_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: current[0])
     monkeypatch.setattr(torch.cuda, "device", DeviceContext)
     spec = dataclasses.replace(copy.spec, interpreting=False)
-    from codegen import tuning
+    from ntsym_codegen import tuning
 
     config = tuning.Config((("B", 16),), 4, 3)
     monkeypatch.setattr(tuning, "choose", lambda *a, **k: config)

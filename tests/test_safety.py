@@ -242,7 +242,7 @@ def test_an_unusable_cache_directory_falls_back_with_a_warning(tmp_path, monkeyp
 # -- interrupted tuning ----------------------------------------------------------------------
 
 def test_an_interrupted_tuning_leaves_an_in_place_output_as_it_was(tmp_path, monkeypatch):
-    from codegen import tuning
+    from ntsym_codegen import tuning
 
     monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")

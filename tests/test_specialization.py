@@ -12,8 +12,8 @@ import sympy
 import torch
 
 import ntsym
-from codegen import runtime
-from codegen.intfuncs import FloorDiv, Mod, recombine
+from ntsym_codegen import runtime
+from ntsym_codegen.intfuncs import FloorDiv, Mod, recombine
 from ntsym import Symbol, Tensor
 
 B = Symbol("B", constexpr=True)
@@ -105,8 +105,8 @@ def test_contiguous_addresses_only_with_32_bit_index_math():
 
 
 def test_range_prover_bounds_rounded_products_soundly():
-    from codegen import bounds
-    from codegen.intfuncs import CeilDiv
+    from ntsym_codegen import bounds
+    from ntsym_codegen.intfuncs import CeilDiv
 
     x, n, b, i, t = sympy.symbols("x n b i t", integer=True, positive=True)
     # b * (n // b) may be below n - 1: the last x is out of it.

@@ -1,11 +1,11 @@
-"""codegen.template: generated code from templates with holes."""
+"""ntsym_codegen.template: generated code from templates with holes."""
 
 import ast
 
 import pytest
 
-from codegen.printer import to_source
-from codegen.template import expr, stmt, stmts
+from ntsym_codegen.printer import to_source
+from ntsym_codegen.template import expr, stmt, stmts
 
 
 def test_holes_take_nodes_source_constants_and_tuples():

@@ -9,7 +9,7 @@ import pytest
 import sympy
 
 import ntsym
-from codegen.intfuncs import CeilDiv, FloorDiv
+from ntsym_codegen.intfuncs import CeilDiv, FloorDiv
 from ntsym import MetaOperationError, Symbol, Tensor, index_table
 
 BM = Symbol("BLOCK_SIZE_M", meta=True)

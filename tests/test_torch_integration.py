@@ -9,7 +9,7 @@ import torch
 
 import ntsym
 import ntsym.library
-from codegen import runtime
+from ntsym_codegen import runtime
 from tests.conftest import FP32_DOT_TOL
 from examples import add, conv2d, mm, softmax
 from ntsym import Tensor

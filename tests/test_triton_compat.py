@@ -6,7 +6,7 @@ import triton
 import triton.language as tl
 
 import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
-from codegen import triton_compat
+from ntsym_codegen import triton_compat
 from examples import mm
 
 

@@ -13,7 +13,7 @@ import torch
 
 import ntsym
 import ntsym.language as ntl
-from codegen import interpreter_compat, runtime
+from ntsym_codegen import interpreter_compat, runtime
 from ntsym import Tensor
 
 pytestmark = pytest.mark.skipif(not runtime.interpreting(), reason="Triton's interpreter only")

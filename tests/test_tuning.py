@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import ntsym
-from codegen import tuning
+from ntsym_codegen import tuning
 from ntsym import Tensor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, {root!r})
     import ntsym
     from ntsym import Tensor
-    from codegen import tuning
+    from ntsym_codegen import tuning
 
     B = ntsym.block_size(lower_bound=16, upper_bound=64)
 
@@ -120,7 +120,7 @@ def test_a_shortlist_that_does_not_run_falls_back_to_a_full_search(tmp_path):
 
 
 def test_size_classes():
-    from codegen.tuning.store import size_class
+    from ntsym_codegen.tuning.store import size_class
 
     assert [size_class(n) for n in (1, 2, 3, 5, 7, 9, 100, 1024, 1025, 2304, 3073)] == \
         [1, 2, 3, 6, 8, 12, 128, 1024, 1536, 3072, 4096]
@@ -475,8 +475,8 @@ def test_each_constexpr_value_is_tuned_and_remembered_on_its_own(monkeypatch):
 def test_config_has_one_field_per_launch_option_and_entries_round_trip():
     import dataclasses
 
-    from codegen import options
-    from codegen.tuning import stored
+    from ntsym_codegen import options
+    from ntsym_codegen.tuning import stored
 
     assert [f.name for f in dataclasses.fields(tuning.Config)] == ["meta", *options.NAMES]
     assert all(getattr(tuning.Config(()), o.name) == o.default for o in options.OPTIONS)
@@ -486,7 +486,7 @@ def test_config_has_one_field_per_launch_option_and_entries_round_trip():
 
 
 def test_options_a_call_fixes_key_its_stored_choice_apart():
-    from codegen import options
+    from ntsym_codegen import options
 
     assert options.tuning_key({}) == options.tuning_key({"persistent": None}) == ""
     fixed = {"num_warps": 8, "num_stages": 2, "persistent": False, "advance": True}

@@ -148,10 +148,10 @@ def _brute_shared(a, b):
 
 
 def test_shared_elements_against_every_address():
-    """`codegen.overlap.shared_elements` on views of one buffer (slices,
+    """`ntsym_codegen.overlap.shared_elements` on views of one buffer (slices,
     steps, transposes, sliding windows that overlap themselves), against a
     comparison of every address; the element it names is in both."""
-    from codegen.overlap import shared_elements
+    from ntsym_codegen.overlap import shared_elements
 
     buf = torch.arange(64.0)
     views = [buf[:10], buf[10:20], buf[::2], buf[1::2], buf[3::5], buf[:48].view(6, 8)[:, 2:5],

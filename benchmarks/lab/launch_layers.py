@@ -20,7 +20,7 @@ import time
 import torch
 
 import ntsym  # noqa: F401  (before triton)
-from codegen import runtime
+from ntsym_codegen import runtime
 from examples import add, conv2d, softmax
 
 

@@ -11,7 +11,7 @@ Usage (GPU): NTSYM_RETUNE=1 python -m benchmarks.lab.sdpa_tma
 import inspect, logging, sys, time
 import torch, triton
 from benchmarks.lab._rounds import interleaved, ratio_table
-import codegen.emit as E, codegen.runtime.persistent as R
+import ntsym_codegen.emit as E, ntsym_codegen.runtime.persistent as R
 src = inspect.getsource(E._persistent_kernel).replace("flatten=True", "flatten=False")
 exec(src, E.__dict__)
 E._streams = lambda body: True

@@ -14,7 +14,7 @@ import time
 import torch
 
 import ntsym  # noqa: F401  (before triton)
-from codegen import tuning
+from ntsym_codegen import tuning
 from examples import mm, sdpa
 
 CPU = "--cpu" in sys.argv

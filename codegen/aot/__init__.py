@@ -20,13 +20,13 @@ Nothing here imports ``ntsym``; ``triton`` is imported where a variant is
 compiled, in worker processes (``compile_variants``).
 """
 
-from codegen.aot.build import (c_compiler, cache_key, compile_library, compile_variants, cuda_include,
+from ntsym_codegen.aot.build import (c_compiler, cache_key, compile_library, compile_variants, cuda_include,
                                plan_fingerprint, triton_version)
-from codegen.aot.common import (DTYPES, ELEMENT_SIZES, INT32_MAX, STATUS, TRITON_TYPES, AotError, c_expr, c_string,
+from ntsym_codegen.aot.common import (DTYPES, ELEMENT_SIZES, INT32_MAX, STATUS, TRITON_TYPES, AotError, c_expr, c_string,
                                 dtype_name, next_pow2)
-from codegen.aot.csource import config_dispatch, header, launcher_c, library_c, single_dispatch
-from codegen.aot.planning import Axis, Param, Plan, Variant, plan
-from codegen.aot.standalone import standalone_source
+from ntsym_codegen.aot.csource import config_dispatch, header, launcher_c, library_c, single_dispatch
+from ntsym_codegen.aot.planning import Axis, Param, Plan, Variant, plan
+from ntsym_codegen.aot.standalone import standalone_source
 
 __all__ = ["AotError", "DTYPES", "STATUS", "plan", "compile_variants", "header", "library_c", "single_dispatch",
            "config_dispatch", "compile_library", "cache_key", "plan_fingerprint", "c_compiler", "cuda_include",

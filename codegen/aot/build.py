@@ -1,5 +1,5 @@
 """Building: variants compiled to cubins in worker subprocesses
-(``codegen.aot.worker``: Triton's compiler runs there only), the C compiler that makes the shared library, and what
+(``ntsym_codegen.aot.worker``: Triton's compiler runs there only), the C compiler that makes the shared library, and what
 keys the build cache."""
 
 import concurrent.futures
@@ -15,14 +15,14 @@ import tempfile
 import threading
 import time
 
-from codegen import triton_compat
-from codegen import progress
-from codegen.aot.common import AotError
+from ntsym_codegen import triton_compat
+from ntsym_codegen import progress
+from ntsym_codegen.aot.common import AotError
 
 
 def compile_variants(plans, module_paths, target, *, workers=None):
     """Compile every variant of every plan to a cubin, in worker subprocesses
-    (``codegen.aot.worker``), showing progress on stderr for long builds."""
+    (``ntsym_codegen.aot.worker``), showing progress on stderr for long builds."""
     jobs = []
     for plan_, path in zip(plans, module_paths):
         for v in plan_.variants:
@@ -53,7 +53,7 @@ def compile_variants(plans, module_paths, target, *, workers=None):
 def _worker_command(jobs_path, results_path):
     """The worker's command line and environment: this interpreter, Triton's
     compiler (never its interpreter), and this package importable."""
-    package = __package__ or "codegen.aot"
+    package = __package__ or "ntsym_codegen.aot"
     root = pathlib.Path(__file__).resolve().parents[len(package.split("."))]
     path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, TRITON_INTERPRET="0", PYTHONPATH=path)
@@ -83,7 +83,7 @@ def _run_worker(job_args, tmp, k, on_done):
 
 class BuildProgress:
     """The progress line of a build (``ntsym: building NAME: k/n variants
-    compiled, t s``), once it has run for a second (see ``codegen.progress``)."""
+    compiled, t s``), once it has run for a second (see ``ntsym_codegen.progress``)."""
 
     def __init__(self, name, total):
         self.name, self.total, self.done = name, total, 0

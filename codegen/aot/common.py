@@ -4,8 +4,8 @@ member of the printer family)."""
 
 import sympy
 
-from codegen.errors import CodegenError
-from codegen.printer import SymPyPrinter
+from ntsym_codegen.errors import CodegenError
+from ntsym_codegen.printer import SymPyPrinter
 
 # The element types a tensor struct names, by code (NineToothed's order, bool last).
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

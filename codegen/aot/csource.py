@@ -2,7 +2,7 @@
 launcher per plan (checks, choice of variant, launch) and the entry point
 that dispatches to them."""
 
-from codegen.aot.common import DTYPES, ELEMENT_SIZES, STATUS, AotError, c_string
+from ntsym_codegen.aot.common import DTYPES, ELEMENT_SIZES, STATUS, AotError, c_string
 
 
 def header(prefix, entry_params, *, doc=""):

@@ -6,7 +6,7 @@ uint8 meeting int8, written tensors with stride 0, tensors that share memory
 with a written one, lazily negated views, sizes outside ``shape_options``.
 Rather than restate those checks, the module embeds the runtime's own
 functions by their source (``runtime.check_arguments`` and every function of
-``codegen.runtime.checks`` it calls, found through the names its code reads), with
+``ntsym_codegen.runtime.checks`` it calls, found through the names its code reads), with
 the facts they read from ``Spec`` as literals, and a few stand-ins for what
 lives outside the runtime (``fail``, ``traced``, ``promotion.refusal``).
 A name the checks read that is neither embedded, a stand-in nor a builtin
@@ -19,13 +19,13 @@ import inspect
 import textwrap
 import types
 
-from codegen import overlap, promotion, writes
-from codegen.runtime import checks
-from codegen.aot.common import AotError
+from ntsym_codegen import overlap, promotion, writes
+from ntsym_codegen.runtime import checks
+from ntsym_codegen.aot.common import AotError
 
 # Where the checks start: the launcher calls these.
 _ENTRIES = ("check_arguments", "check_size", "check_shape")
-# What the checks read that is defined outside codegen.runtime.checks.
+# What the checks read that is defined outside ntsym_codegen.runtime.checks.
 _STAND_INS = '''
 class LaunchError(ValueError):
     """A call the kernel refuses (ntsym's LaunchError, in a standalone module)."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from codegen.aot.common import DTYPES, TRITON_TYPES, AotError, c_expr, c_string, dtype_name
+from ntsym_codegen.aot.common import DTYPES, TRITON_TYPES, AotError, c_expr, c_string, dtype_name
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ def _refuse_dtypes(ir, spec, params):
     the dtypes it was built for only, so every call would be refused."""
     import torch
 
-    from codegen.promotion import refusal
+    from ntsym_codegen.promotion import refusal
 
     for p in params:
         if p.kind == "tensor" and p.dtype == "bool" and p.name in spec.arithmetic:
@@ -406,7 +406,7 @@ def _check_message(rel, check, display):
 def _variant(ir, generated, assignment, meta, known, choices, advance):
     """The Triton signature, constants and hints of one variant, and the
     arguments its launch passes: each kernel parameter by its source
-    (``codegen.arguments``)."""
+    (``ntsym_codegen.arguments``)."""
     facts = _VariantFacts(ir, assignment, meta, known, advance)
     signature, constexprs, attrs, launch = {}, {}, {}, []
     for i, arg in enumerate(generated.arguments):
@@ -497,7 +497,7 @@ class _VariantFacts:
 def _logical_peak(ir, meta_subs):
     """C: whether a logical index can pass 2**31 - 1 (codegen/index_width.py),
     over the sizes the launcher has read; "1" where a bound is not in them."""
-    from codegen.index_width import LIMIT, peaks
+    from ntsym_codegen.index_width import LIMIT, peaks
 
     bounds = peaks(ir.params)
     if bounds is None:

@@ -3,9 +3,9 @@ only ``torch`` and ``triton``."""
 
 import sympy
 
-from codegen.aot.common import AotError
-from codegen.options import ADVANCE, NUM_STAGES, NUM_WARPS
-from codegen.printer import Printer
+from ntsym_codegen.aot.common import AotError
+from ntsym_codegen.options import ADVANCE, NUM_STAGES, NUM_WARPS
+from ntsym_codegen.printer import Printer
 
 _HOST = Printer(mode="host")
 
@@ -17,7 +17,7 @@ def standalone_source(ir, generated, display, configs, spec):
     width, the compile-time flags, and ``configs`` (dicts of block sizes,
     ``num_warps``, ``num_stages``, ``advance``; the first is the default,
     ``config=i`` picks another)."""
-    from codegen.aot.embedded import checks_source
+    from ntsym_codegen.aot.embedded import checks_source
 
     kernels = "\n\n\n".join(generated.helpers + (generated.kernels,)).rstrip()
     own = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
@@ -56,7 +56,7 @@ def _head(ir, generated, kernels):
     if generated.flags.uses_libdevice:
         head.append("from triton.language.extra import libdevice")
     if "NTSYM_INTERPRETING" in kernels:
-        from codegen.semantics import INTERPRETING
+        from ntsym_codegen.semantics import INTERPRETING
 
         head[2:2] = ["import os", ""]
         head += ["", INTERPRETING]
@@ -87,8 +87,8 @@ def _arguments(ir, own):
 def _checks(ir, generated, display, own, metas):
     """The torch launcher's size checks, the configuration's block sizes, and
     the launch checks with them."""
-    from codegen.launcher import _check_sizes
-    from codegen.printer import to_source
+    from ntsym_codegen.launcher import _check_sizes
+    from ntsym_codegen.printer import to_source
 
     body = [line for node in _check_sizes([p for p in own if p.kind in ("tensor", "shape")])
             for line in to_source(node).splitlines()]  # the torch launcher's size checks
@@ -108,7 +108,7 @@ def _checks(ir, generated, display, own, metas):
 
 def _kernel_launch(ir, generated):
     """Index width, every kernel argument's value, the grid and the launch."""
-    from codegen.printer import to_source
+    from ntsym_codegen.printer import to_source
 
     tensors = [p for p in ir.params if p.kind == "tensor"]
     body = [f"tensors = ({''.join(p.name + ', ' for p in tensors)})",
@@ -127,8 +127,8 @@ def _kernel_launch(ir, generated):
 
 def _argument_value(ir, arg):
     """Host code computing the kernel parameter ``arg``'s value (a
-    ``codegen.arguments.KernelArgument``)."""
-    from codegen.printer import to_source
+    ``ntsym_codegen.arguments.KernelArgument``)."""
+    from ntsym_codegen.printer import to_source
 
     if arg.source == "tensor":
         return arg.detail.name
@@ -156,8 +156,8 @@ def _logical_peak(ir, host, to_source):
     """Host code: whether a logical index can pass 2**31 - 1 (codegen/index_width.py),
     in the sizes and block sizes the launcher has read; ``True`` where a bound
     cannot be written so."""
-    from codegen.index_width import LIMIT, peaks
-    from codegen.printer import PrintError
+    from ntsym_codegen.index_width import LIMIT, peaks
+    from ntsym_codegen.printer import PrintError
 
     bounds = peaks(ir.params)
     if not bounds:

@@ -1,6 +1,6 @@
 """A build worker: compiles AOT variants to cubins in a process of its own.
 
-Run as ``python -m codegen.aot.worker JOBS RESULTS``: ``JOBS`` is a pickled
+Run as ``python -m ntsym_codegen.aot.worker JOBS RESULTS``: ``JOBS`` is a pickled
 list of variants, each the arguments of ``compile_one``; the results (a list of
 ``("ok", cubin, function, shared, num_warps, scratch)`` or ``("error", kind,
 message)``) are pickled into ``RESULTS``.  One line per finished variant goes

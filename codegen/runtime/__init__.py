@@ -4,18 +4,18 @@ checks, constexpr values and index width (``checks``), the call key
 launch), the persistent variant (``persistent``), direct launch
 (``direct``) and the interpreter (``interpreter``).
 
-One direction: ``launching`` calls ``codegen.tuning`` to choose a
+One direction: ``launching`` calls ``ntsym_codegen.tuning`` to choose a
 configuration; tuning never imports the runtime (it is handed the
 persistent variant as an object)."""
 
-from codegen.runtime.checks import (bind_arguments, check_arguments, check_shape, check_size, constexpr_value,
+from ntsym_codegen.runtime.checks import (bind_arguments, check_arguments, check_shape, check_size, constexpr_value,
                                     contiguous, fail_check, index_width, needs_int64, scalar, unknown_keywords)
-from codegen.runtime.environment import capturing, interpreting, on_device, refuse_capture
-from codegen.runtime.keys import call_key, refuse_transformed
-from codegen.runtime.launching import explain_failure, fast_launch, launch
-from codegen.runtime.persistent import (Persistent, ensure_allocator, persistent_programs, tma_problem, tma_ready,
+from ntsym_codegen.runtime.environment import capturing, interpreting, on_device, refuse_capture
+from ntsym_codegen.runtime.keys import call_key, refuse_transformed
+from ntsym_codegen.runtime.launching import explain_failure, fast_launch, launch
+from ntsym_codegen.runtime.persistent import (Persistent, ensure_allocator, persistent_programs, tma_problem, tma_ready,
                                         transposed)
-from codegen.runtime.spec import CallCache, LaunchFacts, Spec, TensorSpec, cdiv, next_power_of_2
+from ntsym_codegen.runtime.spec import CallCache, LaunchFacts, Spec, TensorSpec, cdiv, next_power_of_2
 
 __all__ = [
     "CallCache", "LaunchFacts", "Persistent", "Spec", "TensorSpec", "bind_arguments", "call_key", "capturing",

@@ -8,11 +8,11 @@ stands in for."""
 import functools
 import itertools
 
-from codegen import promotion
-from codegen.errors import fail
-from codegen.overlap import shared_elements, shared_region
-from codegen.tracing import is_fake, traced
-from codegen.writes import check_no_overlap
+from ntsym_codegen import promotion
+from ntsym_codegen.errors import fail
+from ntsym_codegen.overlap import shared_elements, shared_region
+from ntsym_codegen.tracing import is_fake, traced
+from ntsym_codegen.writes import check_no_overlap
 
 
 def scalar(value):

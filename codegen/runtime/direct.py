@@ -3,7 +3,7 @@ without Triton's per-call argument binding and cache lookup."""
 
 import os
 
-from codegen import triton_compat
+from ntsym_codegen import triton_compat
 
 
 # NTSYM_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (``kernel[grid](...)``).

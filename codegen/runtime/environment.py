@@ -4,7 +4,7 @@ current, and whether a CUDA graph is being captured."""
 import contextlib
 import os
 
-from codegen.errors import fail
+from ntsym_codegen.errors import fail
 
 
 def interpreting():
@@ -15,7 +15,7 @@ def interpreting():
         value = os.environ.get("TRITON_INTERPRET", "")
         _INTERPRETING = value.lower() in ("1", "true", "yes", "on") or not _cuda_available()
         if _INTERPRETING:
-            from codegen import interpreter_compat
+            from ntsym_codegen import interpreter_compat
 
             interpreter_compat.install()
     return _INTERPRETING

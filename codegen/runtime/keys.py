@@ -1,9 +1,9 @@
 """The key a validated call is remembered under: what its validation and
 configuration depend on, except the data pointers."""
 
-from codegen.errors import fail
-from codegen.runtime.checks import _call_types
-from codegen.tracing import is_fake
+from ntsym_codegen.errors import fail
+from ntsym_codegen.runtime.checks import _call_types
+from ntsym_codegen.tracing import is_fake
 
 
 def call_key(args, metas, options, constexprs=()):

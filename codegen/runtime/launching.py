@@ -3,16 +3,16 @@ chosen by ``tuning``, remembered), the fast path of a remembered one, and
 a launch traced by torch.compile.  The runtime calls tuning, never the
 other way round."""
 
-from codegen import serial, tuning
-from codegen.errors import ApplicationError, LaunchError, fail
-from codegen.placeholders import substitute, substitute_call
-from codegen.runtime.checks import _check_aliasing, _extent, index_width, scalar
-from codegen.runtime.direct import _DIRECT_OFF, _direct_for, _launch_direct
-from codegen.runtime.environment import capturing, on_device, refuse_capture
-from codegen.runtime.interpreter import _interpret
-from codegen.runtime.persistent import ensure_allocator
-from codegen.tracing import traced
-from codegen.writes import note_writes
+from ntsym_codegen import serial, tuning
+from ntsym_codegen.errors import ApplicationError, LaunchError, fail
+from ntsym_codegen.placeholders import substitute, substitute_call
+from ntsym_codegen.runtime.checks import _check_aliasing, _extent, index_width, scalar
+from ntsym_codegen.runtime.direct import _DIRECT_OFF, _direct_for, _launch_direct
+from ntsym_codegen.runtime.environment import capturing, on_device, refuse_capture
+from ntsym_codegen.runtime.interpreter import _interpret
+from ntsym_codegen.runtime.persistent import ensure_allocator
+from ntsym_codegen.tracing import traced
+from ntsym_codegen.writes import note_writes
 
 
 def explain_failure(spec, error):

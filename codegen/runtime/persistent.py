@@ -4,8 +4,8 @@ programs it runs, and the scratch allocator its descriptors need."""
 
 import functools
 
-from codegen import triton_compat
-from codegen.tuning import space
+from ntsym_codegen import triton_compat
+from ntsym_codegen.tuning import space
 
 
 # Element types the tensor memory accelerator moves (by torch name).

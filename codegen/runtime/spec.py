@@ -6,7 +6,7 @@ fixed once ``make`` returns), what a kernel handle's calls learn
 from dataclasses import dataclass, field
 from typing import Any
 
-from codegen.placeholders import untouched_positions
+from ntsym_codegen.placeholders import untouched_positions
 
 
 def cdiv(a, b):
@@ -49,9 +49,9 @@ class Spec:
     arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
-    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (codegen.analysis.arithmetic_parameters)
-    meetings: tuple = ()  # operations where tensors' values meet (codegen.promotion.meetings)
-    index_peak: Any = None  # (tensors, metas) -> whether logical indices pass int32 (codegen.index_width)
+    arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (ntsym_codegen.analysis.arithmetic_parameters)
+    meetings: tuple = ()  # operations where tensors' values meet (ntsym_codegen.promotion.meetings)
+    index_peak: Any = None  # (tensors, metas) -> whether logical indices pass int32 (ntsym_codegen.index_width)
     jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
     untouched: frozenset = frozenset()  # tensors the kernel neither reads nor writes (codegen/placeholders.py)
     addressed: frozenset = frozenset()  # tensors whose pointer the application takes (``x.source.data_ptr()``)

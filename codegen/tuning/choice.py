@@ -5,16 +5,16 @@ import functools
 import os
 import sys
 
-from codegen import options as launch_options
-from codegen import progress
-from codegen.errors import fail
-from codegen.tuning import store as tuning_store
-from codegen.tuning.config import Config, _no_persistent, _refused, describe
-from codegen.tuning.shortlist import _compiled_sizes, _full_search, _load_shortlist, _store_shortlist
-from codegen.tuning.space import default_config
-from codegen.tuning.store import ints, misalignment
-from codegen.tuning.stored import _load, _store, _usable
-from codegen.tuning.timing import _benchmark
+from ntsym_codegen import options as launch_options
+from ntsym_codegen import progress
+from ntsym_codegen.errors import fail
+from ntsym_codegen.tuning import store as tuning_store
+from ntsym_codegen.tuning.config import Config, _no_persistent, _refused, describe
+from ntsym_codegen.tuning.shortlist import _compiled_sizes, _full_search, _load_shortlist, _store_shortlist
+from ntsym_codegen.tuning.space import default_config
+from ntsym_codegen.tuning.store import ints, misalignment
+from ntsym_codegen.tuning.stored import _load, _store, _usable
+from ntsym_codegen.tuning.timing import _benchmark
 
 
 def _tune_in_interpreter():
@@ -28,7 +28,7 @@ OPTIONS = launch_options.NAMES
 def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None, *, tuned,
            timed=True):
     """The configuration for this call (None when the problem is empty).
-    ``persistent`` is the kernel's persistent variant (:class:`codegen.runtime.Persistent`) or
+    ``persistent`` is the kernel's persistent variant (:class:`ntsym_codegen.runtime.Persistent`) or
     None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it
     out, ``{"advance": True/False}`` fixes how loops address tiles.
     ``tuned``: the kernel handle's choices so far (``CallCache.tuned``), which

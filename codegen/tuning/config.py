@@ -3,7 +3,7 @@ it reads in messages."""
 
 from dataclasses import dataclass
 
-from codegen.options import OPTIONS
+from ntsym_codegen.options import OPTIONS
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ NTSYM_TUNE_SHORTLIST=1)."""
 
 import os
 
-from codegen.tuning import store as tuning_store
-from codegen.tuning.stored import _config, _entry, _usable
+from ntsym_codegen.tuning import store as tuning_store
+from ntsym_codegen.tuning.stored import _config, _entry, _usable
 
 
 # With NTSYM_TUNE_SHORTLIST=1, a call shape not tuned before whose size class

@@ -8,7 +8,7 @@ import functools
 import itertools
 import math
 
-from codegen.tuning.config import Config
+from ntsym_codegen.tuning.config import Config
 
 
 MAX_BLOCK_ELEMENTS = 2**20  # Triton's limit on the elements of one block

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 
-from codegen.tracing import traced
+from ntsym_codegen.tracing import traced
 
 
 def ints(sizes):
@@ -72,7 +72,7 @@ def _key(fixed_items, int64, tensors, constexprs, size):
 def _path(spec, kind="choices"):
     """The file of ``spec``'s stored entries of one kind: ``choices`` (a
     configuration per call shape), ``classes`` (shortlists per size class)."""
-    from codegen import cache, triton_compat
+    from ntsym_codegen import cache, triton_compat
 
     ident = "\n".join([spec.kernel_source, triton_compat.version(), cache.package_version()])
     digest = hashlib.sha256(ident.encode()).hexdigest()[:24]

@@ -4,9 +4,9 @@ before a launch takes what it says."""
 
 import warnings
 
-from codegen.options import OPTIONS
-from codegen.tuning import store as tuning_store
-from codegen.tuning.config import Config
+from ntsym_codegen.options import OPTIONS
+from ntsym_codegen.tuning import store as tuning_store
+from ntsym_codegen.tuning.config import Config
 
 
 def _load(spec, key, shortlisted=False):

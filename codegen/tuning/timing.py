@@ -8,10 +8,10 @@ import math
 import os
 from dataclasses import replace
 
-from codegen import progress, serial
-from codegen.errors import fail
-from codegen.tuning.config import Config, _refused
-from codegen.tuning.space import candidates
+from ntsym_codegen import progress, serial
+from ntsym_codegen.errors import fail
+from ntsym_codegen.tuning.config import Config, _refused
+from ntsym_codegen.tuning.space import candidates
 
 logger = logging.getLogger("ntsym")
 
