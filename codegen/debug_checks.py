@@ -21,14 +21,20 @@ def enabled():
     return os.environ.get("NTSYM_DEBUG", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
+# Two definitions, one taken when the module is imported: Triton's compiler
+# refuses a kernel whose source names a Python function (interpreted_check),
+# even in a branch it would not take.
 HELPER = """
-@triton.jit
-def ntsym_check_index(inside, message: tl.constexpr):
-    \"\"\"Every lane of ``inside`` holds (NTSYM_DEBUG): device_assert on a GPU,
-    an IndexError under the interpreter (whose device_assert is off).\"\"\"
-    if NTSYM_INTERPRETING:
+if NTSYM_INTERPRETING.value:
+    @triton.jit
+    def ntsym_check_index(inside, message: tl.constexpr):
+        \"\"\"Every lane of ``inside`` holds (NTSYM_DEBUG): an IndexError under the
+        interpreter, whose device_assert is off.\"\"\"
         debug_checks.interpreted_check(inside, message)
-    else:
+else:
+    @triton.jit
+    def ntsym_check_index(inside, message: tl.constexpr):
+        \"\"\"Every lane of ``inside`` holds (NTSYM_DEBUG): a device assert.\"\"\"
         tl.device_assert(inside, message)
 """
 

@@ -198,7 +198,7 @@ def emit(ir):
     if emitter.records.uses_libdevice:
         header.append("from ntsym.language import libdevice")
     header += ["", "from ntsym_codegen import runtime", "from ntsym_codegen.runtime import cdiv, next_power_of_2"]
-    if any(h.startswith("@triton.jit\ndef ntsym_check_index(") for h in helpers):
+    if any("def ntsym_check_index(" in h for h in helpers):
         header.append("from ntsym_codegen import debug_checks")
     if interpreting_switch:
         header += ["", SEMANTIC_INTERPRETING]

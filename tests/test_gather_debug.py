@@ -41,5 +41,29 @@ def test_an_index_out_of_range_raises_under_the_switch(monkeypatch):
     out = torch.empty(6)
     kernel(torch.tensor([0, 5, 1, 4, 2, 3]), table, out)  # in range: runs, and lanes past the end are not checked
     assert out.tolist() == [10.0, 15.0, 11.0, 14.0, 12.0, 13.0]
+    if torch.cuda.is_available():  # a device assert leaves the process's CUDA context unusable
+        _raises_in_a_subprocess()
+        return
     with pytest.raises(Exception, match=r"table.source\[...\]: the index `index` along dimension 0 is outside"):
         kernel(torch.tensor([0, 5, 6, 1, 2, 3]), table, out)
+
+
+def _raises_in_a_subprocess():
+    """On a GPU: the out-of-range call in a process of its own fails, and
+    the device assert names the tensor, the index and the dimension."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    here = pathlib.Path(__file__).resolve()
+    code = (f"import sys; sys.path[:0] = [{str(here.parent)!r}, {str(here.parents[1])!r}]\n"
+            "import torch, test_gather_debug as t\n"
+            "kernel = t._gather_kernel()\n"
+            "table = torch.arange(6, dtype=torch.float32, device='cuda') + 10\n"
+            "kernel(torch.tensor([0, 5, 6, 1, 2, 3], device='cuda'), table, torch.empty(6, device='cuda'))\n"
+            "torch.cuda.synchronize()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, NTSYM_DEBUG="1"), timeout=300)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "is outside" in done.stdout + done.stderr, done.stdout[-2000:] + done.stderr[-2000:]

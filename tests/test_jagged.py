@@ -403,9 +403,9 @@ def test_offsets_are_read_once_per_state_where_remembered(monkeypatch):
     from ntsym import jagged_launch
 
     monkeypatch.setattr(jagged_launch, "REMEMBERED", frozenset({"cpu"}))
-    values = torch.randn(10, 4)
-    offsets = torch.tensor([0, 3, 10])
-    out = torch.zeros(10, 4)
+    values = torch.randn(10, 4, device="cpu")  # on the CPU also where a GPU is the default device
+    offsets = torch.tensor([0, 3, 10], device="cpu")
+    out = torch.zeros(10, 4, device="cpu")
 
     def call():
         ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
@@ -430,7 +430,8 @@ def test_offsets_on_the_cpu_are_read_on_every_call():
     from examples import jagged as ex
     from ntsym import jagged_launch
 
-    values, offsets, out = torch.randn(10, 4), torch.tensor([0, 3, 10]), torch.zeros(10, 4)
+    values, offsets = torch.randn(10, 4, device="cpu"), torch.tensor([0, 3, 10], device="cpu")
+    out = torch.zeros(10, 4, device="cpu")
     before = jagged_launch.stats_reads
     for _ in range(2):
         ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
