@@ -184,7 +184,9 @@ def emit(ir):
     if persistent is not None:
         kernel_src += "\n\n\n" + persistent.source
     launcher_src = launcher(ir, emitter, checks, persistent)
-    helpers = [HELPERS[h].strip() for h in sorted(HELPERS) if h + "(" in kernel_src]
+    helpers = [HELPERS[h].strip() for h in sorted(_helpers_called(kernel_src))]
+    if any("libdevice." in h for h in helpers):  # ntsym_fmod: exact on a GPU
+        emitter.records.uses_libdevice = True
     helpers += [emitter.records.functions[f] for f in sorted(emitter.records.functions)]
     interpreting_switch = any("NTSYM_INTERPRETING" in h for h in helpers)
     header = [
@@ -217,6 +219,16 @@ def emit(ir):
         kernel_args=args, arguments=kernel_arguments(ir, args, flags), flags=flags,
         empty_tests=_empty_program_tests(ir, emitter) if ir.jagged else None,
     )
+
+
+def _helpers_called(kernel_src):
+    """The names of the helpers the kernel calls, and those they call."""
+    names = {h for h in HELPERS if h + "(" in kernel_src}
+    while True:
+        more = {h for h in HELPERS if h not in names and any(h + "(" in HELPERS[n] for n in names)}
+        if not more:
+            return names
+        names |= more
 
 
 def _user_locations(func, kernel_src, emitter):

@@ -67,6 +67,18 @@ def ntsym_{name}(x, axis: tl.constexpr, tie_break_left: tl.constexpr = True, kee
 
 
 HELPERS = {
+    "ntsym_fmod": """
+@triton.jit
+def ntsym_fmod(a, b):
+    \"\"\"C's fmod of floats, exact as torch's (Triton's float `%` on a GPU is
+    a - b * trunc(a / b), which rounds); half precision in float32.\"\"\"
+    t: tl.constexpr = (a + b).dtype
+    if tl.constexpr(t.primitive_bitwidth < 32):
+        r = libdevice.fmod(tl.cast(a, tl.float32), tl.cast(b, tl.float32)).to(t)
+    else:
+        r = libdevice.fmod(tl.cast(a, t), tl.cast(b, t))
+    return r
+""",
     "ntsym_py_floordiv": """
 @triton.jit
 def ntsym_exact_div(x, y):
@@ -90,7 +102,7 @@ def ntsym_float_floordiv(a, b):
     else:
         x = tl.cast(a, t)
         y = tl.cast(b, t)
-    mod = x % y
+    mod = ntsym_fmod(x, y)
     div = ntsym_exact_div(x - mod, y)
     div = tl.where((mod != 0) & ((y < 0) != (mod < 0)), div - 1, div)
     q = tl.floor(div)
@@ -117,7 +129,10 @@ def ntsym_py_floordiv(a, b):
 def ntsym_py_mod(a, b):
     \"\"\"a % b as Python and torch compute it: the sign of b, where Triton's
     remainder (and C's fmod) has the sign of a.\"\"\"
-    r = a % b
+    if tl.constexpr((a + b).dtype.is_floating()):
+        r = ntsym_fmod(a, b)
+    else:
+        r = a % b
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 """,
     "ntsym_max": _nan_reduction("max", "maximum"),
