@@ -224,6 +224,31 @@ def test_attention_candidates_include_square_blocks():
     assert tuning.space._square_candidates(sdpa.kernel_pow2_head.spec, fixed) == []  # one free size: no squares
 
 
+def test_products_of_few_rows_time_skinny_tiles():
+    """A product with at most 16 rows (a decode step's linear layer) reads its
+    weight once and is bound by memory: its candidates are the skinny tiles
+    (rows block 16, narrow columns, long reductions, deep pipelines), whether
+    the caller fixed the rows block (the LLM example's GEMV) or the operand
+    has few rows (the paper's mm, unchanged); more rows keep the GEMM shapes."""
+    import torch
+
+    from examples import mm
+    from examples.llm import kernels
+
+    gemv = tuning.candidates(kernels.gemv_kernel.spec, {"BLOCK_SIZE_M": 16})
+    shapes = [(dict(c.meta)["BLOCK_SIZE_N"], dict(c.meta)["BLOCK_SIZE_K"], c.num_warps, c.num_stages) for c in gemv]
+    assert shapes[0] == (32, 256, 4, 6) and all(n <= 64 and w == 4 for n, _, w, _ in shapes)
+    assert all(dict(c.meta)["BLOCK_SIZE_M"] == 16 for c in gemv)
+    two_rows = (torch.empty(2, 256, dtype=torch.float16), torch.empty(256, 512, dtype=torch.float16),
+                torch.empty(2, 512, dtype=torch.float16))
+    skinny = tuning.candidates(mm.kernel.spec, {}, two_rows)
+    assert skinny and all(dict(c.meta)["BLOCK_SIZE_M"] == 16 for c in skinny)
+    assert (32, 256) in {(dict(c.meta)["BLOCK_SIZE_N"], dict(c.meta)["BLOCK_SIZE_K"]) for c in skinny}
+    many_rows = (torch.empty(64, 256, dtype=torch.float16),) + two_rows[1:]
+    assert tuning.candidates(mm.kernel.spec, {}, many_rows) == tuning.candidates(mm.kernel.spec, {})
+    assert tuning.space._skinny_candidates(mm.kernel.spec, {"BLOCK_SIZE_M": 64}, two_rows) == []
+
+
 class _RecordingKernel:
     """Stands in for a JIT function: records each warmup, fails on one config."""
 

@@ -46,7 +46,7 @@ def candidates(spec, fixed, tensors=None, programs=None):
     those whose streamed tiles fit in shared memory and, where some do, that
     run enough programs to occupy half the GPU's multiprocessors (``programs``
     gives a configuration's grid size); at most ``max_num_configs``."""
-    configs = _candidates(spec, fixed, _gemm_k_factor(spec, tensors))
+    configs = _skinny_candidates(spec, fixed, tensors) or _candidates(spec, fixed, _gemm_k_factor(spec, tensors))
     squares = [c for c in _square_candidates(spec, fixed) if c not in configs]
     configs += squares
     if tensors and tensors[0].device.type == "cuda":
@@ -94,6 +94,50 @@ GEMM_SHAPES = [
     (128, 64, 32), (64, 128, 32), (64, 128, 64), (128, 64, 64), (64, 64, 64),
     (64, 32, 64), (32, 64, 64), (64, 32, 32), (32, 64, 32), (32, 32, 32), (16, 64, 64), (64, 16, 64),
 ]
+
+
+# Tiles of products with at most 16 rows (a decode step's linear layers: a
+# few rows of activations against a weight), which read the weight once and
+# are bound by memory: (columns, reduction, num_warps, num_stages), the best
+# of a sweep of 96 over the 8B Llama's weight shapes on an H200
+# (benchmarks/lab/decode_gemv.py): narrow columns for many programs, long
+# reductions and deep pipelines for many bytes in flight, four warps.
+SKINNY_SHAPES = [
+    (32, 256, 4, 6), (16, 256, 4, 6), (32, 512, 4, 4), (64, 128, 4, 3), (32, 128, 4, 3), (64, 512, 4, 3),
+    (64, 256, 4, 4), (32, 256, 4, 4), (32, 128, 4, 6), (64, 128, 4, 5), (16, 512, 4, 3), (16, 128, 4, 4),
+]
+SKINNY_ROWS = 16
+
+
+def _skinny_candidates(spec, fixed, tensors):
+    """SKINNY_SHAPES for a matrix product whose rows fit one block of 16:
+    its rows block fixed at 16 or less by the caller, or its first operand a
+    2-D tensor of at most 16 rows (the rows block is then 16, dot's least).
+    Empty where the kernel is no such product, the caller fixed the columns
+    or reduction blocks, or fixed num_warps/num_stages at make."""
+    metas = [m for m in spec.metas if m.meta]
+    roles = _gemm_roles(spec, metas)
+    if roles is None or spec.num_warps or spec.num_stages:
+        return []
+    rows, columns, reduction = roles
+    if fixed.get(columns) is not None or fixed.get(reduction) is not None:
+        return []
+    block = fixed.get(rows)
+    if block is None:
+        position = spec.streamed_tiles[0][0]
+        if not tensors or tensors[position].dim() != 2 or tensors[position].shape[0] > SKINNY_ROWS:
+            return []
+        block = SKINNY_ROWS
+    elif block > SKINNY_ROWS:
+        return []
+    by_name = {m.symbol.name: m for m in metas}
+    k_factor = _gemm_k_factor(spec, tensors)
+    configs = []
+    for n, k, warps, stages in SKINNY_SHAPES:
+        shape = {rows: block, columns: n, reduction: k * k_factor}
+        if all(v in by_name[r].candidates for r, v in shape.items()):
+            configs.append(Config(tuple(sorted({**fixed, **shape}.items())), warps, stages))
+    return configs
 
 
 def _gemm_roles(spec, free):
