@@ -29,7 +29,8 @@ Llama code uses:
   16 rows (the rows past ``M`` are masked), narrow output columns (16 to 64) so
   that the weight, which dominates the traffic, is spread over many programs,
   and long blocks along the reduction.  More rows use ``examples/mm.py``.
-- ``silu_and_mul(gate, up)``: ``silu(gate) * up``, element-wise, fused.
+- ``silu_and_mul(gate, up)``: ``silu(gate) * up``, element-wise, fused; row by row, so
+  that ``gate`` and ``up`` may be column views of one product.
 
 All compute in float32 and store in the output's dtype.
 """
@@ -403,7 +404,7 @@ def linear(x, weight, out=None):
 
 
 def silu_mul_arrangement(gate, up, output, BLOCK_SIZE=ntsym.block_size(lower_bound=256, upper_bound=2048)):
-    return gate.tile((BLOCK_SIZE,)), up.tile((BLOCK_SIZE,)), output.tile((BLOCK_SIZE,))
+    return gate.tile((1, BLOCK_SIZE)), up.tile((1, BLOCK_SIZE)), output.tile((1, BLOCK_SIZE))
 
 
 def silu_mul_application(gate, up, output):
@@ -411,10 +412,13 @@ def silu_mul_application(gate, up, output):
     output = g * ntl.sigmoid(g) * ntl.cast(up, ntl.float32)  # noqa: F841
 
 
-silu_mul_kernel = ntsym.make(silu_mul_arrangement, silu_mul_application, (Tensor(1), Tensor(1), Tensor(1)))
+silu_mul_kernel = ntsym.make(silu_mul_arrangement, silu_mul_application, (Tensor(2), Tensor(2), Tensor(2)))
 
 
 def silu_and_mul(gate, up):
+    """``silu(gate) * up``, row by row: ``gate`` and ``up`` may be column
+    views of one product (``gate_up[..., :n]``, ``gate_up[..., n:]``)."""
     output = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
-    silu_mul_kernel(gate.reshape(-1), up.reshape(-1), output.view(-1))
+    columns = gate.shape[-1]
+    silu_mul_kernel(gate.reshape(-1, columns), up.reshape(-1, columns), output.view(-1, columns))
     return output

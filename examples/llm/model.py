@@ -87,6 +87,7 @@ def build_model(config, dtype, device, seed=0):
 
 class NtsymBackend:
     name = "ntsym"
+    fuse = True  # one product for q, k, v and one for gate, up (see ``fuse_projections``)
 
     def __init__(self):
         from examples.llm import kernels
@@ -176,7 +177,12 @@ def _linear_forward(backend):
 
 def _mlp_forward(backend):
     def forward(self, x):
-        return self.down_proj(backend.silu_and_mul(self.gate_proj(x), self.up_proj(x)))
+        fused = self.__dict__.get("gate_up_weight")
+        if fused is None:
+            return self.down_proj(backend.silu_and_mul(self.gate_proj(x), self.up_proj(x)))
+        gate_up = backend.linear(x, fused)
+        size = self.gate_proj.weight.shape[0]
+        return self.down_proj(backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:]))
 
     return forward
 
@@ -186,9 +192,16 @@ def _attention_forward(backend):
         if cache is None or not hasattr(cache.layers[self.layer_idx], "cumulative_length"):
             raise ValueError("the patched Llama attention needs a StaticCache (see examples/llm/model.py)")
         batch, length, _ = hidden_states.shape
-        q = self.q_proj(hidden_states).view(batch, length, -1, self.head_dim)
-        k = self.k_proj(hidden_states).view(batch, length, -1, self.head_dim)
-        v = self.v_proj(hidden_states).view(batch, length, -1, self.head_dim)
+        fused = self.__dict__.get("qkv_weight")
+        if fused is None:
+            q, k, v = self.q_proj(hidden_states), self.k_proj(hidden_states), self.v_proj(hidden_states)
+        else:  # column views of one product
+            qkv = backend.linear(hidden_states, fused)
+            nq, nk = self.q_proj.weight.shape[0], self.k_proj.weight.shape[0]
+            q, k, v = qkv[..., :nq], qkv[..., nq:nq + nk], qkv[..., nq + nk:]
+        q = q.view(batch, length, -1, self.head_dim)
+        k = k.view(batch, length, -1, self.head_dim)
+        v = v.view(batch, length, -1, self.head_dim)
         cos, sin = position_embeddings
         q = backend.rope(q, cos, sin).transpose(1, 2)
         k = backend.rope(k, cos, sin).transpose(1, 2)
@@ -205,9 +218,34 @@ def _attention_forward(backend):
     return forward
 
 
+def fuse_projections(module, names, attribute):
+    """One weight for the projections ``names`` of ``module`` (rows
+    concatenated, as ``module.<attribute>``), their own weights becoming views
+    of it: a decode step then reads them in one product, whose grid is wide
+    enough to keep the GPU's memory system busy (two rows of activations make
+    these products weight-bound).  No second copy is kept."""
+    if attribute in module.__dict__:
+        return
+    weights = [getattr(module, name).weight for name in names]
+    fused = torch.cat([w.data for w in weights])
+    start = 0
+    for w in weights:
+        w.data = fused[start:start + w.shape[0]]
+        start += w.shape[0]
+    module.__dict__[attribute] = fused
+
+
 def patch(model, backend):
-    """Replace the Llama kernels of ``model`` by ``backend``'s (in place); returns ``model``."""
+    """Replace the Llama kernels of ``model`` by ``backend``'s (in place); returns ``model``.
+    With ``backend.fuse``, q/k/v and gate/up are computed by one product each."""
     from transformers.models.llama import modeling_llama as llama
+
+    if getattr(backend, "fuse", False):
+        for module in model.modules():
+            if type(module) is llama.LlamaAttention:
+                fuse_projections(module, ("q_proj", "k_proj", "v_proj"), "qkv_weight")
+            elif type(module) is llama.LlamaMLP:
+                fuse_projections(module, ("gate_proj", "up_proj"), "gate_up_weight")
 
     forwards = {
         llama.LlamaRMSNorm: _rms_norm_forward(backend),
@@ -228,6 +266,8 @@ def patch(model, backend):
 def unpatch(model):
     for module in model.modules():
         module.__dict__.pop("forward", None)
+        module.__dict__.pop("qkv_weight", None)  # the projections' weights stay views of it
+        module.__dict__.pop("gate_up_weight", None)
     model.patched_with = None
     return model
 
