@@ -59,6 +59,27 @@ class Kernel:
         """The facts the launcher is bound to (``runtime.LaunchFacts``)."""
         return self._facts
 
+    @property
+    def stats(self):
+        """What this kernel's calls cost so far (``ntsym.Stats``, frozen):
+        ``compiles`` (kernel variants built: one per set of compile-time
+        values, as Triton would compile them, counted the same way under
+        its interpreter), ``tunes`` (tuning searches run), ``candidates_timed``
+        (configurations they timed) and ``launches``; the variant of padded
+        call-time tile sizes included.  ``ntsym.stats()`` sums every kernel's."""
+        stats = self.calls.counts.snapshot()
+        if self._variant is not None:
+            stats = stats + self._variant.stats
+        return stats
+
+    def reset_stats(self):
+        """Zero this kernel's counters (``ntsym.reset_stats()`` zeroes every
+        kernel's); the variants built so far are forgotten too, so that a
+        launch after it counts what it would build in a new process."""
+        self.calls.counts.reset()
+        if self._variant is not None:
+            self._variant.reset_stats()
+
     def launcher_for(self, facts):
         """A launcher of this kernel's module bound to other ``facts`` (a
         replaced spec or call cache): how the runtime's paths are tried."""
