@@ -13,6 +13,7 @@ see what a GPU would compile.  ``note_variant`` is called where a launch's
 arguments are put together (``tuning.launch_parts``) and where a remembered
 call shape launches with integers that may differ from its first launch's."""
 
+import threading
 import weakref
 from dataclasses import dataclass, fields
 
@@ -96,12 +97,16 @@ def note_variant(counter, kernel, args, kwargs):
     constexprs = _constexpr_positions(kernel)
     key = (id(kernel), tuple(_value(a) if i in constexprs else _specialization(a) for i, a in enumerate(args)),
            tuple(sorted((k, _value(v)) for k, v in kwargs.items())))
-    if key not in counter.variants:
-        counter.variants.add(key)
-        counter.compiles += 1
+    if key in counter.variants:
+        return
+    with _LOCK:  # warm-up compiles calls in threads
+        if key not in counter.variants:
+            counter.variants.add(key)
+            counter.compiles += 1
 
 
 _CONSTEXPRS = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
 
 
 def _constexpr_positions(kernel):

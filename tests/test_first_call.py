@@ -164,3 +164,72 @@ def test_an_unknown_tuning_mode_is_refused(mocked_timer, monkeypatch):
     monkeypatch.setenv("NTSYM_TUNE", "fast")
     with pytest.raises(ntsym.LaunchError, match="NTSYM_TUNE='fast' is not one of class, shortlist, full"):
         run_doubling(doubling_kernel(), 30)
+
+
+def test_warmup_compiles_and_remembers_without_touching_the_examples():
+    kernel = softmax_kernel(constexpr_rows=False)
+    x = torch.randn(2, 40)
+    y = torch.zeros(2, 40)
+    cost = kernel.warmup((x, y), ((2, 50), (2, 50)), (((3, 36), torch.float64), ((3, 36), torch.float64)),
+                         threads=2)
+    assert cost == ntsym.Stats(compiles=2, launches=3)  # 40 and 50 alike; float64 another variant
+    assert torch.equal(y, torch.zeros(2, 40))  # the examples were copied, never written
+    checked = kernel.calls.checked_launches
+    kernel(x, y)  # a warmed call shape: the fast path, no new variant
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+    assert kernel.calls.checked_launches == checked
+    assert kernel.stats == ntsym.Stats(compiles=2, launches=4)
+
+
+def test_warmup_refuses_what_is_not_a_call():
+    with pytest.raises(ntsym.LaunchError, match="warmup takes one tuple of arguments per call"):
+        softmax_kernel(constexpr_rows=False).warmup(torch.randn(2, 3))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")
+def test_warmup_tunes_once_per_size_class(mocked_timer):
+    kernel = doubling_kernel()
+    cost = kernel.warmup(*[((n,), (n,)) for n in (100, 110, 120, 200, 250)])
+    assert (cost.tunes, cost.launches) == (2, 5)  # the classes of 97..128 and 193..256
+    for n in (105, 255):
+        run_doubling(kernel, n)
+    assert kernel.stats.tunes == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")
+def test_a_saved_tuning_table_spares_another_process_the_search(mocked_timer, monkeypatch, tmp_path):
+    import json
+
+    kernel = doubling_kernel()
+    for n in (100, 200):
+        run_doubling(kernel, n)
+    path = tmp_path / "shipped" / "double.json"
+    assert kernel.save_tuning(path) == 2
+    table = json.loads(path.read_text())
+    assert table["kernel"] == kernel.name and table["triton"] and len(table["classes"]) == 2
+    assert all(":cpu" in key for key in table["classes"])
+    assert str(tmp_path) not in path.read_text()  # nothing of this machine's paths
+    # Another process: a fresh cache, a kernel made anew.
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path / "elsewhere"))
+    fresh = doubling_kernel()
+    assert fresh.load_tuning(path) == 2
+    for n in (100, 120, 250):
+        run_doubling(fresh, n)
+    assert fresh.stats.tunes == 0
+    run_doubling(fresh, 400)  # a class the table does not hold
+    assert fresh.stats.tunes == 1
+
+
+def test_a_tuning_table_of_another_triton_is_not_used(tmp_path):
+    import json
+
+    kernel = doubling_kernel()
+    path = tmp_path / "table.json"
+    kernel.save_tuning(path)
+    table = json.loads(path.read_text())
+    table["triton"] = "0.0.1"
+    table["classes"] = {"k": [{"meta": [["B", 16]], "num_warps": 4, "num_stages": 2}]}
+    path.write_text(json.dumps(table))
+    with pytest.warns(UserWarning, match="another Triton version .*'0.0.1'.* not used"):
+        assert kernel.load_tuning(path) == 0
+    assert kernel.calls.classes == {}

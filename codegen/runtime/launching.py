@@ -173,6 +173,30 @@ def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_che
     return None
 
 
+def _compile(facts, args, metas, tensors, grid, derived, options, late_checks, persistent):
+    """A compile-only launch (``facts.compile_only``): the variant this call
+    would launch with the configuration chosen without timing, compiled
+    (Triton's ``warmup``: no launch) on a GPU, counted everywhere; nothing is
+    remembered, nothing written."""
+    kernel, spec, cache = facts.kernel, facts.spec, facts.cache
+    int64 = index_width(spec, tensors, metas)
+    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
+                           tuned=cache.tuned, timed=False, counter=cache.counts, classes=cache.classes)
+    if config is None:
+        return None
+    if late_checks is not None:
+        late_checks(dict(config.meta))
+    if config.grid(grid)[0] == 0:
+        return None
+    device = tensors[0].get_device() if tensors else -1
+    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec,
+                                                          device, cache.counts)
+    if not spec.interpreting:  # the interpreter compiles nothing
+        with on_device(device, spec):
+            kernel.warmup(*args, grid=grid_size, **kwargs)
+    return None
+
+
 def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None, user_args=None,
            late_checks=None, persistent=None):
     """Choose the configuration, then launch ``facts.kernel`` (or its
@@ -190,6 +214,8 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
         args, tensors = substitute(spec, args, tensors)
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
+    if facts.compile_only:
+        return _compile(facts, args, metas, tensors, grid, derived, options, late_checks, persistent)
     facts.cache.checked_launches += 1
     if spec.written_positions and user_args is not None:
         note_writes(spec, user_args, spec.written_positions)

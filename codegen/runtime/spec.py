@@ -125,3 +125,6 @@ class LaunchFacts:
     persistent_kernel: Any = None  # the persistent variant's @triton.jit function, or None
     # The one part that changes: filled by calls (the binding to this kernel does not).
     cache: CallCache = field(default_factory=CallCache)
+    # Calls compile the variant they would launch (untimed: a stored or size
+    # class choice, else the default) and launch nothing (``Kernel.warmup``).
+    compile_only: bool = False

@@ -137,14 +137,16 @@ class _Search:
             mode = "full"  # a damaged entry is searched again, and replaced
         if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
             config = None
-        if config is not None or not timed:
+        if config is not None:
             return config
         class_key = tuning_store.class_key(self.fixed_items, self.int64, self.tensors, self.given,
                                            _compiled_sizes(spec)) + restricted
         shortlist = None if mode == "full" else _class_configs(spec, class_key, persistent, self.fixed_items,
                                                                self.classes)
-        if mode == "class" and shortlist:  # the class was tuned: its choice, untimed
+        if (mode == "class" or not timed) and shortlist:  # the class was tuned: its choice, untimed
             return shortlist[0]
+        if not timed:
+            return None
         search = functools.partial(_benchmark, self.kernel, spec, self.grid, self.args, self.derived, self.tensors,
                                    self.int64, self.fixed, persistent, bool(self.wanted), self.advance, self.launch,
                                    counter=self.counter)
