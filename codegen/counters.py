@@ -88,15 +88,16 @@ def reset():
         counter.reset()
 
 
-def note_variant(counter, kernel, args, kwargs):
+def note_variant(counter, kernel, args, kwargs, options=()):
     """Count the variant a launch of ``kernel`` with ``args`` and ``kwargs``
     needs, where ``counter`` has not built it before (``counter`` None:
-    nothing is counted)."""
+    nothing is counted).  ``options``: the configuration's warps and stages,
+    which the interpreter is not given but a GPU compiles for."""
     if counter is None:
         return
     constexprs = _constexpr_positions(kernel)
     key = (id(kernel), tuple(_value(a) if i in constexprs else _specialization(a) for i, a in enumerate(args)),
-           tuple(sorted((k, _value(v)) for k, v in kwargs.items())))
+           tuple(sorted((k, _value(v)) for k, v in kwargs.items())), options)
     if key in counter.variants:
         return
     with _LOCK:  # warm-up compiles calls in threads

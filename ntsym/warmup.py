@@ -26,12 +26,16 @@ def warmup(kernel, calls, dtype=None, device=None, threads=None):
     from ntsym_codegen import tuning
 
     workers = max(1, min(threads or tuning.compile_threads(), len(made)))
+    if made:
+        # One first, on this thread: it sets up the kernel's per-device state
+        # (as ``tuning.compile_ahead`` does).
+        kernel._compile_call(*made[0])
     if workers < 2:
-        for args, kwargs in made:
+        for args, kwargs in made[1:]:
             kernel._compile_call(args, kwargs)
     else:
         with ThreadPoolExecutor(workers, thread_name_prefix="ntsym-warmup") as pool:
-            list(pool.map(lambda call: kernel._compile_call(*call), made))
+            list(pool.map(lambda call: kernel._compile_call(*call), made[1:]))
     for args, kwargs in made:
         kernel(*args, **kwargs)
     return kernel.stats - before

@@ -233,3 +233,20 @@ def test_a_tuning_table_of_another_triton_is_not_used(tmp_path):
     with pytest.warns(UserWarning, match="another Triton version .*'0.0.1'.* not used"):
         assert kernel.load_tuning(path) == 0
     assert kernel.calls.classes == {}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")
+def test_each_candidate_timed_is_a_variant_of_its_own(mocked_timer):
+    # Without fixed warps, the candidates pair each block size with two
+    # numbers of warps: the interpreter is not given them, a GPU compiles
+    # each pair apart, and the counter counts as a GPU would.
+    B = ntsym.block_size(lower_bound=16, upper_bound=64)
+
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    run_doubling(kernel, 100)
+    stats = kernel.stats
+    assert stats.tunes == 1 and stats.candidates_timed == 6
+    assert stats.compiles == 6  # the launch after the search runs one of them

@@ -53,9 +53,11 @@ def explain_failure(spec, error):
 class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
-    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "scalars")
+    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "scalars",
+                 "options")
 
-    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False):
+    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False,
+                 options=()):
         self.kernel = kernel  # the persistent variant, or None: the plain kernel
         self.grid = grid
         self.tail = tail
@@ -65,6 +67,7 @@ class _Entry:
         self.device = device
         self.direct = direct  # _Direct, or None: launch through Triton's JIT
         self.scalars = scalars  # whether the call has arguments besides tensors (their values may change)
+        self.options = options  # the configuration's warps and stages (``counters.note_variant``)
 
 
 def fast_launch(facts, entry, args):
@@ -108,7 +111,7 @@ def fast_launch(facts, entry, args):
             return None
         facts.cache.jit_launches += 1
     if entry.scalars:  # integers the call key does not fix may make another variant
-        counters.note_variant(counts, kernel, call, entry.kwargs)
+        counters.note_variant(counts, kernel, call, entry.kwargs, entry.options)
     _run(kernel, entry.grid, call, entry.kwargs, spec, entry.device)
     return None
 
@@ -125,7 +128,7 @@ def _run(kernel, grid, args, kwargs, spec, device):
         return kernel[grid](*args, **kwargs)
 
 
-def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None):
+def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None, options=()):
     if key is None:
         return
     positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
@@ -139,7 +142,7 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
     device = tensors[0].get_device() if tensors else -1
     scalars = len(positions) < len(user_args)
     facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel,
-                                    scalars)
+                                    scalars, options)
 
 
 def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):
@@ -252,7 +255,8 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     try:
         compiled = _run(kernel, grid_size, args, kwargs, spec, device)
         direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)
-        _remember(facts, key, grid_size, args, kwargs, tensors, user_args, direct, variant)
+        _remember(facts, key, grid_size, args, kwargs, tensors, user_args, direct, variant,
+                  tuning.timing.variant_options(config))
     except Exception as error:
         if isinstance(error, LaunchError):
             raise

@@ -341,6 +341,12 @@ def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
 PROGRESS_AFTER = 1.0
 
 
+def variant_options(config):
+    """What of ``config`` a variant is compiled for besides the launch's
+    keyword arguments (``counters.note_variant``)."""
+    return (config.num_warps, config.num_stages)
+
+
 def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device, counter=None):
     """(kernel, grid, arguments, keyword arguments) of a launch with ``config``:
     the plain kernel's, or the persistent variant's where the config says so.
@@ -349,5 +355,5 @@ def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, d
         parts = persistent.parts(config, grid, args, int64, spec, device)
     else:
         parts = kernel, config.grid(grid), args, config.kwargs(derived, int64, spec)
-    counters.note_variant(counter, parts[0], parts[2], parts[3])
+    counters.note_variant(counter, parts[0], parts[2], parts[3], variant_options(config))
     return parts
