@@ -33,8 +33,8 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     out, ``{"advance": True/False}`` fixes how loops address tiles.
     ``tuned``: the kernel handle's choices so far (``CallCache.tuned``), which
     this one joins.  ``timed=False`` (a call traced with fake tensors) runs
-    nothing: a choice stored for the call's shape, else the default.
-    ``counter`` (``ntsym_codegen.counters.Counter``) counts searches and
+    nothing: a choice stored for the call's shape, else its size class's,
+    else the default.  ``counter`` (``ntsym_codegen.counters.Counter``) counts searches and
     what they time; ``classes`` (``CallCache.classes``) holds the size
     classes this kernel handle tuned or was given (``load_tuning``)."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
@@ -56,8 +56,8 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     if options.get("advance") and not spec.advance_flag:
         fail(f"kernel `{spec.name}`: ntsym_options asks loops to advance pointers, but no loop of the kernel "
              "reads or writes a tile at an address affine in its index")
-    search = _Search(kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent)
-    search.counter, search.classes = counter, classes if classes is not None else {}
+    search = _Search(kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent,
+                     counter, classes)
     config = search.untimed(probe)
     if config is None:
         config = search.stored_or_timed(probe, timed)
@@ -88,8 +88,10 @@ class _Search:
     """``choose``'s ways to a configuration once the options are valid: fixed
     by the call, the interpreter's default, stored, or timed."""
 
-    def __init__(self, kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent):
+    def __init__(self, kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent,
+                 counter=None, classes=None):
         self.kernel, self.spec, self.grid, self.args, self.derived = kernel, spec, grid, args, derived
+        self.counter, self.classes = counter, classes if classes is not None else {}
         self.tensors, self.int64, self.fixed_items, self.given = tensors, int64, fixed_items, given
         self.options, self.persistent = options, persistent
         self.fixed = dict(fixed_items)
@@ -123,7 +125,7 @@ class _Search:
 
     def stored_or_timed(self, probe, timed):
         """A stored choice, else (where ``timed``) its size class's choice or
-        the fastest of a search (``shortlist.mode``); None where nothing is
+        the fastest of a search (``shortlist.tune_mode``); None where nothing is
         stored and nothing may be timed."""
         spec, persistent = self.spec, self.persistent
         # A choice restricted by the caller is stored apart.
