@@ -15,6 +15,7 @@ PUBLIC = [
     ("Making kernels", ["ntsym.make", "ntsym.jit", "ntsym.Kernel", "ntsym.build", "ntsym.explain"]),
     ("Tensors and symbols", ["ntsym.Tensor", "ntsym.Symbol", "ntsym.block_size"]),
     ("Jagged tensors", ["ntsym.jagged", "ntsym.Jagged"]),
+    ("Costs of calls", ["ntsym.stats", "ntsym.reset_stats", "ntsym.Stats"]),
     ("PyTorch operators", ["ntsym.library.op"]),
     ("Debugging arrangements", ["ntsym.eval", "ntsym.subs", "ntsym.eval_expr", "ntsym.index_table"]),
     ("Visualization", ["ntsym.visualization.visualize", "ntsym.visualization.visualize_arrangement"]),

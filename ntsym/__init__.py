@@ -64,6 +64,24 @@ from ntsym.debugging import eval, eval_expr, index_table, subs  # noqa: A004 - N
 
 
 from ntsym_codegen.cache import package_version as _package_version
+from ntsym_codegen.counters import Stats
+
+
+def stats() -> Stats:
+    """What every kernel's calls in this process cost so far (``Kernel.stats``
+    summed, kernels since collected included): ``compiles``, ``tunes``,
+    ``candidates_timed``, ``launches``."""
+    from ntsym_codegen import counters
+
+    return counters.total()
+
+
+def reset_stats() -> None:
+    """Zero every kernel's counters and the process's total (tests, benchmarks)."""
+    from ntsym_codegen import counters
+
+    counters.reset()
+
 
 __version__ = _package_version()
 
@@ -76,6 +94,7 @@ __all__ = [
     "MetaOperationError",
     "NtsymError",
     "Jagged",
+    "Stats",
     "Symbol",
     "Tensor",
     "auto_tuner",
@@ -101,6 +120,8 @@ __all__ = [
     "library",
     "make",
     "naming",
+    "reset_stats",
+    "stats",
     "subs",
     "uint8",
     "uint16",

@@ -40,6 +40,7 @@ class Kernel:
         )
         self._remake = remake  # (arrangement, application, tensors, make's keywords)
         self._variant = None
+        self._compile_launch = None  # the launcher of compile-only calls (``warmup``)
         self._key = next(_KEYS)  # names the operator a call inside torch.compile goes through
         _KERNELS[self._key] = self
 
@@ -59,6 +60,27 @@ class Kernel:
         """The facts the launcher is bound to (``runtime.LaunchFacts``)."""
         return self._facts
 
+    @property
+    def stats(self):
+        """What this kernel's calls cost so far (``ntsym.Stats``, frozen):
+        ``compiles`` (kernel variants built: one per set of compile-time
+        values, as Triton would compile them, counted the same way under
+        its interpreter), ``tunes`` (tuning searches run), ``candidates_timed``
+        (configurations they timed) and ``launches``; the variant of padded
+        call-time tile sizes included.  ``ntsym.stats()`` sums every kernel's."""
+        stats = self.calls.counts.snapshot()
+        if self._variant is not None:
+            stats = stats + self._variant.stats
+        return stats
+
+    def reset_stats(self):
+        """Zero this kernel's counters (``ntsym.reset_stats()`` zeroes every
+        kernel's); the variants built so far are forgotten too, so that a
+        launch after it counts what it would build in a new process."""
+        self.calls.counts.reset()
+        if self._variant is not None:
+            self._variant.reset_stats()
+
     def launcher_for(self, facts):
         """A launcher of this kernel's module bound to other ``facts`` (a
         replaced spec or call cache): how the runtime's paths are tried."""
@@ -67,6 +89,12 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         if _is_compiling() and _through_operator():
             return _traced_call(self, args, kwargs)
+        target, args, kwargs = self._prepared(args, kwargs)
+        return target._launch(*args, **kwargs)
+
+    def _prepared(self, args, kwargs):
+        """The kernel a call launches (this one, or the variant of its padded
+        call-time tile sizes) and the launcher's arguments."""
         if self.ir.jagged:
             from ntsym.jagged_launch import prepare
 
@@ -77,8 +105,58 @@ class Kernel:
         for name in self._any_size:
             value = kwargs.get(name)
             if type(value) is int and value > 0 and value & (value - 1):
-                return self._padded_variant()(*args, **kwargs)
-        return self._launch(*args, **kwargs)
+                return self._padded_variant(), args, kwargs
+        return self, args, kwargs
+
+    def warmup(self, *calls, dtype=None, device=None, threads=None):
+        """Compile (and on a GPU tune) ahead of the first real calls; returns
+        what it cost (``ntsym.Stats``: the compiles, tunes and launches it made).
+
+        ``calls``: one per call to prepare, each a tuple of the kernel's
+        arguments (or a dict of keyword arguments, with the positional ones
+        under ``"args"``), where a tensor stands for a fresh one like it (same
+        shape, strides, dtype, device and values), a tuple of ints for zeros of
+        that shape (of ``dtype``, default float32, on ``device``), and a
+        ``(shape, dtype)`` pair for zeros of that dtype; other values are
+        passed as they are.  E.g. ``kernel.warmup(((64, 33), (64, 33)),
+        (x, torch.empty_like(x)), dtype=torch.float16, device="cuda")``.
+        ``threads``: how many calls compile at a time (default: one per CPU,
+        at most 16, as ``NTSYM_COMPILE_THREADS`` says).  Each call's variant
+        is compiled first, in threads; then each call runs once, in order,
+        tuning where its size class was not tuned, so that the same call
+        shapes later take the fast path (docs/performance.md)."""
+        from ntsym.warmup import warmup
+
+        return warmup(self, calls, dtype, device, threads)
+
+    def _compile_call(self, args, kwargs):
+        """Compile the variant a call would launch, running nothing (``warmup``)."""
+        target, args, kwargs = self._prepared(args, kwargs)
+        if target._compile_launch is None:
+            from ntsym.warmup import compile_facts
+
+            target._compile_launch = target._module.make_launch(compile_facts(target._facts))
+        return target._compile_launch(*args, **kwargs)
+
+    def save_tuning(self, path):
+        """Write the configurations this kernel's size classes were tuned to
+        (in this process, or stored in the cache by an earlier one) to a JSON
+        file at ``path``, keyed by size class, with the device name in each
+        key and the Triton version and kernel source digest in the header:
+        portable to another machine or path with the same GPU and Triton
+        (``load_tuning`` there).  Returns the number of classes written."""
+        from ntsym_codegen.tuning import table
+
+        return table.save(self.spec, self.calls.classes, path)
+
+    def load_tuning(self, path):
+        """Read a table ``save_tuning`` wrote at ``path``: a call shape of a
+        size class it holds takes that class's choice without a search.  A
+        table of another kernel source or Triton version is not used (a
+        warning says why).  Returns the number of classes loaded."""
+        from ntsym_codegen.tuning import table
+
+        return table.load(self.spec, self.calls.classes, path)
 
     def _padded_variant(self):
         if self._variant is None:

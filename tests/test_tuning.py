@@ -81,7 +81,7 @@ def test_a_new_shape_of_a_tuned_size_class_times_only_its_shortlist(tmp_path):
     assert script.count("upper_bound=1024") == 1 and script.count("SHORTLIST") == 1
 
     def tune(n, **env):
-        return run(tmp_path, n, _script=script, **dict({"NTSYM_TUNE_SHORTLIST": "1"}, **env))[0]
+        return run(tmp_path, n, _script=script, **dict({"NTSYM_TUNE": "shortlist"}, **env))[0]
 
     assert tune(100) == 7  # the first shape of its class (97..128): every candidate
     (shortlists,) = (tmp_path / "cache" / "tuning").glob("*.classes.json")
@@ -89,21 +89,21 @@ def test_a_new_shape_of_a_tuned_size_class_times_only_its_shortlist(tmp_path):
     assert len(entry["configs"]) == shortlist
     assert tune(120) == shortlist  # same class: the configurations that led the first search
     assert tune(200) == 7  # another class (193..256)
-    assert tune(110, NTSYM_TUNE_SHORTLIST="0") == 7  # off (the default): every candidate
+    assert tune(110, NTSYM_TUNE="full") == 7  # full: every candidate
     assert tune(100, NTSYM_RETUNE="1") == 7  # re-tuning searches in full
     assert tune(120) == 0  # stored: nothing timed
     (path,) = choices_file(tmp_path)
     stored = json.loads(path.read_text())
     assert len(stored) == 4  # 100, 120, 200, 110
     assert sum(1 for entry in stored.values() if entry.get("shortlist")) == 1  # 120's
-    assert tune(120, NTSYM_TUNE_SHORTLIST="0") == 7  # off: a choice among a shortlist is searched again
+    assert tune(120, NTSYM_TUNE="full") == 7  # full: a choice among a shortlist is searched again
     assert not any(entry.get("shortlist") for entry in json.loads(path.read_text()).values())
 
 
 @pytest.mark.slow
 def test_a_shortlist_that_does_not_run_falls_back_to_a_full_search(tmp_path):
     script = SCRIPT.replace("upper_bound=64", "upper_bound=1024")
-    env = {"NTSYM_TUNE_SHORTLIST": "1"}
+    env = {"NTSYM_TUNE": "shortlist"}
     assert run(tmp_path, 100, _script=script, **env)[0] == 7
     (shortlists,) = (tmp_path / "cache" / "tuning").glob("*.classes.json")
     (key,) = json.loads(shortlists.read_text())
@@ -153,7 +153,7 @@ def test_corrupted_tuning_file_is_ignored_and_rewritten(tmp_path):
     run(tmp_path, 100)
     (path,) = choices_file(tmp_path)
     path.write_text('{"truncated": ')
-    count, _ = run(tmp_path, 100)
+    count, _ = run(tmp_path, 100, NTSYM_TUNE="full")  # not the size class's choice: a search, stored
     assert count == 3
     assert json.loads(path.read_text())
 
@@ -162,7 +162,8 @@ def test_corrupted_tuning_file_is_ignored_and_rewritten(tmp_path):
 def test_concurrent_writers_never_corrupt(tmp_path):
     script = tmp_path / "tune.py"
     script.write_text(SCRIPT.format(root=ROOT))
-    env = dict(os.environ, NTSYM_CACHE_DIR=str(tmp_path / "cache"), NTSYM_TUNE_IN_INTERPRETER="1", TRITON_INTERPRET="1")
+    env = dict(os.environ, NTSYM_CACHE_DIR=str(tmp_path / "cache"), NTSYM_TUNE_IN_INTERPRETER="1", TRITON_INTERPRET="1",
+               NTSYM_TUNE="full")  # every process searches and stores, whatever the others stored
     procs = [subprocess.Popen([sys.executable, str(script), str(50 + 10 * i)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(4)]
     for p in procs:

@@ -1,4 +1,4 @@
-"""A new shape's first call with the size class's shortlist (NTSYM_TUNE_SHORTLIST=1)
+"""A new shape's first call with the size class's shortlist (NTSYM_TUNE=shortlist)
 against a full search: per shape, the first call (tuning included; the first shape of
 a class searches in full), the configurations timed, the choice and its steady time,
 then a full search of the same shape, its choice, steady time and first-call time.
@@ -61,13 +61,13 @@ def case(name, kernel, make_args, sizes):
     print("|---|---|---:|---:|---|---:|---|---:|---:|")
     for n in sizes:
         args = make_args(n)
-        os.environ["NTSYM_TUNE_SHORTLIST"] = "1"
+        os.environ["NTSYM_TUNE"] = "shortlist"
         seconds, timed, chosen = first_call(kernel, args)
         search = "shortlist" if timed <= tuning.shortlist.SHORTLIST else "full"
         row = [str(n), search, f"{seconds:.2f}", str(timed), tuning.describe(chosen),
                f"{steady_ms(kernel, args, chosen):.4f}"]
         if search == "shortlist":
-            os.environ["NTSYM_TUNE_SHORTLIST"] = "0"
+            os.environ["NTSYM_TUNE"] = "full"
             os.environ["NTSYM_RETUNE"] = "1"
             seconds, _, full = first_call(kernel, args)
             del os.environ["NTSYM_RETUNE"]

@@ -3,7 +3,7 @@ chosen by ``tuning``, remembered), the fast path of a remembered one, and
 a launch traced by torch.compile.  The runtime calls tuning, never the
 other way round."""
 
-from ntsym_codegen import serial, tuning
+from ntsym_codegen import counters, serial, tuning
 from ntsym_codegen.errors import ApplicationError, LaunchError, fail
 from ntsym_codegen.placeholders import substitute, substitute_call
 from ntsym_codegen.runtime.checks import _check_aliasing, _extent, index_width, scalar
@@ -53,9 +53,11 @@ def explain_failure(spec, error):
 class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
-    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel")
+    __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "scalars",
+                 "options")
 
-    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None):
+    def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False,
+                 options=()):
         self.kernel = kernel  # the persistent variant, or None: the plain kernel
         self.grid = grid
         self.tail = tail
@@ -64,6 +66,8 @@ class _Entry:
         self.tensor_positions = tensor_positions
         self.device = device
         self.direct = direct  # _Direct, or None: launch through Triton's JIT
+        self.scalars = scalars  # whether the call has arguments besides tensors (their values may change)
+        self.options = options  # the configuration's warps and stages (``counters.note_variant``)
 
 
 def fast_launch(facts, entry, args):
@@ -80,6 +84,8 @@ def fast_launch(facts, entry, args):
         note_writes(spec, args, spec.written_positions)
     if entry.grid is None:
         return None
+    counts = facts.cache.counts
+    counts.launches += 1
     if spec.gather is not None:
         call = [args[i] for i in spec.gather]
     else:
@@ -104,6 +110,8 @@ def fast_launch(facts, entry, args):
         if _launch_direct(entry.direct, entry.grid, call, entry.device):
             return None
         facts.cache.jit_launches += 1
+    if entry.scalars:  # integers the call key does not fix may make another variant
+        counters.note_variant(counts, kernel, call, entry.kwargs, entry.options)
     _run(kernel, entry.grid, call, entry.kwargs, spec, entry.device)
     return None
 
@@ -120,7 +128,7 @@ def _run(kernel, grid, args, kwargs, spec, device):
         return kernel[grid](*args, **kwargs)
 
 
-def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None):
+def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None, options=()):
     if key is None:
         return
     positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
@@ -132,7 +140,9 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
             spans.append(end - start)
     params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
-    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel)
+    scalars = len(positions) < len(user_args)
+    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel,
+                                    scalars, options)
 
 
 def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):
@@ -150,7 +160,7 @@ def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_che
 
     int64 = index_width(spec, tensors, metas)
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, None,
-                           tuned=facts.cache.tuned, timed=False)
+                           tuned=facts.cache.tuned, timed=False, classes=facts.cache.classes)
     if config is None:
         return None
     if config.persistent:  # tuned on a real call: the same blocks, plain
@@ -159,8 +169,34 @@ def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_che
         late_checks(dict(config.meta))
     if config.grid(grid)[0] == 0:
         return None
-    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, None, config, grid, args, derived, int64, spec, -1)
+    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, None, config, grid, args, derived, int64, spec, -1,
+                                                          facts.cache.counts)
+    facts.cache.counts.launches += 1
     wrap_triton(kernel)[grid_size](*args, **kwargs)
+    return None
+
+
+def _compile(facts, args, metas, tensors, grid, derived, options, late_checks, persistent):
+    """A compile-only launch (``facts.compile_only``): the variant this call
+    would launch with the configuration chosen without timing, compiled
+    (Triton's ``warmup``: no launch) on a GPU, counted everywhere; nothing is
+    remembered, nothing written."""
+    kernel, spec, cache = facts.kernel, facts.spec, facts.cache
+    int64 = index_width(spec, tensors, metas)
+    config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
+                           tuned=cache.tuned, timed=False, counter=cache.counts, classes=cache.classes)
+    if config is None:
+        return None
+    if late_checks is not None:
+        late_checks(dict(config.meta))
+    if config.grid(grid)[0] == 0:
+        return None
+    device = tensors[0].get_device() if tensors else -1
+    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec,
+                                                          device, cache.counts)
+    if not spec.interpreting:  # the interpreter compiles nothing
+        with on_device(device, spec):
+            kernel.warmup(*args, grid=grid_size, **kwargs)
     return None
 
 
@@ -181,6 +217,8 @@ def launch(facts, args, metas, tensors, *, grid, derived, options=None, key=None
         args, tensors = substitute(spec, args, tensors)
     if traced(tensors):
         return _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks)
+    if facts.compile_only:
+        return _compile(facts, args, metas, tensors, grid, derived, options, late_checks, persistent)
     facts.cache.checked_launches += 1
     if spec.written_positions and user_args is not None:
         note_writes(spec, user_args, spec.written_positions)
@@ -199,8 +237,9 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     if capturing():
         refuse_capture(spec)
     int64 = index_width(spec, tensors, metas)
+    cache = facts.cache
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
-                           tuned=facts.cache.tuned)
+                           tuned=cache.tuned, counter=cache.counts, classes=cache.classes)
     if config is None:  # an empty problem: no programs to run
         _remember(facts, key, None, args, None, tensors, user_args)
         return None
@@ -209,12 +248,15 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     if config.grid(grid)[0] == 0:
         _remember(facts, key, None, args, None, tensors, user_args)
         return None
-    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
+    kernel, grid_size, args, kwargs = tuning.launch_parts(kernel, persistent, config, grid, args, derived, int64, spec,
+                                                          device, cache.counts)
     variant = kernel if config.persistent else None
+    cache.counts.launches += 1
     try:
         compiled = _run(kernel, grid_size, args, kwargs, spec, device)
         direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)
-        _remember(facts, key, grid_size, args, kwargs, tensors, user_args, direct, variant)
+        _remember(facts, key, grid_size, args, kwargs, tensors, user_args, direct, variant,
+                  tuning.timing.variant_options(config))
     except Exception as error:
         if isinstance(error, LaunchError):
             raise

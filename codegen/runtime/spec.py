@@ -6,6 +6,7 @@ fixed once ``make`` returns), what a kernel handle's calls learn
 from dataclasses import dataclass, field
 from typing import Any
 
+from ntsym_codegen.counters import Counter
 from ntsym_codegen.placeholders import untouched_positions
 
 
@@ -102,6 +103,12 @@ class CallCache:
     # its compiled binary was known (a guard of ``_launch_direct`` failed).
     checked_launches: int = 0
     jit_launches: int = 0
+    # Variants built, tuning searches, configurations timed, launches
+    # (``ntsym_codegen.counters``: what ``Kernel.stats`` reads).
+    counts: Counter = field(default_factory=Counter)
+    # Size class key -> the configurations that led its tuning, best first,
+    # as this process tuned them or a loaded table gave them.
+    classes: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -118,3 +125,6 @@ class LaunchFacts:
     persistent_kernel: Any = None  # the persistent variant's @triton.jit function, or None
     # The one part that changes: filled by calls (the binding to this kernel does not).
     cache: CallCache = field(default_factory=CallCache)
+    # Calls compile the variant they would launch (untimed: a stored or size
+    # class choice, else the default) and launch nothing (``Kernel.warmup``).
+    compile_only: bool = False

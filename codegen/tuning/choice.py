@@ -10,7 +10,7 @@ from ntsym_codegen import progress
 from ntsym_codegen.errors import fail
 from ntsym_codegen.tuning import store as tuning_store
 from ntsym_codegen.tuning.config import Config, _no_persistent, _refused, describe
-from ntsym_codegen.tuning.shortlist import _compiled_sizes, _full_search, _load_shortlist, _store_shortlist
+from ntsym_codegen.tuning.shortlist import _class_configs, _compiled_sizes, _store_shortlist, tune_mode
 from ntsym_codegen.tuning.space import default_config
 from ntsym_codegen.tuning.store import ints, misalignment
 from ntsym_codegen.tuning.stored import _load, _store, _usable
@@ -26,14 +26,17 @@ OPTIONS = launch_options.NAMES
 
 
 def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None, *, tuned,
-           timed=True):
+           timed=True, counter=None, classes=None):
     """The configuration for this call (None when the problem is empty).
     ``persistent`` is the kernel's persistent variant (:class:`ntsym_codegen.runtime.Persistent`) or
     None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it
     out, ``{"advance": True/False}`` fixes how loops address tiles.
     ``tuned``: the kernel handle's choices so far (``CallCache.tuned``), which
     this one joins.  ``timed=False`` (a call traced with fake tensors) runs
-    nothing: a choice stored for the call's shape, else the default."""
+    nothing: a choice stored for the call's shape, else its size class's,
+    else the default.  ``counter`` (``ntsym_codegen.counters.Counter``) counts searches and
+    what they time; ``classes`` (``CallCache.classes``) holds the size
+    classes this kernel handle tuned or was given (``load_tuning``)."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
     # Constexprs the call gives select the compiled kernel (a causal flag):
     # each value is tuned on its own.
@@ -53,7 +56,8 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     if options.get("advance") and not spec.advance_flag:
         fail(f"kernel `{spec.name}`: ntsym_options asks loops to advance pointers, but no loop of the kernel "
              "reads or writes a tile at an address affine in its index")
-    search = _Search(kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent)
+    search = _Search(kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent,
+                     counter, classes)
     config = search.untimed(probe)
     if config is None:
         config = search.stored_or_timed(probe, timed)
@@ -84,8 +88,10 @@ class _Search:
     """``choose``'s ways to a configuration once the options are valid: fixed
     by the call, the interpreter's default, stored, or timed."""
 
-    def __init__(self, kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent):
+    def __init__(self, kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent,
+                 counter=None, classes=None):
         self.kernel, self.spec, self.grid, self.args, self.derived = kernel, spec, grid, args, derived
+        self.counter, self.classes = counter, classes if classes is not None else {}
         self.tensors, self.int64, self.fixed_items, self.given = tensors, int64, fixed_items, given
         self.options, self.persistent = options, persistent
         self.fixed = dict(fixed_items)
@@ -118,32 +124,41 @@ class _Search:
                       self.launch.get("num_stages", probe.num_stages), False, bool(self.advance))
 
     def stored_or_timed(self, probe, timed):
-        """A stored choice, else (where ``timed``) the fastest of a search,
-        stored; None where nothing is stored and nothing may be timed."""
+        """A stored choice, else (where ``timed``) its size class's choice or
+        the fastest of a search (``shortlist.tune_mode``); None where nothing is
+        stored and nothing may be timed."""
         spec, persistent = self.spec, self.persistent
         # A choice restricted by the caller is stored apart.
         restricted = launch_options.tuning_key(self.options)
         disk_key = tuning_store.disk_key(self.fixed_items, self.int64, self.tensors, self.given) + restricted
         retune = os.environ.get("NTSYM_RETUNE") == "1" and timed
-        config = None if retune else _load(spec, disk_key, shortlisted=not _full_search())
-        config = _usable(spec, config, self.fixed, self.launch, "a stored choice")
+        mode = "full" if retune else tune_mode()
+        stored = None if retune else _load(spec, disk_key, shortlisted=mode != "full")
+        config = _usable(spec, stored, self.fixed, self.launch, "a stored choice")
+        if stored is not None and config is None:
+            mode = "full"  # a damaged entry is searched again, and replaced
         if config is not None and config.persistent and (persistent is None or not persistent.ready(dict(config.meta))):
             config = None
-        if config is not None or not timed:
+        if config is not None:
             return config
         class_key = tuning_store.class_key(self.fixed_items, self.int64, self.tensors, self.given,
                                            _compiled_sizes(spec)) + restricted
-        shortlist = None if retune or _full_search() else _load_shortlist(spec, class_key, persistent,
-                                                                          self.fixed_items)
+        shortlist = None if mode == "full" else _class_configs(spec, class_key, persistent, self.fixed_items,
+                                                               self.classes)
+        if (mode == "class" or not timed) and shortlist:  # the class was tuned: its choice, untimed
+            return shortlist[0]
+        if not timed:
+            return None
         search = functools.partial(_benchmark, self.kernel, spec, self.grid, self.args, self.derived, self.tensors,
-                                   self.int64, self.fixed, persistent, bool(self.wanted), self.advance, self.launch)
-        config, ranked = search(shortlist) if shortlist else (None, [])
+                                   self.int64, self.fixed, persistent, bool(self.wanted), self.advance, self.launch,
+                                   counter=self.counter)
+        config, ranked = search(shortlist=shortlist) if shortlist else (None, [])
         if config is None:  # no shortlist, or none of it runs at this shape
             shortlist = None
             config, ranked = search()
         _store(spec, disk_key, config, shortlisted=shortlist is not None)
         if shortlist is None:  # only a full search sets its class's shortlist
-            _store_shortlist(spec, class_key, ranked)
+            _store_shortlist(spec, class_key, ranked, self.classes)
         return config
 
 

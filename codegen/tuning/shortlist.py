@@ -1,29 +1,67 @@
-"""Shortlists: the configurations that led a full search of one shape, which a
-new shape of the same size class times instead of every candidate (with
-NTSYM_TUNE_SHORTLIST=1)."""
+"""Size classes: the configurations that led a full search of one shape
+(its *shortlist*, best first), kept per size class (``store.class_key``: sizes
+within a factor of 1.5 of each other, the compile-time sizes exact, the rest
+of the call's facts the same).  A new shape of a class already tuned takes
+the class's choice untimed, or times the class's shortlist, instead of
+searching every candidate, as ``tune_mode`` says."""
 
 import os
 
+from ntsym_codegen.errors import fail
 from ntsym_codegen.tuning import store as tuning_store
 from ntsym_codegen.tuning.stored import _config, _entry, _usable
 
 
-# With NTSYM_TUNE_SHORTLIST=1, a call shape not tuned before whose size class
-# (``store.class_key``: the sizes of a class within a factor of 1.5 of
-# each other, the rest of the call's facts the same) was searched in full for
-# another shape times the SHORTLIST configurations that led that search
-# instead of every candidate.
-# Off by default: on an H100 (2026-11-25, mm fp16 2560-3072 after 2304, sdpa
-# bf16 3500-4000 keys after 3100) it cut a new shape's first call from 2.1-3.1 s
-# to 1.5-1.9 s (the steady re-timing of the leaders is most of what is left),
-# and the kernel it chose was 0.2-4.2 % slower than a full search's at 2 of 5
-# shapes.  Every full search stores its class's shortlist; NTSYM_RETUNE=1
-# searches in full.
+# The configurations of a full search a size class keeps.  Timing them
+# (NTSYM_TUNE=shortlist) on an H100 (2026-11-25, mm fp16 2560-3072 after
+# 2304, sdpa bf16 3500-4000 keys after 3100) cut a new shape's first call from
+# 2.1-3.1 s to 1.5-1.9 s (the steady re-timing of the leaders is most of what
+# is left), and the kernel it chose was 0.2-4.2 % slower than a full search's
+# at 2 of 5 shapes.  Every full search stores its class's shortlist;
+# NTSYM_RETUNE=1 searches in full.
 SHORTLIST = 8
 
 
-def _full_search():
-    return os.environ.get("NTSYM_TUNE_SHORTLIST") != "1"
+MODES = ("class", "shortlist", "full")
+
+
+def tune_mode():
+    """How a call shape not tuned before is tuned, from ``NTSYM_TUNE``:
+
+    - ``class`` (the default): where its size class was tuned, the class's
+      choice, untimed; else a full search, which sets the class's choice;
+    - ``shortlist``: where its class was tuned, the class's shortlist timed;
+    - ``full``: a full search for every shape (``NTSYM_RETUNE=1`` too).
+
+    ``NTSYM_TUNE_SHORTLIST=1`` (older) means ``shortlist`` where
+    ``NTSYM_TUNE`` is not set."""
+    value = os.environ.get("NTSYM_TUNE", "").strip().lower()
+    if not value:
+        return "shortlist" if os.environ.get("NTSYM_TUNE_SHORTLIST") == "1" else "class"
+    if value not in MODES:
+        fail(f"NTSYM_TUNE={value!r} is not one of {', '.join(MODES)}: set it to `class` (reuse a size class's "
+             "choice, the default), `shortlist` (time the class's leaders) or `full` (search every shape)")
+    return value
+
+
+def _class_configs(spec, key, persistent, key_fixed, classes):
+    """The shortlist of ``key``'s size class, best first, without
+    configurations this call cannot run: this kernel handle's (``classes``:
+    tuned in this process, or loaded from a table), else the stored one;
+    None where there is none."""
+    configs = classes.get(key)
+    if configs:
+        configs = _runnable(spec, configs, persistent, key_fixed)
+        if configs:
+            return configs
+    return _load_shortlist(spec, key, persistent, key_fixed)
+
+
+def _runnable(spec, configs, persistent, key_fixed):
+    configs = [c for c in configs if c is not None and (not c.persistent or (
+        persistent is not None and persistent.ready(dict(c.meta))))]
+    fixed = dict(key_fixed) if key_fixed is not None else None
+    return [c for c in configs if fixed is None or _usable(spec, c, fixed, {}, "a stored shortlist") is not None]
 
 
 def _load_shortlist(spec, key, persistent, key_fixed=None):
@@ -31,15 +69,14 @@ def _load_shortlist(spec, key, persistent, key_fixed=None):
     this call cannot run; None where there is none."""
     entry = tuning_store.load(spec, key, "classes")
     configs = [_config(e) for e in entry.get("configs", [])] if entry else []
-    configs = [c for c in configs if c is not None and (not c.persistent or (
-        persistent is not None and persistent.ready(dict(c.meta))))]
-    fixed = dict(key_fixed) if key_fixed is not None else None
-    configs = [c for c in configs if fixed is None or _usable(spec, c, fixed, {}, "a stored shortlist") is not None]
-    return configs or None
+    return _runnable(spec, configs, persistent, key_fixed) or None
 
 
-def _store_shortlist(spec, key, ranked):
-    """Store the SHORTLIST leaders of a full search's ``ranked`` configurations."""
+def _store_shortlist(spec, key, ranked, classes=None):
+    """Store the SHORTLIST leaders of a full search's ``ranked`` configurations,
+    on disk and in ``classes`` (the kernel handle's, where given)."""
+    if classes is not None:
+        classes[key] = tuple(ranked[:SHORTLIST])
     tuning_store.store(spec, key, {"configs": [_entry(c) for c in ranked[:SHORTLIST]]}, "classes")
 
 

@@ -8,7 +8,7 @@ import math
 import os
 from dataclasses import replace
 
-from ntsym_codegen import progress, serial
+from ntsym_codegen import counters, progress, serial
 from ntsym_codegen.errors import fail
 from ntsym_codegen.tuning.config import Config, _refused
 from ntsym_codegen.tuning.space import candidates
@@ -148,7 +148,7 @@ def _snapshot(t):
 
 
 def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False,
-               advance=None, launch=None, shortlist=None):
+               advance=None, launch=None, shortlist=None, counter=None):
     """The fastest configuration, and the configurations timed, fastest first
     (``_rank``); (None, []) where a ``shortlist`` was given and none of it
     runs.  ``advance`` True/False fixes how loops address tiles; None (where
@@ -156,17 +156,23 @@ def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persist
     configurations that did best.  ``launch`` fixes ``num_warps`` and/or
     ``num_stages``: only the rest is tuned.  ``shortlist``: the configurations
     to time instead of every candidate (what led the tuning of another shape
-    of the call's size class)."""
+    of the call's size class).  ``counter`` (``ntsym_codegen.counters``)
+    counts the search, the configurations timed and the variants built."""
+    if counter is not None:
+        counter.tunes += 1
+    before = BENCHMARKS_RUN
     # Timing runs the kernel many times: keep what it writes, to restore it
     # however the search ends (a failure, an interrupt: KeyboardInterrupt).
     names = [p.name for p in spec.params if p.kind == "tensor"]
     snapshot = [_snapshot(t) for name, t in zip(names, tensors) if name in spec.written]
     try:
         return _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent,
-                       advance, launch, shortlist)
+                       advance, launch, shortlist, counter)
     finally:
         for t, saved in snapshot:
             t.copy_(saved)
+        if counter is not None:
+            counter.candidates_timed += BENCHMARKS_RUN - before
 
 
 def _interpreted(kernel, grid, args, kwargs):
@@ -175,7 +181,7 @@ def _interpreted(kernel, grid, args, kwargs):
 
 
 def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent, advance, launch,
-            shortlist):
+            shortlist, counter=None):
     """``_benchmark``'s search, which may overwrite the written tensors."""
     import time
 
@@ -192,7 +198,7 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
         configs = wanted
 
     def parts(config):
-        return launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device)
+        return launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device, counter)
 
     def run(config):
         k, g, a, kw = parts(config)
@@ -335,9 +341,19 @@ def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
 PROGRESS_AFTER = 1.0
 
 
-def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device):
+def variant_options(config):
+    """What of ``config`` a variant is compiled for besides the launch's
+    keyword arguments (``counters.note_variant``)."""
+    return (config.num_warps, config.num_stages)
+
+
+def launch_parts(kernel, persistent, config, grid, args, derived, int64, spec, device, counter=None):
     """(kernel, grid, arguments, keyword arguments) of a launch with ``config``:
-    the plain kernel's, or the persistent variant's where the config says so."""
+    the plain kernel's, or the persistent variant's where the config says so.
+    The variant they make is counted in ``counter`` (``ntsym_codegen.counters``)."""
     if config.persistent:
-        return persistent.parts(config, grid, args, int64, spec, device)
-    return kernel, config.grid(grid), args, config.kwargs(derived, int64, spec)
+        parts = persistent.parts(config, grid, args, int64, spec, device)
+    else:
+        parts = kernel, config.grid(grid), args, config.kwargs(derived, int64, spec)
+    counters.note_variant(counter, parts[0], parts[2], parts[3], variant_options(config))
+    return parts
