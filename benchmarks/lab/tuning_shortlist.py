@@ -1,10 +1,10 @@
-"""A new shape's first call with the size class's shortlist (NTSYM_TUNE=shortlist)
-against a full search: per shape, the first call (tuning included; the first shape of
+"""A new shape's first call with the size class's choice (NTSYM_TUNE=class, the
+default; ``--mode shortlist``: the class's shortlist timed) against a full search: per shape, the first call (tuning included; the first shape of
 a class searches in full), the configurations timed, the choice and its steady time,
 then a full search of the same shape, its choice, steady time and first-call time.
 Run with an empty NTSYM_CACHE_DIR (the compiled kernels may be cached).
 
-    python -m benchmarks.lab.tuning_shortlist          # on a GPU
+    python -m benchmarks.lab.tuning_shortlist [--mode class|shortlist]   # on a GPU
     NTSYM_TUNE_IN_INTERPRETER=1 python -m benchmarks.lab.tuning_shortlist --cpu
 """
 import os
@@ -18,6 +18,7 @@ from ntsym_codegen import tuning
 from examples import mm, sdpa
 
 CPU = "--cpu" in sys.argv
+MODE = sys.argv[sys.argv.index("--mode") + 1] if "--mode" in sys.argv else "class"
 DEVICE = "cpu" if CPU else "cuda"
 
 
@@ -61,12 +62,12 @@ def case(name, kernel, make_args, sizes):
     print("|---|---|---:|---:|---|---:|---|---:|---:|")
     for n in sizes:
         args = make_args(n)
-        os.environ["NTSYM_TUNE"] = "shortlist"
+        os.environ["NTSYM_TUNE"] = MODE
         seconds, timed, chosen = first_call(kernel, args)
-        search = "shortlist" if timed <= tuning.shortlist.SHORTLIST else "full"
+        search = "class" if timed == 0 else "shortlist" if timed <= tuning.shortlist.SHORTLIST else "full"
         row = [str(n), search, f"{seconds:.2f}", str(timed), tuning.describe(chosen),
                f"{steady_ms(kernel, args, chosen):.4f}"]
-        if search == "shortlist":
+        if search != "full":
             os.environ["NTSYM_TUNE"] = "full"
             os.environ["NTSYM_RETUNE"] = "1"
             seconds, _, full = first_call(kernel, args)
@@ -94,8 +95,8 @@ def main():
         case("mm", mm.kernel, mm_args, (20, 24, 40))
         case("sdpa", sdpa.kernel_pow2_head, sdpa_args, (40, 44))
     else:
-        case("mm fp16", mm.kernel, mm_args, (2304, 2560, 3072, 2816))
-        case("sdpa bf16, batch 4, 32 heads, d 64, non-causal", sdpa.kernel_pow2_head, sdpa_args, (3100, 3500, 4000))
+        case("mm fp16", mm.kernel, mm_args, (2304, 2560, 3072, 2816, 1600, 1280, 1536, 1100))
+        case("sdpa bf16, batch 4, 32 heads, d 64, non-causal", sdpa.kernel_pow2_head, sdpa_args, (3100, 3500, 4000, 2000, 1600))
 
 
 if __name__ == "__main__":
