@@ -14,7 +14,9 @@ tracer, mode, transform and profiler, those steps decide nothing: the
 autograd kernel only redispatches, the outputs of the functional form are
 fresh allocations (no aliasing), and the version bump is done here.  Such a
 call runs the operator's implementation directly; any other call (keywords,
-tensor subclasses such as fake or functional tensors, meta tensors, a tensor
+tensor subclasses such as fake or functional tensors, meta tensors, tensors
+whose dispatch keys stand for data not in memory as is (a conjugate or
+negative view, an efficient zero tensor, whose data pointer is null), a tensor
 that requires grad while grad mode is on, a dispatch or function mode such as
 ``torch.device(...)``, ``vmap``/``grad``, ``torch.jit.trace``, the profiler,
 torch.compile's tracing, or an argument of another type than the schema's)
@@ -40,7 +42,7 @@ def plain_check(kinds):
     tensors = [n for n, k in zip(names, kinds) if _KINDS[k] is None]
     tests = [f"type({n}) not in tensors" if _KINDS[k] is None else f"type({n}) not in {k}_types"
              for n, k in zip(names, kinds)]
-    tests += [f"{n}.is_meta" for n in tensors]
+    tests += [f"{n}.is_meta or {n}.is_conj() or {n}.is_neg() or zero({n})" for n in tensors]
     tests += ["stack()", "function_mode()", "transforms()", "tracing() is not None", "profiling()"]
     grad = " or ".join(f"{n}.requires_grad" for n in tensors) or "False"
     source = (f"def plain(args):\n"
@@ -50,7 +52,7 @@ def plain_check(kinds):
               f"    if {' or '.join(tests)}:\n"
               f"        return False\n"
               f"    return not (grad_enabled() and ({grad}))\n")
-    scope = {"tensors": _TENSORS, "stack": _C._len_torch_dispatch_stack,
+    scope = {"tensors": _TENSORS, "zero": torch._is_zerotensor, "stack": _C._len_torch_dispatch_stack,
              "function_mode": _C._is_torch_function_mode_enabled,
              "transforms": _C._are_functorch_transforms_active, "tracing": _C._get_tracing_state,
              "profiling": _C._autograd._profiler_enabled, "grad_enabled": _C.is_grad_enabled}

@@ -81,6 +81,11 @@ def test_calls_the_dispatcher_could_change_go_through_it():
     with pytest.raises(RuntimeError):  # not a tensor: the schema's error
         op(x, [1.0] * 9)
     assert spy.calls == 6
+    # A negative view and an efficient zero tensor (no memory: a null data
+    # pointer): the dispatcher materializes them for the implementation.
+    torch.testing.assert_close(op(torch._neg_view(x), y), y - x)
+    torch.testing.assert_close(op(x, torch._efficientzerotensor(9)), x)
+    assert spy.calls == 8
 
 
 def test_scalar_arguments_of_another_type_go_through_the_dispatcher():
