@@ -7,8 +7,10 @@
 5. torch: ``torch.add(x, y)``;
 
 and, for reference, the operator through PyTorch's dispatcher
-(``torch.ops.bench.add(x, y)``), which every call took before eager calls
-skipped it.  Each variant is checked against torch once, then timed in
+(``torch.ops.bench_host.add(x, y)``), which every call took before eager calls
+skipped it, and the dispatch alone of an operator that does almost nothing,
+registered by ``custom_op`` and by a bare ``Library.define``/``impl``.
+Each variant is checked against torch once, then timed in
 interleaved rounds (each round times a batch of ``--calls`` calls of every
 variant in turn, alternating the order); the table gives the median over
 rounds, with a CUDA synchronisation after each batch.
@@ -20,6 +22,8 @@ rounds, with a CUDA synchronisation after each batch.
 ``--stub-launch`` replaces the kernel's launch by nothing after the checks, so
 that under Triton's interpreter (whose launch costs milliseconds) the table
 shows the host path alone: what ntsym and PyTorch do around the launch.
+``--cpu-time`` times with the thread's CPU time, which a machine shared with
+other work inflates less than the wall clock.
 """
 
 import argparse
@@ -46,6 +50,8 @@ def parse(argv=None):
     parser.add_argument("--stub-launch", action="store_true",
                         help="time the host path without the launch itself (results not checked)")
     parser.add_argument("--no-compile", action="store_true", help="leave out the torch.compile variant")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time with this thread's CPU time instead of the wall clock (a shared machine)")
     return parser.parse_args(argv)
 
 
@@ -89,10 +95,31 @@ def variants(x, y, out, compile_it):
         compiled = torch.compile(lambda a, b: op(a, b), fullgraph=True)
         fns["registered op, torch.compile(fullgraph=True)"] = lambda: compiled(x, y)
     fns["torch.add"] = lambda: torch.add(x, y)
+    fns.update(dispatch_only(x, y))
     return fns
 
 
-def host_us(fns, calls, rounds, warmup, sync):
+def dispatch_only(x, y):
+    """PyTorch's dispatch of a Python-defined operator that returns ``x``
+    unchanged: as ``torch.library.custom_op`` registers it, and as a bare
+    ``Library.define`` with one CompositeExplicitAutograd kernel (no autograd,
+    fake or aliasing wrappers)."""
+
+    @torch.library.custom_op("bench_host::nothing", mutates_args=())
+    def nothing(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a.new_empty(0)
+
+    nothing.register_fake(lambda a, b: a.new_empty(0))
+    library = torch.library.Library("bench_host_bare", "DEF")
+    library.define("nothing(Tensor a, Tensor b) -> Tensor")
+    library.impl("nothing", lambda a, b: a.new_empty(0), "CompositeExplicitAutograd")
+    bare = torch.ops.bench_host_bare.nothing.default
+    dispatch_only.library = library  # kept alive with the operator
+    return {"(custom_op returning new_empty(0): dispatch alone)": lambda: nothing(x, y),
+            "(Library.define + CompositeExplicitAutograd, the same)": lambda: bare(x, y)}
+
+
+def host_us(fns, calls, rounds, warmup, sync, clock=time.perf_counter):
     """{name: median host µs per call over ``rounds`` interleaved batches}."""
     for fn in fns.values():
         for _ in range(warmup):
@@ -104,11 +131,11 @@ def host_us(fns, calls, rounds, warmup, sync):
         if r % 2:
             order.reverse()
         for name, fn in order:
-            start = time.perf_counter()
+            start = clock()
             for _ in range(calls):
                 fn()
             sync()
-            samples[name].append((time.perf_counter() - start) / calls * 1e6)
+            samples[name].append((clock() - start) / calls * 1e6)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -125,12 +152,14 @@ def main(argv=None):
     fns = variants(x, y, out, not args.no_compile)
     expected = x + y
     for name, fn in fns.items():  # first calls: compile, tune, trace; and check
-        torch.testing.assert_close(fn(), expected, msg=lambda m, name=name: f"{name}: {m}")
+        if not name.startswith("("):
+            torch.testing.assert_close(fn(), expected, msg=lambda m, name=name: f"{name}: {m}")
     if args.stub_launch:
         add.kernel._launch = lambda *a, **k: None
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     warmup = args.warmup if args.warmup is not None else max(args.calls // 10, 3)
-    times = host_us(fns, args.calls, args.rounds, warmup, sync)
+    clock = time.thread_time if args.cpu_time else time.perf_counter
+    times = host_us(fns, args.calls, args.rounds, warmup, sync, clock)
     what = "host path, launch stubbed" if args.stub_launch else "host µs per call"
     print(f"\n| {args.size}-element add, {device} | {what} (median of {args.rounds} rounds of {args.calls}) |")
     print("|---|---:|")

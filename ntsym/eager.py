@@ -30,7 +30,9 @@ _TENSORS = (torch.Tensor, torch.nn.Parameter)
 # value of another type (an int for a float) is converted by the dispatcher,
 # so such a call goes through it.
 _KINDS = {"Tensor": None, "float": (float,), "int": (int,), "bool": (bool,), "Scalar": (int, float, bool)}
-_is_compiling = torch.compiler.is_compiling
+# While Dynamo traces, this reads as true; other tracers (make_fx, non-strict
+# export) call with fake tensors under a dispatch mode, which the check sees.
+_is_compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
 _CustomOpDef = getattr(torch.library, "CustomOpDef", None)
 
 

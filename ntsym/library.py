@@ -423,9 +423,27 @@ class _Plan:
         if not (self.single and self.trailing and not self.options):
             return None
         allocate, kernel, name = self.allocators[0], self.kernel, self.name
+        if self.like[0] and self.dtype_fns[0] is None:
+            return self._direct_like()
 
         def functional(*args):
             out = allocate(args)
+            try:
+                kernel(*args, out)
+            except NtsymError as e:
+                raise _named(e, name) from None
+            return out
+
+        return functional
+
+    def _direct_like(self):
+        """``_direct`` where the output is the first input tensor's
+        ``empty_like`` (``_allocator``), written in place of the call."""
+        first, kernel, name = self.first, self.kernel, self.name
+        empty_like, contiguous = torch.empty_like, torch.contiguous_format
+
+        def functional(*args):
+            out = empty_like(args[first], memory_format=contiguous)
             try:
                 kernel(*args, out)
             except NtsymError as e:

@@ -152,3 +152,22 @@ def test_compile_fullgraph_traces_the_dispatcher_call():
     compiled = torch.compile(lambda a, b: op(a, b) * 2, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(compiled(x, y), (x + y) * 2)
     torch.testing.assert_close(op(x, y) * 2, compiled(x, y))
+
+
+def test_two_outputs_in_any_order_match_torch_both_ways():
+    block = ntsym.block_size()
+
+    @ntsym.library.op(fresh("split"), shapes={"double": "x", "shifted": "x"}, dtypes={"shifted": torch.float64})
+    @ntsym.jit
+    def split(double: Tensor(1).tile((block,)), x: Tensor(1).tile((block,)), shifted: Tensor(1).tile((block,))):
+        double = x * 2  # noqa: F841
+        shifted = x + 1  # noqa: F841
+
+    spy = Spy(split)
+    x = torch.randn(19)
+    for call in (split, spy.target):  # directly, then through the dispatcher
+        double, shifted = call(x)
+        torch.testing.assert_close(double, x * 2)
+        torch.testing.assert_close(shifted, (x + 1).double())
+        assert shifted.dtype == torch.float64
+    assert spy.calls == 0
