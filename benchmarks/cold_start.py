@@ -164,6 +164,10 @@ def child(args):
 
     counts = Counters()
     record = {"impl": impl, "quick": args.quick, "env": environment(impl), "pairs": []}
+    if not args.quick and not torch.cuda.is_available():
+        record.update(error="no GPU here: the full list runs on a GPU; --quick runs tiny shapes on the CPU")
+        Path(args.child).write_text(json.dumps(record))
+        return 0
     try:
         counts.install(impl)
     except Unavailable as e:
