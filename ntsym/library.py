@@ -16,6 +16,11 @@ a backward.  Two forms:
   kernel does, and writes the named ones in place (every tensor the kernel
   writes must be named).
 
+An eager call with plain tensors that need no gradient, outside every tracer
+and mode, runs the kernel directly instead of through PyTorch's dispatcher,
+which would change nothing there and costs tens of microseconds
+(``ntsym.eager``); ``torch.ops.namespace.name`` always dispatches.
+
 See docs/torch.md."""
 
 import ast
@@ -28,6 +33,7 @@ import torch
 from ntsym_codegen.intfuncs import CeilDiv, FloorDiv, Mod
 from ntsym_codegen.printer import PrintError, SizePrinter
 from ntsym_codegen.runtime import cdiv
+from ntsym import eager
 from ntsym.errors import NtsymError
 
 __all__ = ["RegistrationError", "op", "output_shapes", "uses_triton_op"]
@@ -46,7 +52,9 @@ _REGISTERED = {}  # qualified name -> kernel, for ops made here
 def op(name, kernel=None, /, *, mutates_args=None, shapes=None, dtypes=None, options=None):
     """Register ``kernel`` as the PyTorch operator ``name`` (``"namespace::op"``)
     and return it (a ``torch.library.CustomOpDef``: call it, or use
-    ``torch.ops.namespace.op``).  Without ``kernel``: a decorator.
+    ``torch.ops.namespace.op``; a plain eager call of the op itself skips
+    PyTorch's dispatcher, see ``ntsym.eager``).  Without ``kernel``: a
+    decorator.
 
     ``mutates_args``: None for the functional form; else the names of the
     parameters the op writes in place (all the tensors the kernel writes).
@@ -84,10 +92,13 @@ def _define(name, plan):
     if uses_triton_op():
         # Its fake implementation is the function itself, run on fake
         # tensors: the launcher then records the launch instead of running it.
-        return torch.library.triton_op(name, plan.traceable(), mutates_args=plan.mutates)
-    definition = torch.library.custom_op(name, plan.impl, mutates_args=plan.mutates, schema=plan.schema)
-    definition.register_fake(plan.fake)
-    return definition
+        definition = torch.library.triton_op(name, plan.traceable(), mutates_args=plan.mutates)
+    else:
+        definition = torch.library.custom_op(name, plan.impl, mutates_args=plan.mutates, schema=plan.schema)
+        definition.register_fake(plan.fake)
+    # Eager calls of plain tensors skip the dispatcher (ntsym.eager).
+    return eager.fast(definition, [_schema_type(p) for p in plan.taken], plan.impl,
+                      [i for i, p in enumerate(plan.taken) if p.name in plan.mutates])
 
 
 _KERNEL_OPS = {}  # kernel key -> name in torch.ops.ntsym_kernels
@@ -219,6 +230,7 @@ class _Plan:
             args = [f"{_schema_type(p)}{'(' + next(letters) + '!)' if p.name in mutates_args else ''} {p.name}"
                     for p in params]
             self.schema = f"({', '.join(args)}) -> ()"
+            self.taken = params
             self.impl = self._mutating
             self.fake = _nothing
             return
@@ -242,7 +254,12 @@ class _Plan:
         self.shape_fns = self._shapes(shapes)
         self.dtype_fns = self._dtypes(dtypes)
         self.single = len(self.outputs) == 1
-        self.impl = self._functional
+        self.taken = self.inputs
+        self.allocators = [_allocator(shape, dtype, self.first, like) for shape, dtype, like in
+                           zip(self.shape_fns, self.dtype_fns, self.like)]
+        self.trailing = self.order == tuple(("in", k) for k in range(len(self.inputs))) + tuple(
+            ("out", k) for k in range(len(self.outputs)))
+        self.impl = self._direct() or self._functional
         self.fake = self._allocate
 
     def traceable(self):
@@ -251,10 +268,9 @@ class _Plan:
         import inspect
 
         annotations = {"Tensor": torch.Tensor, "float": float, "int": int, "bool": bool, "Scalar": float}
-        taken = self.params if self.impl == self._mutating else self.inputs
         parameters = [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                        annotation=annotations[_schema_type(p)]) for p in taken]
-        if self.impl == self._mutating:
+                                        annotation=annotations[_schema_type(p)]) for p in self.taken]
+        if self.mutates:
             returns = None
         elif self.single:
             returns = torch.Tensor
@@ -290,9 +306,12 @@ class _Plan:
                 raise RegistrationError(f"{where}: shapes= names `{n}`, which is not an output (the outputs: "
                                         f"{', '.join(out_names)}; the inputs: {', '.join(in_names)})")
         fns = []
+        self.like = []  # per output: whether it has the first input tensor's shape
         derived = None
         for p in self.outputs:
             given = shapes.get(p.name)
+            self.like.append(isinstance(given, str) and given == in_names[self.first] if self.first is not None
+                             else False)
             if isinstance(given, str):
                 fns.append(self._like(p, given, where, in_names))
                 continue
@@ -307,6 +326,8 @@ class _Plan:
             exprs = derived[p.name]
             if any(e is None for e in exprs):
                 self._undetermined(p, exprs, where, in_names)
+            if self.first is not None:
+                self.like[-1] = list(exprs) == list(self.inputs[self.first].source_sizes)
             fns.append(_compile_shape(exprs, self.inputs))
         return fns
 
@@ -356,7 +377,7 @@ class _Plan:
         for p in self.outputs:
             rule = dtypes.get(p.name)
             if rule is None:
-                fns.append(lambda args: args[first].dtype)
+                fns.append(None)  # the first input tensor's
             elif isinstance(rule, torch.dtype):
                 fns.append(lambda args, rule=rule: rule)
             elif isinstance(rule, str):
@@ -364,7 +385,7 @@ class _Plan:
                     raise RegistrationError(f"{where}: dtypes[{p.name!r}] = {rule!r} is not an input (the inputs: "
                                             f"{', '.join(in_names)})")
                 i = in_names.index(rule)
-                fns.append(lambda args, i=i: args[i].dtype)
+                fns.append(None if i == first else lambda args, i=i: args[i].dtype)
             elif callable(rule):
                 fns.append(lambda args, rule=rule: rule(*args))
             else:
@@ -373,20 +394,63 @@ class _Plan:
         return fns
 
     def _allocate(self, *args):
-        device = args[self.first].device
-        outs = tuple(torch.empty(tuple(shape(args)), dtype=dtype(args), device=device)
-                     for shape, dtype in zip(self.shape_fns, self.dtype_fns))
-        return outs[0] if self.single else outs
+        if self.single:
+            return self.allocators[0](args)
+        return tuple(allocate(args) for allocate in self.allocators)
 
     def _functional(self, *args):
-        outs = self._allocate(*args)
-        given = (outs,) if self.single else outs
-        call = [(given if where == "out" else args)[k] for where, k in self.order]
+        if self.single:
+            out = self.allocators[0](args)
+            outs, given = out, (out,)
+        else:
+            outs = given = tuple(allocate(args) for allocate in self.allocators)
+        if self.trailing:
+            call = (*args, *given)
+        else:
+            call = [(given if where == "out" else args)[k] for where, k in self.order]
         try:
-            self.kernel(*call, **self.options)
+            if self.options:
+                self.kernel(*call, **self.options)
+            else:
+                self.kernel(*call)
         except NtsymError as e:
             raise _named(e, self.name) from None
         return outs
+
+    def _direct(self):
+        """``_functional`` for the common case, in fewer steps (it runs at
+        every eager call): one output, after the inputs, no options."""
+        if not (self.single and self.trailing and not self.options):
+            return None
+        allocate, kernel, name = self.allocators[0], self.kernel, self.name
+        if self.like[0] and self.dtype_fns[0] is None:
+            return self._direct_like()
+
+        def functional(*args):
+            out = allocate(args)
+            try:
+                kernel(*args, out)
+            except NtsymError as e:
+                raise _named(e, name) from None
+            return out
+
+        return functional
+
+    def _direct_like(self):
+        """``_direct`` where the output is the first input tensor's
+        ``empty_like`` (``_allocator``), written in place of the call."""
+        first, kernel, name = self.first, self.kernel, self.name
+        empty_like, contiguous = torch.empty_like, torch.contiguous_format
+
+        def functional(*args):
+            out = empty_like(args[first], memory_format=contiguous)
+            try:
+                kernel(*args, out)
+            except NtsymError as e:
+                raise _named(e, name) from None
+            return out
+
+        return functional
 
     # - mutating form -
 
@@ -407,6 +471,21 @@ def _named(error, name):
 
 def _nothing(*args):
     return None
+
+
+def _allocator(shape, dtype, first, like):
+    """A function (the op's arguments) -> a fresh contiguous output on the
+    first input tensor's device, of that tensor's dtype where ``dtype`` is
+    None.  ``like``: the output has the first input's shape, so (with its
+    dtype) it is that tensor's ``empty_like``, the cheapest allocation
+    (``new_empty`` and ``torch.empty`` cost several microseconds more per
+    call); both work on fake tensors and symbolic sizes."""
+    empty_like, contiguous = torch.empty_like, torch.contiguous_format
+    if like and dtype is None:
+        return lambda args: empty_like(args[first], memory_format=contiguous)
+    if dtype is None:
+        return lambda args: args[first].new_empty(shape(args))
+    return lambda args: args[first].new_empty(shape(args), dtype=dtype(args))
 
 
 def _positions(params, written):
