@@ -20,8 +20,7 @@ empty ntsym, Triton and NineToothed caches (fresh ``NTSYM_CACHE_DIR``,
 - Triton compiles during the pair: calls of ``triton.compiler.compile``,
   counted by wrapping it wherever Triton's modules hold it (Triton 3.6 and 3.9
   alike; none under the interpreter, which compiles nothing);
-- tuning searches: ``ntsym.stats()`` where ntsym has it, else the searches of
-  ntsym's tuner (``ntsym_codegen.tuning.timing._search``); for NineToothed the
+- tuning searches: ``ntsym.stats().tunes`` for ntsym; for NineToothed the
   ``triton.autotune`` runs that time configurations (a key not cached yet) and
   its own ``AutoTuner``'s timings;
 - whether the output matches a float32 torch reference.
@@ -247,19 +246,7 @@ class Counters:
     def _count_ntsym(self):
         import ntsym
 
-        if hasattr(ntsym, "stats"):
-            self._stats = ntsym.stats
-            return
-        from ntsym_codegen.tuning import timing
-
-        if hasattr(timing, "_search"):
-            search = timing._search
-
-            def counted(*args, **kwargs):
-                self.searches += 1
-                return search(*args, **kwargs)
-
-            timing._search = counted
+        self._stats = ntsym.stats
 
     def _count_ninetoothed(self):
         try:
@@ -283,22 +270,15 @@ class Counters:
         auto_tuner.AutoTuner._get_timings = counted
 
     def stats(self):
-        """ntsym's own counters, where it has them."""
-        if self._stats is None:
-            return None
-        value = self._stats()
-        return value if isinstance(value, dict) else getattr(value, "__dict__", str(value))
+        """ntsym's own counters (``ntsym.stats()``: compiles, tunes,
+        candidates timed, launches), or None for NineToothed."""
+        import dataclasses
+
+        return None if self._stats is None else dataclasses.asdict(self._stats())
 
     def tunes(self):
-        """Tuning searches so far: ntsym.stats()'s count where it has one."""
-        if self._stats is None:
-            return self.searches
-        value = self.stats()
-        if isinstance(value, dict):
-            found = [v for k, v in value.items() if isinstance(v, int) and ("tun" in k or "search" in k)]
-            if found:
-                return max(found) + self.searches
-        return self.searches
+        """Tuning searches so far."""
+        return self.searches if self._stats is None else self._stats().tunes
 
 
 def _loader(impl, task):
