@@ -17,8 +17,9 @@ call runs the operator's implementation directly; any other call (keywords,
 tensor subclasses such as fake or functional tensors, meta tensors, tensors
 whose dispatch keys stand for data not in memory as is (a conjugate or
 negative view, an efficient zero tensor, whose data pointer is null), a tensor
-that requires grad while grad mode is on, a dispatch or function mode such as
-``torch.device(...)``, ``vmap``/``grad``, ``torch.jit.trace``, the profiler,
+that requires grad while grad mode is on, a dispatch or function mode (but
+``torch.set_default_device``'s, which only places factory functions),
+``vmap``/``grad``, ``torch.jit.trace``, the profiler,
 torch.compile's tracing, or an argument of another type than the schema's)
 goes through the dispatcher, as ``torch.ops.namespace.name`` always does."""
 
@@ -55,12 +56,25 @@ def plain_check(kinds):
               f"        return False\n"
               f"    return not (grad_enabled() and ({grad}))\n")
     scope = {"tensors": _TENSORS, "zero": torch._is_zerotensor, "stack": _C._len_torch_dispatch_stack,
-             "function_mode": _C._is_torch_function_mode_enabled,
+             "function_mode": _function_mode,
              "transforms": _C._are_functorch_transforms_active, "tracing": _C._get_tracing_state,
              "profiling": _C._autograd._profiler_enabled, "grad_enabled": _C.is_grad_enabled}
     scope.update({f"{k}_types": v for k, v in _KINDS.items() if v is not None})
     exec(compile(source, "<ntsym eager check>", "exec"), scope)  # noqa: S102 - written above from fixed parts
     return scope["plain"]
+
+
+def _function_mode():
+    """Whether a torch function mode is on that may act on this call: any
+    but ``torch.set_default_device``'s (``DeviceContext``), which only gives
+    factory functions a device; the implementation allocates its outputs
+    like its inputs, so that mode changes nothing here."""
+    if not _C._is_torch_function_mode_enabled():
+        return False
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._device import DeviceContext
+
+    return any(type(mode) is not DeviceContext for mode in _get_current_function_mode_stack())
 
 
 def bumping(run, mutated):

@@ -408,6 +408,8 @@ class _Plan:
             call = (*args, *given)
         else:
             call = [(given if where == "out" else args)[k] for where, k in self.order]
+        if self.first is not None and args[self.first].is_meta:  # shapes only (a GPU's triton_op runs this for meta tensors)
+            return outs
         try:
             if self.options:
                 self.kernel(*call, **self.options)
@@ -422,12 +424,14 @@ class _Plan:
         every eager call): one output, after the inputs, no options."""
         if not (self.single and self.trailing and not self.options):
             return None
-        allocate, kernel, name = self.allocators[0], self.kernel, self.name
+        allocate, kernel, name, first = self.allocators[0], self.kernel, self.name, self.first
         if self.like[0] and self.dtype_fns[0] is None:
             return self._direct_like()
 
         def functional(*args):
             out = allocate(args)
+            if first is not None and args[first].is_meta:  # shapes only
+                return out
             try:
                 kernel(*args, out)
             except NtsymError as e:
@@ -444,6 +448,8 @@ class _Plan:
 
         def functional(*args):
             out = empty_like(args[first], memory_format=contiguous)
+            if out.is_meta:  # shapes only
+                return out
             try:
                 kernel(*args, out)
             except NtsymError as e:
@@ -455,6 +461,9 @@ class _Plan:
     # - mutating form -
 
     def _mutating(self, *args):
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        if first is not None and first.is_meta:  # no data to write
+            return None
         try:
             self.kernel(*args, **self.options)
         except NtsymError as e:

@@ -56,13 +56,21 @@ def test_plain_call_skips_the_dispatcher_and_matches_kernel_and_torch():
     assert op(strided, y).stride() == (1,)
 
 
+class _Mode(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
 def test_calls_the_dispatcher_could_change_go_through_it():
     op = ntsym.library.op(fresh("add"), add.kernel)
     spy = Spy(op)
     x, y = torch.randn(9), torch.randn(9)
     torch.testing.assert_close(op(x, other=y), x + y)  # keywords: the dispatcher binds them
     assert spy.calls == 1
-    with torch.device("cpu"):  # a function mode
+    with _Mode():  # a function mode
+        torch.testing.assert_close(op(x, y), x + y)
+    assert spy.calls == 2
+    with torch.device(x.device):  # places factory functions only: changes nothing here
         torch.testing.assert_close(op(x, y), x + y)
     assert spy.calls == 2
     meta = op(x.to("meta"), y.to("meta"))  # the fake implementation's output
