@@ -64,3 +64,25 @@ def test_a_min_over_a_gather_reads_the_named_elements_only():
     table = torch.tensor([-100.0, 10.0, 11.0, 12.0, 13.0])
     index, out = _gather_reduce(application, table)
     torch.testing.assert_close(out, table[index].min().reshape(1))
+
+
+@pytest.mark.xfail(strict=True, reason="a tensor read through its tiles and written through `.source[index]` "
+                   "runs: program 1 reads the tile program 0 has scattered into, so the result depends on the "
+                   "order of the programs (the interpreter gives [2, 3, 1, 2])")
+def test_a_table_read_by_tiles_and_scattered_into_is_refused_or_reads_the_old_values():
+    def arrangement(index, table):
+        return index.tile((2,)), table.tile((2,))
+
+    def application(index, table):
+        table.source[index] = table + 1.0
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1, dtype=ntsym.int64), Tensor(1)))
+    table = torch.arange(4.0)
+    index = torch.tensor([2, 3, 0, 1])
+    expected = table.clone()
+    expected[index] = table + 1.0
+    try:
+        kernel(index, table)
+    except ntsym.NtsymError:
+        return
+    torch.testing.assert_close(table, expected)
