@@ -86,3 +86,24 @@ def test_a_table_read_by_tiles_and_scattered_into_is_refused_or_reads_the_old_va
     except ntsym.NtsymError:
         return
     torch.testing.assert_close(table, expected)
+
+
+@pytest.mark.xfail(strict=True, reason="a tensor gathered from through `.source[index]` and written through its "
+                   "tiles runs: program 1 gathers elements program 0 has written, so the interpreter gives "
+                   "[4, 6, 8, 12] where torch gives [4, 6, 0, 2]")
+def test_a_table_gathered_from_and_written_by_tiles_is_refused_or_reads_the_old_values():
+    def arrangement(index, table):
+        return index.tile((2,)), table.tile((2,))
+
+    def application(index, table):
+        table = table.source[index] * 2.0  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1, dtype=ntsym.int64), Tensor(1)))
+    table = torch.arange(4.0)
+    index = torch.tensor([2, 3, 0, 1])
+    expected = table[index] * 2.0
+    try:
+        kernel(index, table)
+    except ntsym.NtsymError:
+        return
+    torch.testing.assert_close(table, expected)
