@@ -1,0 +1,65 @@
+"""Valid programs refused: forms Triton accepts whose meaning ntsym knows
+under another spelling.  ``for k in ntl.range(n)`` (Triton's pipelined
+range) is refused as not a ``range`` loop; a padded tile reached through a
+tuple assignment (``a, b = x, x``) or the ``x.trans()`` method is refused
+before a reduction as a shape change not followed, though ``a = x`` and
+``ntl.trans(x)`` run.  Strict xfail: each passes once the form runs and is
+right."""
+
+import pytest
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def _row_maxima(application):
+    def arrangement(x, out):
+        return x.tile((4, 8)), out.tile((4, 1))
+
+    x = -(torch.rand(3, 5) + 1)
+    out = torch.empty(3, 1)
+    ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, x.amax(1, keepdim=True))
+
+
+@pytest.mark.xfail(strict=True, reason="`for k in ntl.range(...)` is refused: only `range` loops are accepted")
+def test_a_loop_over_ntl_range():
+    def arrangement(x, out):
+        return x.tile((1, 4)).tile((1, -1)), out.tile((1, 1))
+
+    def application(x, out):
+        acc = ntl.full(x.dtype.shape, float("-inf"), ntl.float32)
+        for k in ntl.range(x.shape[1]):
+            acc = ntl.maximum(acc, x[0, k])
+        out = ntl.max(acc, 1, keep_dims=True)  # noqa: F841
+
+    x = -(torch.rand(3, 7) + 1)
+    out = torch.empty(3, 1)
+    ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, x.amax(1, keepdim=True))
+
+
+@pytest.mark.xfail(strict=True, reason="a padded tile bound by a tuple assignment is refused before a reduction")
+def test_a_reduction_of_a_tile_bound_by_a_tuple_assignment():
+    def application(x, out):
+        a, b = x, x
+        out = ntl.max(a, 1, keep_dims=True)  # noqa: F841
+
+    _row_maxima(application)
+
+
+@pytest.mark.xfail(strict=True, reason="a reduction of `x.trans()` is refused, one of `ntl.trans(x)` runs")
+def test_a_reduction_of_the_trans_method():
+    def application(x, out):
+        out = ntl.reshape(ntl.max(x.trans(), 0), (4, 1))  # noqa: F841
+
+    _row_maxima(application)
+
+
+def test_a_reduction_of_ntl_trans_runs():
+    def application(x, out):
+        out = ntl.reshape(ntl.max(ntl.trans(x), 0), (4, 1))  # noqa: F841
+
+    _row_maxima(application)
