@@ -52,7 +52,7 @@ def launcher(ir, emitter, checks, persistent=None):
     # Tensors the arrangement does not return give their sizes only.
     shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
     metas = [m.symbol.name for m in ir.meta_params]
-    body = _call_entry(ir, metas) + _read_sizes(shaped) + _check_sizes(shaped)
+    body = _call_entry(ir, metas) + _read_sizes(shaped) + check_sizes(shaped)
     checks_body, late = _launch_checks(checks, metas)
     body += checks_body
     body += stmts(
@@ -174,7 +174,7 @@ def _read_sizes(shaped):
     return body
 
 
-def _check_sizes(shaped):
+def check_sizes(shaped):
     """Sizes declared with bounds or as powers of two, then sizes declared as
     expressions of others (after every size is read: they may refer to others)."""
     body = []

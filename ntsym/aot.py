@@ -14,6 +14,7 @@ import time
 from ntsym_codegen import aot
 from ntsym_codegen.cache import package_version
 from ntsym_codegen.errors import LaunchError
+from ntsym_codegen.options import NUM_STAGES, NUM_WARPS
 from ntsym import compiler
 
 DEFAULT_TARGET = ("cuda", 90, 32)
@@ -167,8 +168,8 @@ def _plan(compiled, name, compilation, meta):
     for m in ir.meta_params:  # call-time values the build names
         if not m.meta and m.symbol.name not in chosen and m.default is not None:
             chosen[m.symbol.name] = m.default
-    num_warps = compilation.get("num_warps") or ir.num_warps or 4
-    num_stages = compilation.get("num_stages") or ir.num_stages or 3
+    num_warps = compilation.get("num_warps") or ir.num_warps or NUM_WARPS.default
+    num_stages = compilation.get("num_stages") or ir.num_stages or NUM_STAGES.default
     module = aot.standalone_source(ir, generated, compiled.display, [dict(chosen, num_warps=num_warps,
                                                                           num_stages=num_stages)], spec)
     return aot.plan(ir, generated, spec, compiled.display, chosen, specialize=compilation.get("specialize"),

@@ -87,10 +87,10 @@ def _arguments(ir, own):
 def _checks(ir, generated, display, own, metas):
     """The torch launcher's size checks, the configuration's block sizes, and
     the launch checks with them."""
-    from ntsym_codegen.launcher import _check_sizes
+    from ntsym_codegen.launcher import check_sizes
     from ntsym_codegen.printer import to_source
 
-    body = [line for node in _check_sizes([p for p in own if p.kind in ("tensor", "shape")])
+    body = [line for node in check_sizes([p for p in own if p.kind in ("tensor", "shape")])
             for line in to_source(node).splitlines()]  # the torch launcher's size checks
     body.append("meta = dict(CONFIGS[config])")
     body.append("meta.update({k: v for k, v in given.items() if v is not None})")

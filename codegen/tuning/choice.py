@@ -10,11 +10,11 @@ from ntsym_codegen import progress
 from ntsym_codegen.errors import fail
 from ntsym_codegen.tuning import store as tuning_store
 from ntsym_codegen.tuning.config import Config, _no_persistent, _refused, describe
-from ntsym_codegen.tuning.shortlist import _compiled_sizes, _full_search, _load_shortlist, _store_shortlist
+from ntsym_codegen.tuning.shortlist import compiled_sizes, _full_search, _load_shortlist, _store_shortlist
 from ntsym_codegen.tuning.space import default_config
 from ntsym_codegen.tuning.store import ints, misalignment
 from ntsym_codegen.tuning.stored import _load, _store, _usable
-from ntsym_codegen.tuning.timing import _benchmark
+from ntsym_codegen.tuning.timing import benchmark
 
 
 def _tune_in_interpreter():
@@ -132,10 +132,10 @@ class _Search:
         if config is not None or not timed:
             return config
         class_key = tuning_store.class_key(self.fixed_items, self.int64, self.tensors, self.given,
-                                           _compiled_sizes(spec)) + restricted
+                                           compiled_sizes(spec)) + restricted
         shortlist = None if retune or _full_search() else _load_shortlist(spec, class_key, persistent,
                                                                           self.fixed_items)
-        search = functools.partial(_benchmark, self.kernel, spec, self.grid, self.args, self.derived, self.tensors,
+        search = functools.partial(benchmark, self.kernel, spec, self.grid, self.args, self.derived, self.tensors,
                                    self.int64, self.fixed, persistent, bool(self.wanted), self.advance, self.launch)
         config, ranked = search(shortlist) if shortlist else (None, [])
         if config is None:  # no shortlist, or none of it runs at this shape

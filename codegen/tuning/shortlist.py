@@ -5,7 +5,7 @@ NTSYM_TUNE_SHORTLIST=1)."""
 import os
 
 from ntsym_codegen.tuning import store as tuning_store
-from ntsym_codegen.tuning.stored import _config, _entry, _usable
+from ntsym_codegen.tuning.stored import config_from_entry, entry_from_config, _usable
 
 
 # With NTSYM_TUNE_SHORTLIST=1, a call shape not tuned before whose size class
@@ -30,7 +30,7 @@ def _load_shortlist(spec, key, persistent, key_fixed=None):
     """The stored shortlist of ``key``'s size class, without configurations
     this call cannot run; None where there is none."""
     entry = tuning_store.load(spec, key, "classes")
-    configs = [_config(e) for e in entry.get("configs", [])] if entry else []
+    configs = [config_from_entry(e) for e in entry.get("configs", [])] if entry else []
     configs = [c for c in configs if c is not None and (not c.persistent or (
         persistent is not None and persistent.ready(dict(c.meta))))]
     fixed = dict(key_fixed) if key_fixed is not None else None
@@ -40,10 +40,10 @@ def _load_shortlist(spec, key, persistent, key_fixed=None):
 
 def _store_shortlist(spec, key, ranked):
     """Store the SHORTLIST leaders of a full search's ``ranked`` configurations."""
-    tuning_store.store(spec, key, {"configs": [_entry(c) for c in ranked[:SHORTLIST]]}, "classes")
+    tuning_store.store(spec, key, {"configs": [entry_from_config(c) for c in ranked[:SHORTLIST]]}, "classes")
 
 
-def _compiled_sizes(spec):
+def compiled_sizes(spec):
     """(tensor position, dimension) of the sizes the kernel is compiled for
     (constexpr parameters): a size class keeps those exact."""
     tensors = [p for p in spec.params if p.kind == "tensor"]
