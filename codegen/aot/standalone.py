@@ -20,7 +20,7 @@ def standalone_source(ir, generated, display, configs, spec):
     from ntsym_codegen.aot.embedded import checks_source
 
     kernels = "\n\n\n".join(generated.helpers + (generated.kernels,)).rstrip()
-    own = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    own = ir.call_params
     metas = [m.symbol.name for m in ir.meta_params]
     body = _arguments(ir, own) + _checks(ir, generated, display, own, metas)
     body += _kernel_launch(ir, generated)
@@ -100,7 +100,7 @@ def _checks(ir, generated, display, own, metas):
         names = sorted({s.name for s in check.relation.free_symbols})
         shown = ", ".join(f"{display.get(n, n)}=%r" for n in names)
         reason = (check.reason or check.message).replace("%", "%%")
-        body.append(f"if not ({to_source(_HOST(check.relation))}):")
+        body.append(f"if not ({to_source(_HOST(check.tested))}):")  # as the torch launcher tests it
         body.append(f"    raise ValueError({(str(check.relation) + ' must hold: ' + reason + ' (' + shown + ')')!r} % "
                     f"({''.join(n + ', ' for n in names)}))")
     return body
