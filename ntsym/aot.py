@@ -348,7 +348,7 @@ def _representative(kernel, plan):
         if ax.kind == "choice":
             values[ax.name] = ax.values[0]
     args = []
-    for p, ir_p in zip(plan.params, [q for q in kernel.ir.params if not (q.kind == "constexpr" and q.value is not None)]):
+    for p, ir_p in zip(plan.params, kernel.ir.call_params):
         if p.kind in ("tensor", "shape"):
             shape = [values.get(getattr(s, "name", ""), TUNE_SIZE) if hasattr(s, "name") else int(s)
                      for s in ir_p.source_sizes]
