@@ -46,6 +46,7 @@ def canonical_names(arrangement, tensors, arranged, names):
 
 
 def _symbols_in_order(arranged):
+    """The ntsym symbols of the arranged tensors, in order of first appearance."""
     seen = {}
     for t in arranged:
         hier = t.hierarchy
@@ -117,6 +118,8 @@ class Renamed:
 
 
 def rename_hierarchy(tensor, renames):
+    """An arranged tensor's hierarchy with its symbols renamed and its index
+    variables replaced by fresh ones per level (``l<depth>_<j>``)."""
     hier = tensor.hierarchy
     mapping = dict(renames)
     levels = []
@@ -143,6 +146,8 @@ def rename_hierarchy(tensor, renames):
 
 
 class Source:
+    """A source tensor and its shape and strides after renaming."""
+
     def __init__(self, tensor, shape, strides):
         self.tensor = tensor
         self.shape = shape
@@ -150,6 +155,7 @@ class Source:
 
 
 def rename_source(tensor, renames):
+    """The ``Source`` of a tensor, its sizes and strides renamed."""
     return Source(
         tensor,
         tuple(sympy.sympify(s).xreplace(renames) for s in tensor.source_shape),
