@@ -134,6 +134,7 @@ class Generated:
     front end, the launch plan and the other targets read."""
 
     source: str  # the whole module: header, helpers, kernels, launcher
+    header: str  # the module's docstring and imports
     kernel_name: str
     launcher_name: str
     checks: tuple  # launch checks: the IR's, then those the emitter found
@@ -209,7 +210,7 @@ def emit(ir):
     flags = ModuleFlags.of(emitter.records)
     args = tuple(kernel_args(ir, emitter))
     return Generated(
-        source=source, kernel_name=kernel_name, launcher_name="launch", checks=checks,
+        source=source, header=parts[0], kernel_name=kernel_name, launcher_name="launch", checks=checks,
         pow2=emitter.records.pow2, written=written, helpers=tuple(helpers), kernels=kernel_src,
         launcher=launcher_src, locations=locations, loops=loops, sourced=frozenset(emitter.records.sourced),
         addressed=frozenset(emitter.records.addressed),

@@ -32,7 +32,7 @@ class _Division(sympy.Function):
             return sympy.S.Zero
         if a == b:
             return sympy.S.One
-        if _divides(b, a):
+        if divides(b, a):
             return sympy.cancel(a / b)
         g = _common_factor(a, b)
         if g != 1:
@@ -58,7 +58,7 @@ class FloorDiv(_Division):
         if isinstance(a, sympy.Add) and b != 1:
             whole, rest = [], []
             for term in a.args:
-                (whole if _divides(b, term) else rest).append(term)
+                (whole if divides(b, term) else rest).append(term)
             if whole and rest:
                 quotient = sympy.Add(*[sympy.cancel(t / b) for t in whole])
                 return quotient + cls(sympy.Add(*rest), b)
@@ -103,10 +103,10 @@ class Mod(sympy.Function):
             return sympy.Integer(int(a) % int(b))
         if a == 0 or a == b:
             return sympy.S.Zero
-        if _divides(b, a):
+        if divides(b, a):
             return sympy.S.Zero
         if isinstance(a, sympy.Add):
-            rest = [t for t in a.args if not _divides(b, t)]
+            rest = [t for t in a.args if not divides(b, t)]
             if len(rest) < len(a.args):
                 return cls(sympy.Add(*rest), b)
 
@@ -120,7 +120,7 @@ class Mod(sympy.Function):
 
 def _common_factor(a, b):
     """The positive common factor of ``a`` and ``b`` (1 if none is found)."""
-    if _coprime_to_monomial(a, b):
+    if coprime_to_monomial(a, b):
         return sympy.S.One
     try:
         g = sympy.gcd(a, b)
@@ -131,7 +131,7 @@ def _common_factor(a, b):
     return g
 
 
-def _divides(b, a):
+def divides(b, a):
     """Whether ``b`` provably divides ``a`` (both integer expressions)."""
     if a == 0:
         return True
@@ -147,7 +147,7 @@ def _divides(b, a):
     return den == 1 and q.is_integer is True
 
 
-def _coprime_to_monomial(a, b):
+def coprime_to_monomial(a, b):
     """Whether ``gcd(a, b)`` is 1 for a monomial ``b = c * x**i * ...``, found
     without ``sympy.gcd``: the integer coefficients of ``a``'s terms (multiplied
     out) have no common factor with ``c``, and each of ``b``'s symbols is missing
@@ -204,7 +204,7 @@ _PRIMES = (1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049, 1051, 1061, 1063, 106
 
 def _not_a_multiple(b, a):
     """Whether ``a / b`` is provably not a polynomial with integer coefficients
-    (so that ``_divides`` would find ``cancel``'s quotient fractional or not
+    (so that ``divides`` would find ``cancel``'s quotient fractional or not
     integer), decided without ``cancel``: for a monomial ``b``, some term of
     ``a`` multiplied out lacks a power of one of ``b``'s symbols or has a
     coefficient ``b``'s does not divide (a monomial divides a polynomial only

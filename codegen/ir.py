@@ -83,6 +83,17 @@ class Check:
     # no program runs, so nothing the check guards is read or written.
     unless: Any = None
 
+    @property
+    def tested(self):
+        """What every launcher (torch, standalone, C) tests: the relation, or,
+        where the check is moot when no program runs, the relation or a
+        program count of 0."""
+        if self.unless is None:
+            return self.relation
+        # Unevaluated: sizes are positive symbols, so SymPy would take the
+        # program count for nonzero; a size of 0 at launch is what this tests.
+        return sympy.Or(self.relation, sympy.Eq(self.unless, 0, evaluate=False), evaluate=False)
+
 
 @dataclass(frozen=True)
 class MetaParam:
@@ -122,3 +133,9 @@ class KernelIR:
     # Sets of jagged parameters whose ragged sizes the proofs made one: their
     # offsets must be equal (checked at launch).
     same_rows: tuple = ()
+
+    @property
+    def call_params(self):
+        """The parameters a call passes, in order: every one but the
+        compile-time values fixed at make (every launcher takes these)."""
+        return tuple(p for p in self.params if not (p.kind == "constexpr" and p.value is not None))

@@ -462,30 +462,10 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
 
     def _call(self, node):
         func = node.func
-        # Methods of tensor parameters: x.offsets(dim), x.source.*.
         if isinstance(func, ast.Attribute):
-            ref = self.resolve(func.value)
-            if isinstance(ref, TileRef) and func.attr == "offsets":
-                return self.offsets(ref, node)
-            if ref is None and func.attr == "offsets" and isinstance(func.value, ast.Name) \
-                    and func.value.id in self.names.locals:
-                raise self.error(
-                    f"`{func.value.id}` is a local holding a tile's values, which have no offsets; call "
-                    f"`offsets` on the parameter's tile itself (e.g. `x[k].offsets(1)` rather than "
-                    f"`t = x[k]; t.offsets(1)`)", node)
-            if isinstance(ref, SourceRef):
-                p = ref.param
-                if func.attr == "data_ptr" and not node.args:
-                    self.records.sourced.add(p.name)
-                    self.records.addressed.add(p.name)
-                    return ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
-                if func.attr in ("stride", "size") and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
-                    d = node.args[0].value
-                    values = p.strides if func.attr == "stride" else p.sizes
-                    if not -len(values) <= d < len(values):
-                        raise self.error(f"`{p.name}` has {len(values)} source dimensions", node)
-                    return self.printer()(values[d])
-                raise self.error(f"`x.source.{func.attr}(...)` is not supported", node)
+            method = self._parameter_method(node)
+            if method is not None:
+                return method
         inlined = self.try_inline(node, statement=False)
         if inlined is not None:
             return inlined
@@ -510,31 +490,10 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 args=[self.expr(a) for a in node.args],
                 keywords=[],
             )
-        if isinstance(func, ast.Attribute):
-            if self.alias(func.value) == "tl":
-                import triton.language as tl
-
-                if not hasattr(tl, func.attr) and func.attr != "libdevice":
-                    raise self.error(f"`{ast.unparse(func)}` does not exist in ntsym.language", func)
-                if func.attr == "dot" and len(node.args) >= 2:
-                    self._dot_check(node)
-                if func.attr == "where" and len(node.args) == 3 and self.proved(node.args[0]):
-                    # Proved for every element: Triton folds the select away.
-                    return ast.Call(
-                        func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="where", ctx=ast.Load()),
-                        args=[ast.Constant(True)] + [self.expr(a) for a in node.args[1:]],
-                        keywords=[self.keyword(k) for k in node.keywords],
-                    )
-                if func.attr in FP32_MATH and len(node.args) == 1 and not node.keywords and not self.number(node.args[0]):
-                    # Triton's math functions take fp32/fp64 only: half
-                    # precision is computed in fp32, on CPU and GPU alike.
-                    self.records.helpers.add("ntsym_math_arg")
-                    arg = ast.Call(func=ast.Name(id="ntsym_math_arg", ctx=ast.Load()), args=[self.expr(node.args[0])], keywords=[])
-                    return ast.Call(
-                        func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=func.attr, ctx=ast.Load()),
-                        args=[arg],
-                        keywords=[],
-                    )
+        if isinstance(func, ast.Attribute) and self.alias(func.value) == "tl":
+            language = self._language_call(node)
+            if language is not None:
+                return language
         positions, keywords = self._shape_slots(func)
         args = [self.shape_argument(a) if _gives_shape(positions, i) else self.expr(a)
                 for i, a in enumerate(node.args)]
@@ -548,3 +507,63 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 if isinstance(n, ast.Name) and n.id.endswith("_ptr") and n.id[:-4] in self.tensors
             )
         return ast.Call(func=self.expr(func), args=args, keywords=kwargs)
+
+    def _parameter_method(self, node):
+        """A method of a tensor parameter (``x.offsets(dim)``,
+        ``x.source.data_ptr()``, ``x.source.size(d)``/``stride(d)``), or
+        None for any other call."""
+        func = node.func
+        ref = self.resolve(func.value)
+        if isinstance(ref, TileRef) and func.attr == "offsets":
+            return self.offsets(ref, node)
+        if ref is None and func.attr == "offsets" and isinstance(func.value, ast.Name) \
+                and func.value.id in self.names.locals:
+            raise self.error(
+                f"`{func.value.id}` is a local holding a tile's values, which have no offsets; call "
+                f"`offsets` on the parameter's tile itself (e.g. `x[k].offsets(1)` rather than "
+                f"`t = x[k]; t.offsets(1)`)", node)
+        if isinstance(ref, SourceRef):
+            p = ref.param
+            if func.attr == "data_ptr" and not node.args:
+                self.records.sourced.add(p.name)
+                self.records.addressed.add(p.name)
+                return ast.Name(id=f"{p.name}_ptr", ctx=ast.Load())
+            if func.attr in ("stride", "size") and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
+                d = node.args[0].value
+                values = p.strides if func.attr == "stride" else p.sizes
+                if not -len(values) <= d < len(values):
+                    raise self.error(f"`{p.name}` has {len(values)} source dimensions", node)
+                return self.printer()(values[d])
+            raise self.error(f"`x.source.{func.attr}(...)` is not supported", node)
+        return None
+
+    def _language_call(self, node):
+        """A call of ``ntsym.language`` that the kernel writes otherwise
+        than as given (a ``where`` proved true everywhere, a math function
+        of half precision computed in fp32), after checking it exists; None
+        where the call is written as it is."""
+        func = node.func
+        import triton.language as tl
+
+        if not hasattr(tl, func.attr) and func.attr != "libdevice":
+            raise self.error(f"`{ast.unparse(func)}` does not exist in ntsym.language", func)
+        if func.attr == "dot" and len(node.args) >= 2:
+            self._dot_check(node)
+        if func.attr == "where" and len(node.args) == 3 and self.proved(node.args[0]):
+            # Proved for every element: Triton folds the select away.
+            return ast.Call(
+                func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="where", ctx=ast.Load()),
+                args=[ast.Constant(True)] + [self.expr(a) for a in node.args[1:]],
+                keywords=[self.keyword(k) for k in node.keywords],
+            )
+        if func.attr in FP32_MATH and len(node.args) == 1 and not node.keywords and not self.number(node.args[0]):
+            # Triton's math functions take fp32/fp64 only: half
+            # precision is computed in fp32, on CPU and GPU alike.
+            self.records.helpers.add("ntsym_math_arg")
+            arg = ast.Call(func=ast.Name(id="ntsym_math_arg", ctx=ast.Load()), args=[self.expr(node.args[0])], keywords=[])
+            return ast.Call(
+                func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=func.attr, ctx=ast.Load()),
+                args=[arg],
+                keywords=[],
+            )
+        return None

@@ -52,7 +52,7 @@ def launcher(ir, emitter, checks, persistent=None):
     # Tensors the arrangement does not return give their sizes only.
     shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
     metas = [m.symbol.name for m in ir.meta_params]
-    body = _call_entry(ir, metas) + _read_sizes(shaped) + _check_sizes(shaped)
+    body = _call_entry(ir, metas) + _read_sizes(shaped) + check_sizes(shaped)
     checks_body, late = _launch_checks(checks, metas)
     body += checks_body
     body += stmts(
@@ -88,7 +88,7 @@ def launcher(ir, emitter, checks, persistent=None):
 def _call_entry(ir, metas):
     """The call's key and the fast path for a call shape seen before; else
     arguments bound by name, checked and unpacked."""
-    call_params = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    call_params = ir.call_params
     # Constexprs the call gives are keyed by value (they select the kernel compiled).
     constexprs = tuple(i for i, p in enumerate(call_params) if p.kind == "constexpr")
     key_args = "args, {metas}, ntsym_options" + (", {constexprs}" if constexprs else "")
@@ -115,7 +115,7 @@ def _launch_checks(checks, metas):
     ``late_checks(meta)`` of the checks that depend on block sizes (run once
     the configuration is chosen); and whether there is one."""
     meta_names = set(metas)
-    late = [(i, c) for i, c in enumerate(checks) if {s.name for s in _tested(c).free_symbols} & meta_names]
+    late = [(i, c) for i, c in enumerate(checks) if {s.name for s in c.tested.free_symbols} & meta_names]
     body = []
     for i, check in enumerate(checks):
         if (i, check) not in late:
@@ -174,7 +174,7 @@ def _read_sizes(shaped):
     return body
 
 
-def _check_sizes(shaped):
+def check_sizes(shaped):
     """Sizes declared with bounds or as powers of two, then sizes declared as
     expressions of others (after every size is read: they may refer to others)."""
     body = []
@@ -197,16 +197,6 @@ def _check_sizes(shaped):
     return body
 
 
-def _tested(check):
-    """What the launcher tests of ``check``: its relation, or that no program
-    runs where the check says when it is moot (``Check.unless``)."""
-    if check.unless is None:
-        return check.relation
-    # Unevaluated: sizes are positive symbols, so SymPy would take the
-    # program count for nonzero; a size of 0 at launch is what this tests.
-    return sympy.Or(check.relation, sympy.Eq(check.unless, 0, evaluate=False), evaluate=False)
-
-
 def _check(i, check):
     """``if not (relation): runtime.fail_check(CHECKS[i], {values}, DISPLAY)``."""
     names = sorted({s.name for s in check.relation.free_symbols})
@@ -215,7 +205,7 @@ def _check(i, check):
         if not {relation}:
             runtime.fail_check(CHECKS[{i}], {values}, DISPLAY)
         """,
-        relation=host(_tested(check)),
+        relation=host(check.tested),
         i=i,
         values=_dict([(n, n) for n in names]),
     )

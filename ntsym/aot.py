@@ -14,6 +14,7 @@ import time
 from ntsym_codegen import aot
 from ntsym_codegen.cache import package_version
 from ntsym_codegen.errors import LaunchError
+from ntsym_codegen.options import NUM_STAGES, NUM_WARPS
 from ntsym import compiler
 
 DEFAULT_TARGET = ("cuda", 90, 32)
@@ -167,8 +168,8 @@ def _plan(compiled, name, compilation, meta):
     for m in ir.meta_params:  # call-time values the build names
         if not m.meta and m.symbol.name not in chosen and m.default is not None:
             chosen[m.symbol.name] = m.default
-    num_warps = compilation.get("num_warps") or ir.num_warps or 4
-    num_stages = compilation.get("num_stages") or ir.num_stages or 3
+    num_warps = compilation.get("num_warps") or ir.num_warps or NUM_WARPS.default
+    num_stages = compilation.get("num_stages") or ir.num_stages or NUM_STAGES.default
     module = aot.standalone_source(ir, generated, compiled.display, [dict(chosen, num_warps=num_warps,
                                                                           num_stages=num_stages)], spec)
     return aot.plan(ir, generated, spec, compiled.display, chosen, specialize=compilation.get("specialize"),
@@ -347,7 +348,7 @@ def _representative(kernel, plan):
         if ax.kind == "choice":
             values[ax.name] = ax.values[0]
     args = []
-    for p, ir_p in zip(plan.params, [q for q in kernel.ir.params if not (q.kind == "constexpr" and q.value is not None)]):
+    for p, ir_p in zip(plan.params, kernel.ir.call_params):
         if p.kind in ("tensor", "shape"):
             shape = [values.get(getattr(s, "name", ""), TUNE_SIZE) if hasattr(s, "name") else int(s)
                      for s in ir_p.source_sizes]

@@ -23,7 +23,7 @@ import numpy
 import torch
 
 from ntsym_codegen.errors import LaunchError
-from ntsym_codegen.runtime.checks import _extent
+from ntsym_codegen.runtime.checks import byte_extent
 
 
 class Jagged:
@@ -268,14 +268,14 @@ def _check_overlap(spec, own, args, packed):
     for name, values in packed.items():
         if name not in spec.written:
             continue
-        a0, a1 = _extent(values)
+        a0, a1 = byte_extent(values)
         for other, arg in zip(own, args):
             if other == name:
                 continue
             b = packed.get(other, arg)
             if not isinstance(b, torch.Tensor):
                 continue
-            b0, b1 = _extent(b)
+            b0, b1 = byte_extent(b)
             if a0 < b1 and b0 < a1:
                 same = other in packed and b.data_ptr() == values.data_ptr() and b.stride() == values.stride()
                 if not (same and spec.aliasing.get((name, other), spec.aliasing.get((other, name), False)) is True):

@@ -19,7 +19,7 @@ from ntsym.errors import ArrangementError
 
 
 class PairingMixin:
-    """Methods of ``lower._Proof``: reads its ``names``, ``arranged``,
+    """Methods of ``outer_proof.OuterProof``: reads its ``names``, ``arranged``,
     ``alignment``, ``written``, ``sourced``, ``grid``, ``checks`` and ``subs``; uses its
     ``_apply``, ``_require``, ``describe``, ``_size_symbols`` and
     ``_block_symbols``."""

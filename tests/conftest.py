@@ -97,3 +97,23 @@ def assert_golden(relative, text):
     assert text == path.read_text(), (
         f"generated text for {relative} changed; review the diff and refresh with NTSYM_UPDATE_GOLDEN=1"
     )
+
+
+def module_parts(kernel):
+    """A kernel's generated module in two parts, as the emitter made them
+    (``Generated``'s fields): the kernels with the header and helpers they
+    need, then the torch launcher.  The module is the two, one after the other."""
+    generated = kernel.compiled.generated
+    kernels = "\n\n\n".join([generated.header, *generated.helpers, generated.kernels]) + "\n"
+    launcher = generated.launcher + "\n"
+    assert kernel.source == kernels + "\n\n" + launcher
+    return kernels, launcher
+
+
+def assert_module_golden(stem, kernel):
+    """A kernel's generated module equals its two golden files,
+    ``<stem>.kernel.py.expected`` and ``<stem>.launcher.py.expected``: a
+    change of the launcher alone leaves the kernel's golden as it is."""
+    kernels, launcher = module_parts(kernel)
+    assert_golden(f"{stem}.kernel.py.expected", kernels)
+    assert_golden(f"{stem}.launcher.py.expected", launcher)

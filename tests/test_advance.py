@@ -278,11 +278,11 @@ def test_tuner_times_the_advancing_form_at_the_best_configurations(monkeypatch):
         return [(1.0 / (dict(c.meta)["BLOCK_SIZE_M"] * dict(c.meta)["BLOCK_SIZE_N"]) - c.advance * 1e-6, c)
                 for c in configs]
 
-    monkeypatch.setattr(tuning.timing, "_time_all", time_all)
+    monkeypatch.setattr(tuning.timing, "time_all", time_all)
     a, b = torch.randn(40, 48), torch.randn(48, 24)
     spec = mm.kernel.spec
     grid = lambda meta: (1,)  # noqa: E731
-    best, _ = tuning.timing._benchmark(None, spec, grid, (), {}, (a, b, torch.empty(40, 24)), False, {})
+    best, _ = tuning.timing.benchmark(None, spec, grid, (), {}, (a, b, torch.empty(40, 24)), False, {})
     plain = [c for c in timed if not c.advance]
     advancing = [c for c in timed if c.advance]
     assert len(advancing) == tuning.timing.ADVANCE_CONFIGS

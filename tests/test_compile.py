@@ -1,6 +1,7 @@
 """The compile stage: ``ntsym.compile`` gives one frozen ``Compiled`` that every
-target reads (the torch kernel, the standalone module), and no module of
-ntsym or codegen imports itself back through another."""
+target reads (the torch kernel, the standalone module), no module of
+ntsym or codegen imports itself back through another, none reads another
+package's private names, and no file or function of theirs grows too long."""
 
 import ast
 import dataclasses
@@ -58,14 +59,20 @@ def test_a_compiled_kernel_exports_without_a_torch_kernel(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def _imports(root):
-    """Module -> the modules of ntsym and codegen it imports (at the top or
-    inside functions); ``from package import module`` names the module."""
+def _modules(root):
+    """Module name -> file, for every module of ntsym and codegen."""
     files = {}
     for folder, package in (("ntsym", "ntsym"), ("codegen", "ntsym_codegen")):  # codegen/ installs as ntsym_codegen
         for f in (root / folder).rglob("*.py"):
             name = ".".join((package,) + f.relative_to(root / folder).with_suffix("").parts)
             files[name.removesuffix(".__init__")] = f
+    return files
+
+
+def _imports(root):
+    """Module -> the modules of ntsym and codegen it imports (at the top or
+    inside functions); ``from package import module`` names the module."""
+    files = _modules(root)
     graph = {}
     for name, f in files.items():
         package = name if f.name == "__init__.py" else name.rpartition(".")[0]
@@ -143,3 +150,124 @@ def test_every_kernel_parameter_has_the_source_every_launcher_prints():
     x, y, z = torch.randn(5), torch.randn(5), torch.empty(5)
     kernel(x, y, z, BLOCK=32)
     torch.testing.assert_close(z, x * 3 + y)
+
+
+# -- sizes and privacy ---------------------------------------------------------
+
+MAX_FILE_LINES, MAX_FUNCTION_LINES = 600, 80
+
+
+def _too_long(root):
+    """Files of ntsym/ and codegen/ over MAX_FILE_LINES lines, and functions
+    over MAX_FUNCTION_LINES (nested ones counted on their own too)."""
+    found = []
+    for folder in ("ntsym", "codegen"):
+        for f in sorted((root / folder).rglob("*.py")):
+            text = f.read_text()
+            where = f.relative_to(root)
+            if text.count("\n") > MAX_FILE_LINES:
+                found.append(f"{where}: {text.count(chr(10))} lines")
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    length = node.end_lineno - node.lineno + 1
+                    if length > MAX_FUNCTION_LINES:
+                        found.append(f"{where}:{node.lineno}: {node.name} is {length} lines")
+    return found
+
+
+def test_no_product_file_or_function_is_too_long():
+    assert _too_long(ROOT) == [], f"split these by idea (at most {MAX_FILE_LINES} lines a file, " \
+                                  f"{MAX_FUNCTION_LINES} a function)"
+
+
+def test_the_length_check_finds_a_long_function(tmp_path):
+    (tmp_path / "ntsym").mkdir()
+    (tmp_path / "codegen").mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "ntsym" / "long.py").write_text("def f():\n" + body + "\n" * MAX_FILE_LINES)
+    assert _too_long(tmp_path) == [f"ntsym{os.sep}long.py: {MAX_FUNCTION_LINES + 1 + MAX_FILE_LINES} lines",
+                                   f"ntsym{os.sep}long.py:1: f is {MAX_FUNCTION_LINES + 1} lines"]
+
+
+def _private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _package(module, files):
+    return module if files[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _private_reads(path, own, files):
+    """Where ``path`` (a module of package ``own``, or None for a test) reads a
+    private name of a module of another package of ntsym or codegen: ``from X
+    import _y``, ``X._y`` and ``setattr(X, "_y", ...)`` (monkeypatching)."""
+    tree = ast.parse(path.read_text())
+    bound, found = {}, []
+
+    def foreign(module):
+        return module in files and (own is None or _package(module, files) != own)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in files:
+                    bound[a.asname or a.name] = f"{node.module}.{a.name}"
+                elif _private(a.name) and foreign(node.module):
+                    found.append(f"{node.lineno}: from {node.module} import {a.name}")
+
+    def module_of(e):
+        if isinstance(e, ast.Name):
+            return bound.get(e.id)
+        if isinstance(e, ast.Attribute):
+            base = module_of(e.value)
+            return f"{base}.{e.attr}" if base and f"{base}.{e.attr}" in files else None
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) and foreign(module_of(node.value)):
+            found.append(f"{node.lineno}: {module_of(node.value)}.{node.attr}")
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "setattr" \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and isinstance(node.args[1].value, str) and _private(node.args[1].value) \
+                and foreign(module_of(node.args[0])):
+            found.append(f"{node.lineno}: setattr({module_of(node.args[0])}, {node.args[1].value!r})")
+    return found
+
+
+def _all_private_reads(root):
+    files = _modules(root)
+    own = {f: _package(m, files) for m, f in files.items()}
+    found = []
+    for folder in ("ntsym", "codegen", "tests", "benchmarks"):
+        for f in sorted((root / folder).rglob("*.py")):
+            if "lab" not in f.relative_to(root).parts:  # benchmarks/lab: a record nothing imports
+                found += [f"{f.relative_to(root)}:{w}" for w in _private_reads(f, own.get(f), files)]
+    return found
+
+
+def test_no_code_reads_a_private_name_of_another_package():
+    """A package's private names are its own: code of another package, a test
+    or a benchmark reads public ones (ntsym_codegen.tuning, .runtime and .aot
+    are packages apart from ntsym_codegen's top level)."""
+    assert _all_private_reads(ROOT) == []
+
+
+def test_the_privacy_check_finds_private_reads(tmp_path):
+    for folder in ("ntsym", "codegen/runtime", "tests"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "codegen" / "runtime" / "__init__.py").write_text("")
+    (tmp_path / "codegen" / "runtime" / "checks.py").write_text("def _hidden():\n    pass\n")
+    (tmp_path / "ntsym" / "user.py").write_text("from ntsym_codegen.runtime.checks import _hidden\n")
+    (tmp_path / "tests" / "test_user.py").write_text(
+        "from ntsym_codegen import runtime\n"
+        "runtime.checks._hidden()\n"
+        "def test(monkeypatch):\n"
+        "    monkeypatch.setattr(runtime.checks, '_hidden', None)\n")
+    assert _all_private_reads(tmp_path) == [
+        f"ntsym{os.sep}user.py:1: from ntsym_codegen.runtime.checks import _hidden",
+        f"tests{os.sep}test_user.py:2: ntsym_codegen.runtime.checks._hidden",
+        f"tests{os.sep}test_user.py:4: setattr(ntsym_codegen.runtime.checks, '_hidden')",
+    ]

@@ -82,7 +82,7 @@ def devices(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.cuda, "device", device)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: f"GPU {torch.device(d).index}")
     monkeypatch.setattr(tuning.space, "multiprocessors", lambda d: 4)
-    monkeypatch.setattr(tuning.timing, "_time", time)
+    monkeypatch.setattr(tuning.timing, "time_ms", time)
     monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("NTSYM_RETUNE", raising=False)
     return state
@@ -100,7 +100,7 @@ class _Recording:
             tensors = [a.get_device() for a in args if isinstance(a, torch.Tensor)]
             self.state.launches.append((self.state.current, tensors))
             options = {k: v for k, v in kwargs.items() if k not in ("num_warps", "num_stages")}
-            runtime.interpreter._interpret(self.real, grid, [plain(a) for a in args], options, self.spec)
+            runtime.interpreter.interpret(self.real, grid, [plain(a) for a in args], options, self.spec)
 
         return run
 

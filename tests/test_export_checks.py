@@ -1,6 +1,9 @@
-"""Exported standalone modules refuse what the torch launcher refuses: their
-argument checks are the runtime's own, embedded (codegen/aot/embedded.py)."""
+"""Exported standalone modules refuse what the torch launcher refuses, and
+nothing more: their argument checks are the runtime's own, embedded
+(codegen/aot/embedded.py), and their launch checks are tested as the torch
+launcher tests them (``Check.tested``), as the C launcher's are."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -10,6 +13,8 @@ import torch
 
 import ntsym
 from examples import add
+from ntsym import Tensor
+from ntsym_codegen import aot
 
 CASES = (
     # (the call, as source over torch; what the refusal names)
@@ -52,3 +57,40 @@ def test_exported_module_refuses_what_the_launcher_refuses(tmp_path):
     assert refusals == expected, done.stdout
     for message, (_, words) in zip(refusals, CASES):
         assert words in message
+
+
+def _broadcast_bias(x, bias, y, BLOCK=ntsym.block_size()):
+    return x.tile((1, BLOCK)), bias.expand((x.shape[0], -1)).tile((1, BLOCK)), y.tile((1, BLOCK))
+
+
+def _add_bias(x, bias, y):
+    y = x + bias  # noqa: F841 - stored
+
+
+def test_every_launcher_runs_an_empty_batch_that_a_broadcast_assumed_of_size_1(tmp_path):
+    """``bias.expand`` assumes ``bias.shape[0] == 1``; a call with no program
+    to run (an empty batch: ``bias`` of shape (0, N)) reads and writes
+    nothing, so the torch launcher returns without a refusal; the standalone
+    module and the C launcher test the check as it does (``Check.tested``),
+    and all three refuse the call with programs to run."""
+    tensors = tuple(Tensor(2, dtype=ntsym.float32) for _ in range(3))
+    compiled = ntsym.compile(_broadcast_bias, _add_bias, tensors)
+    kernel = ntsym.make(_broadcast_bias, _add_bias, tensors)
+    path = ntsym.aot.export(compiled, tmp_path / "add_bias.py")
+    spec = importlib.util.spec_from_file_location("add_bias", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    empty = torch.randn(0, 5), torch.randn(0, 5), torch.empty(0, 5)
+    kernel(*empty, BLOCK=32)
+    module.launch(*empty)
+    x, y = torch.randn(3, 5), torch.empty(3, 5)
+    with pytest.raises(ntsym.LaunchError, match=r"bias\.shape\[0\]"):
+        kernel(x, torch.randn(2, 5), y, BLOCK=32)
+    with pytest.raises(ValueError, match="bias_size_0"):
+        module.launch(x, torch.randn(2, 5), y)
+    bias = torch.randn(1, 5)
+    module.launch(x, bias, y)
+    torch.testing.assert_close(y, x + bias)
+    plan = aot.plan(compiled.ir, compiled.generated, compiled.spec, compiled.display, {"BLOCK": 32})
+    check = next(line for line in plan.prologue if "bias_size_0 == " in line)
+    assert check.startswith("if ((!(bias_size_0 == INT64_C(1))) && ((bias_size_1 * x_size_0)) != 0) ")

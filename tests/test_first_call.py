@@ -118,7 +118,7 @@ def mocked_timer(monkeypatch, tmp_path):
         timed.append(fn)
         return 1.0 + 0.1 * len(timed) % 0.3
 
-    monkeypatch.setattr(tuning.timing, "_time", fake_time)
+    monkeypatch.setattr(tuning.timing, "time_ms", fake_time)
     return timed
 
 

@@ -1,6 +1,9 @@
-"""Golden files for every example kernel: the whole generated module (the
-kernel, with its advancing-pointer form behind the NTSYM_ADVANCE flag; the
-persistent variant where there is one; the launcher) and ``explain()``.
+"""Golden files for every example kernel: the generated module in two files,
+the kernels (with the module's header and the helpers they call; the
+advancing-pointer form behind the NTSYM_ADVANCE flag; the persistent variant
+where there is one) in ``<name>.kernel.py.expected`` and the torch launcher
+in ``<name>.launcher.py.expected``, so that a change of the launcher leaves
+the kernels' goldens alone; and ``explain()``.
 
 Examples that make several kernels are covered with the kernels their tests
 launch: sdpa's two (any head size, power-of-two head sizes) and
@@ -17,7 +20,7 @@ import pytest
 import ntsym  # noqa: F401  (without a GPU, selects the interpreter before triton loads)
 from examples import (add, addmm, bmm, conv2d, fp8_mm, jagged, mm, rms_norm, rope, rope_interleaved, sdpa, silu, softmax,
                       varlen_sdpa)
-from tests.conftest import assert_golden
+from tests.conftest import assert_golden, assert_module_golden
 
 
 # golden name -> (example module, its kernel; made on first use)
@@ -52,7 +55,7 @@ KERNELS = {
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_example_source(name):
-    assert_golden(f"examples/{name}.py.expected", KERNELS[name][1]().source)
+    assert_module_golden(f"examples/{name}", KERNELS[name][1]())
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -69,4 +72,4 @@ def test_every_example_has_goldens():
     examples -= {"__init__", "_common", "tensor_parallel"}  # tensor_parallel runs the Llama example's kernels
     assert examples == {module.__name__.rsplit(".", 1)[1] for module, _ in KERNELS.values()}
     files = {p.name for p in (pathlib.Path(__file__).parent / "golden" / "examples").iterdir()}
-    assert files == {f"{name}.{kind}.expected" for name in KERNELS for kind in ("py", "explain")}
+    assert files == {f"{name}.{kind}.expected" for name in KERNELS for kind in ("kernel.py", "launcher.py", "explain")}

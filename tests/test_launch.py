@@ -63,7 +63,7 @@ TEMPLATE = (("arg", 0), ("arg", 1), ("scalar", 2), ("scalar", 3))
 
 def _direct(call, compiled=None):
     kernel = _kernel(NAMES, {"flag", "BLOCK", "INT64"})
-    return runtime.direct._direct_for(kernel, compiled or _Compiled(), call, {"BLOCK": 64, "INT64": False,
+    return runtime.direct.direct_for(kernel, compiled or _Compiled(), call, {"BLOCK": 64, "INT64": False,
                                                                      "num_warps": 4}, _spec(TEMPLATE))
 
 
@@ -73,7 +73,7 @@ def test_direct_launch_passes_what_triton_would(fake_driver):
     direct = _direct(call)
     assert direct.constexprs == (64, False)  # keyword parameters, in signature order
     assert [i for i, _ in direct.guard] == [1, 2]  # the constexpr flag and the int scalar
-    assert runtime.direct._launch_direct(direct, (7,), [tensor, True, 48, 0.25, 100], 0)
+    assert runtime.direct.launch_direct(direct, (7,), [tensor, True, 48, 0.25, 100], 0)
     (args,) = direct.compiled.runs
     assert args[:6] == (7, 1, 1, 1000, "FUNCTION", "PACKED")
     assert args[9:] == (tensor, True, 48, 0.25, 100, 64, False)
@@ -98,11 +98,11 @@ def test_direct_launch_passes_launch_hooks_only_where_one_is_set(fake_driver, mo
         return knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
 
     set_hooks(False, False)
-    assert runtime.direct._launch_direct(direct, (7,), call, 0)
+    assert runtime.direct.launch_direct(direct, (7,), call, 0)
     assert direct.compiled.runs[-1][6:9] == (None, None, None)  # no metadata built, no hook passed
     for enter, leave in ((True, False), (False, True), (True, True)):
         hooks = set_hooks(enter, leave)
-        assert runtime.direct._launch_direct(direct, (7,), call, 0)
+        assert runtime.direct.launch_direct(direct, (7,), call, 0)
         assert direct.compiled.runs[-1][6:9] == (("METADATA", (7,), 1000), *hooks)
 
 
@@ -121,7 +121,7 @@ def test_direct_launch_declines_when_the_specialization_changes(fake_driver, cha
     other = list(call)
     for i, v in changed.items():
         other[i] = v
-    assert not runtime.direct._launch_direct(direct, (1,), other, 0)
+    assert not runtime.direct.launch_direct(direct, (1,), other, 0)
     assert direct.compiled.runs == []
 
 
@@ -129,8 +129,8 @@ def test_direct_launch_declines_on_another_current_device(fake_driver):
     call = [object(), True, 32, 0.5, 100]
     direct = _direct(call)
     fake_driver.device = 1
-    assert not runtime.direct._launch_direct(direct, (1,), call, 0)
-    assert runtime.direct._launch_direct(direct, (1,), call, 1)  # launched when its device is the current one
+    assert not runtime.direct.launch_direct(direct, (1,), call, 0)
+    assert runtime.direct.launch_direct(direct, (1,), call, 1)  # launched when its device is the current one
     assert direct.compiled.runs[0][3] == 1001  # on that device's stream
 
 
@@ -138,12 +138,12 @@ def test_no_direct_launch_without_a_compiled_kernel_or_in_the_interpreter():
     call = [object(), True, 32, 0.5, 100]
     kernel = _kernel(NAMES, {"flag", "BLOCK", "INT64"})
     kwargs = {"BLOCK": 64, "INT64": False}
-    assert runtime.direct._direct_for(kernel, None, call, kwargs, _spec(TEMPLATE)) is None
+    assert runtime.direct.direct_for(kernel, None, call, kwargs, _spec(TEMPLATE)) is None
     spec = _spec(TEMPLATE)
     spec.interpreting = True
-    assert runtime.direct._direct_for(kernel, _Compiled(), call, kwargs, spec) is None
+    assert runtime.direct.direct_for(kernel, _Compiled(), call, kwargs, spec) is None
     # a keyword parameter the launch does not give: no direct launch
-    assert runtime.direct._direct_for(kernel, _Compiled(), call, {"BLOCK": 64}, _spec(TEMPLATE)) is None
+    assert runtime.direct.direct_for(kernel, _Compiled(), call, {"BLOCK": 64}, _spec(TEMPLATE)) is None
 
 
 def test_repeated_calls_follow_changing_constexpr_and_int_arguments():
@@ -197,7 +197,7 @@ def test_counters_tell_checked_launches_from_warm_ones(monkeypatch):
     assert (cache.checked_launches, cache.jit_launches) == (2, 0)
     for entry in cache.calls.values():
         entry.direct = object()  # as on a GPU: a compiled binary known for the call shape
-    monkeypatch.setattr(runtime.launching, "_launch_direct", lambda *args: False)  # ... whose guard declines
+    monkeypatch.setattr(runtime.launching, "launch_direct", lambda *args: False)  # ... whose guard declines
     kernel(x, y, BLOCK=32)
     assert torch.equal(y, x + 1)
     assert (cache.checked_launches, cache.jit_launches) == (2, 1)

@@ -7,7 +7,7 @@ import torch
 import ntsym
 import ntsym.language as ntl
 from ntsym import Symbol, Tensor
-from tests.conftest import FP32_DOT_TOL, assert_golden
+from tests.conftest import FP32_DOT_TOL, assert_module_golden
 
 
 # -- vector addition, the paper's Listing 3 ------------------------------------------
@@ -169,7 +169,7 @@ def test_last_partial_block_is_compiled_only_when_the_size_needs_it():
 
 @pytest.mark.parametrize("name, kernel", [("add", add_kernel), ("mm", mm_kernel)])
 def test_golden_source(name, kernel):
-    assert_golden(f"{name}.py.expected", kernel.source)
+    assert_module_golden(name, kernel)
 
 
 def test_source_is_deterministic_and_compiles():

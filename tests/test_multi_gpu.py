@@ -62,13 +62,13 @@ def test_a_call_on_cuda1_runs_there_and_keeps_the_current_device(cuda0_current):
 def test_tuning_on_cuda1_times_on_cuda1(cuda0_current, monkeypatch):
     mm = ntsym.make(mm_example.arrangement, mm_example.application, mm_example.tensors, max_num_configs=4)
     timed_on = []
-    real_time = tuning.timing._time
+    real_time = tuning.timing.time_ms
 
     def time(*args, **kwargs):
         timed_on.append(torch.cuda.current_device())
         return real_time(*args, **kwargs)
 
-    monkeypatch.setattr(tuning.timing, "_time", time)
+    monkeypatch.setattr(tuning.timing, "time_ms", time)
     device = torch.device("cuda", 1)
     a = torch.randn(256, 128, device=device, dtype=torch.float16)
     b = torch.randn(128, 192, device=device, dtype=torch.float16)

@@ -235,9 +235,9 @@ def test_persistent_candidates_follow_the_fastest_plain_shapes():
         def ready(self, meta):
             return meta["B"] != 64
 
-    leading = tuning.timing._leading(timed)
+    leading = tuning.timing.leading(timed)
     assert [dict(c.meta)["B"] for c in leading] == [128, 64, 32]
-    chosen = tuning.timing._persistent_candidates(leading, Variant())
+    chosen = tuning.timing.persistent_candidates(leading, Variant())
     assert [(dict(c.meta)["B"], c.num_stages, c.persistent) for c in chosen] == [
         (128, 3, True), (128, 4, True), (32, 3, True), (32, 4, True)]
     assert "persistent" in str(chosen[0])
@@ -254,9 +254,9 @@ def test_persistent_candidates_include_the_largest_blocks():
         def ready(self, meta):
             return True
 
-    largest = tuning.timing._largest(ranked)
+    largest = tuning.timing.largest(ranked)
     assert [dict(c.meta) for c in largest] == [{"M": 128, "N": 256}, {"M": 256, "N": 128}]
-    chosen = tuning.timing._persistent_candidates(tuning.timing._leading(ranked) + largest, Variant())
+    chosen = tuning.timing.persistent_candidates(tuning.timing.leading(ranked) + largest, Variant())
     assert [(dict(c.meta)["M"], dict(c.meta)["N"], c.num_stages) for c in chosen] == [
         (64, 64, 3), (64, 64, 4), (128, 64, 3), (128, 64, 4), (64, 128, 3), (64, 128, 4),
         (128, 256, 3), (128, 256, 4), (256, 128, 3), (256, 128, 4)]

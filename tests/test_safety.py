@@ -257,7 +257,7 @@ def test_an_interrupted_tuning_leaves_an_in_place_output_as_it_was(tmp_path, mon
         fn()  # one timed run has written the tensor
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(tuning.timing, "_time", interrupted)
+    monkeypatch.setattr(tuning.timing, "time_ms", interrupted)
     x = torch.arange(40.0)
     with pytest.raises(KeyboardInterrupt):
         k(x)

@@ -132,12 +132,12 @@ def test_compiled_sizes_stay_exact_in_a_size_class():
     from examples import sdpa
 
     spec = sdpa.kernel.spec
-    assert tuning.shortlist._compiled_sizes(spec) == {(0, 3), (1, 3), (2, 3), (3, 3)}  # the head dimension of q, k, v, o
+    assert tuning.shortlist.compiled_sizes(spec) == {(0, 3), (1, 3), (2, 3), (3, 3)}  # the head dimension of q, k, v, o
     q = torch.empty(1, 2, 100, 48)
-    keys = {tuning.store.class_key((), False, (q,), (), tuning.shortlist._compiled_sizes(spec)),
-            tuning.store.class_key((), False, (torch.empty(1, 2, 120, 48),), (), tuning.shortlist._compiled_sizes(spec))}
+    keys = {tuning.store.class_key((), False, (q,), (), tuning.shortlist.compiled_sizes(spec)),
+            tuning.store.class_key((), False, (torch.empty(1, 2, 120, 48),), (), tuning.shortlist.compiled_sizes(spec))}
     assert len(keys) == 1 and "(1, 2, 128, 48)" in keys.pop()
-    other = tuning.store.class_key((), False, (torch.empty(1, 2, 100, 40),), (), tuning.shortlist._compiled_sizes(spec))
+    other = tuning.store.class_key((), False, (torch.empty(1, 2, 100, 40),), (), tuning.shortlist.compiled_sizes(spec))
     assert "(1, 2, 128, 40)" in other
 
 
@@ -220,9 +220,9 @@ def test_attention_candidates_include_square_blocks():
     assert len(configs) == tuning.DEFAULT_MAX_CONFIGS + 4
     from examples import mm
 
-    assert tuning.space._square_candidates(mm.kernel.spec, {}) == []  # GEMM shapes hold them already
+    assert tuning.space.square_candidates(mm.kernel.spec, {}) == []  # GEMM shapes hold them already
     fixed = {"BLOCK_SIZE_M": 64}
-    assert tuning.space._square_candidates(sdpa.kernel_pow2_head.spec, fixed) == []  # one free size: no squares
+    assert tuning.space.square_candidates(sdpa.kernel_pow2_head.spec, fixed) == []  # one free size: no squares
 
 
 def test_products_of_few_rows_time_skinny_tiles():
@@ -351,9 +351,9 @@ def test_near_ties_are_timed_again_and_the_lowest_median_wins(monkeypatch):
         calls.append((config, (warmup, rep)))
         return again[config].pop(0)
 
-    monkeypatch.setattr(tuning.timing, "_time", fake_time)
+    monkeypatch.setattr(tuning.timing, "time_ms", fake_time)
     timed = [(1.00, a), (1.02, b), (1.04, c), (1.50, d)]  # d is not within 15 % of the best
-    ranked, ms = tuning.timing._rank(spec, timed, lambda config: (lambda: config))
+    ranked, ms = tuning.timing.rank(spec, timed, lambda config: (lambda: config))
     # the leaders by their medians (b 0.99, a 1.03, c 1.2), then the rest by the short timing
     assert ranked == [b, a, c, d] and ms == 0.99
     assert [cfg for cfg, _ in calls] == [a, b, c] * 3  # interleaved rounds, leaders only
@@ -361,7 +361,7 @@ def test_near_ties_are_timed_again_and_the_lowest_median_wins(monkeypatch):
     assert all(length == (tuning.timing.RETIME_WARMUP, tuning.timing.RETIME_REP) == (25, 100) for _, length in calls)
     # a clear winner is not timed again
     calls.clear()
-    assert tuning.timing._rank(spec, [(2.0, b), (1.0, a)], lambda config: (lambda: config)) == ([a, b], 1.0)
+    assert tuning.timing.rank(spec, [(2.0, b), (1.0, a)], lambda config: (lambda: config)) == ([a, b], 1.0)
     assert calls == []
 
 
@@ -371,11 +371,11 @@ def test_when_no_configuration_runs_the_first_failure_is_named(monkeypatch):
     def fail(spec, fn, rep=20):
         raise RuntimeError("out of shared memory, say")
 
-    monkeypatch.setattr(tuning.timing, "_time", fail)
+    monkeypatch.setattr(tuning.timing, "time_ms", fail)
     a, b = torch.randn(20, 20), torch.randn(20, 20)
     with pytest.raises(ntsym.LaunchError, match=r"no configuration could be compiled and run; with BLOCK_SIZE_K=.*"
                                                 r"RuntimeError: out of shared memory, say"):
-        tuning.timing._benchmark(None, mm.kernel.spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
+        tuning.timing.benchmark(None, mm.kernel.spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
 
 
 def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeypatch, tmp_path):
@@ -389,14 +389,14 @@ def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeyp
         fn()
         return 1.0
 
-    original = tuning.timing._time_all
+    original = tuning.timing.time_all
 
     def spy(spec, configs, *args, **kwargs):
         timed.extend(configs)
         return original(spec, configs, *args, **kwargs)
 
-    monkeypatch.setattr(tuning.timing, "_time", fake_time)
-    monkeypatch.setattr(tuning.timing, "_time_all", spy)
+    monkeypatch.setattr(tuning.timing, "time_ms", fake_time)
+    monkeypatch.setattr(tuning.timing, "time_all", spy)
     B = ntsym.block_size(lower_bound=16, upper_bound=64)
 
     def application(x, y):
@@ -438,7 +438,7 @@ def test_long_tuning_shows_progress_on_stderr(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("NTSYM_TUNING_PROGRESS", "1")
     monkeypatch.setattr(tuning.timing, "PROGRESS_AFTER", 0.0)
-    monkeypatch.setattr(tuning.timing, "_time", lambda spec, fn, rep=20: (fn(), 1.0)[1])
+    monkeypatch.setattr(tuning.timing, "time_ms", lambda spec, fn, rep=20: (fn(), 1.0)[1])
     B = ntsym.block_size(lower_bound=16, upper_bound=64)
     kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), _triple, (Tensor(1), Tensor(1)))
     x = torch.arange(50, dtype=torch.float32)
@@ -507,8 +507,8 @@ def test_config_has_one_field_per_launch_option_and_entries_round_trip():
     assert [f.name for f in dataclasses.fields(tuning.Config)] == ["meta", *options.NAMES]
     assert all(getattr(tuning.Config(()), o.name) == o.default for o in options.OPTIONS)
     config = tuning.Config((("B", 32),), 8, 2, True, True)
-    assert stored._config(stored._entry(config)) == config
-    assert stored._config({"meta": [["B", 32]], "num_warps": 8, "num_stages": 2}) == tuning.Config((("B", 32),), 8, 2)
+    assert stored.config_from_entry(stored.entry_from_config(config)) == config
+    assert stored.config_from_entry({"meta": [["B", 32]], "num_warps": 8, "num_stages": 2}) == tuning.Config((("B", 32),), 8, 2)
 
 
 def test_options_a_call_fixes_key_its_stored_choice_apart():

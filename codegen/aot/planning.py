@@ -129,9 +129,7 @@ def _choices(ir, display, meta):
 def _params(ir, spec):
     """The C launcher's parameters, in the call's order."""
     params = []
-    for p in ir.params:
-        if p.kind == "constexpr" and p.value is not None:
-            continue
+    for p in ir.call_params:
         if p.kind in ("tensor", "shape"):
             dtype = dtype_name(p.dtype) if p.dtype is not None else None
             if p.kind == "tensor" and dtype not in DTYPES:
@@ -252,15 +250,19 @@ def _size_checks(ir, params, sym_names, display, meta):
 def _launch_checks(ir, generated, meta, meta_subs, display):
     """C: the launch checks, with the block sizes of this build; and their messages."""
     prologue, texts = [], []
+    fixed = {k: v for k, v in meta_subs.items() if v is not None}
     for check in generated.checks:
-        rel = check.relation.xreplace({k: v for k, v in meta_subs.items() if v is not None})
+        rel = check.relation.xreplace(fixed)
         if rel is sympy.true:
             continue
-        if rel is sympy.false:
+        if rel is sympy.false and check.unless is None:
             raise AotError(f"kernel `{ir.name}`: the launch check {check.relation} fails for every call with "
                            f"{', '.join(f'{k}={v}' for k, v in meta.items())}")
         text, args = _check_message(rel, check, dict(display))
-        prologue.append(f"if (!{c_expr(rel)}) " + _fail("NTSYM_ERROR_SHAPE", text, *args))
+        failed = "1" if rel is sympy.false else f"!{c_expr(rel)}"
+        if check.unless is not None:  # moot where no program runs, as the torch launcher tests it (Check.tested)
+            failed = f"({failed}) && ({c_expr(sympy.sympify(check.unless).xreplace(fixed))}) != 0"
+        prologue.append(f"if ({failed}) " + _fail("NTSYM_ERROR_SHAPE", text, *args))
         texts.append(text)
     return prologue, texts
 

@@ -20,7 +20,7 @@ def standalone_source(ir, generated, display, configs, spec):
     from ntsym_codegen.aot.embedded import checks_source
 
     kernels = "\n\n\n".join(generated.helpers + (generated.kernels,)).rstrip()
-    own = [p for p in ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    own = ir.call_params
     metas = [m.symbol.name for m in ir.meta_params]
     body = _arguments(ir, own) + _checks(ir, generated, display, own, metas)
     body += _kernel_launch(ir, generated)
@@ -87,10 +87,10 @@ def _arguments(ir, own):
 def _checks(ir, generated, display, own, metas):
     """The torch launcher's size checks, the configuration's block sizes, and
     the launch checks with them."""
-    from ntsym_codegen.launcher import _check_sizes
+    from ntsym_codegen.launcher import check_sizes
     from ntsym_codegen.printer import to_source
 
-    body = [line for node in _check_sizes([p for p in own if p.kind in ("tensor", "shape")])
+    body = [line for node in check_sizes([p for p in own if p.kind in ("tensor", "shape")])
             for line in to_source(node).splitlines()]  # the torch launcher's size checks
     body.append("meta = dict(CONFIGS[config])")
     body.append("meta.update({k: v for k, v in given.items() if v is not None})")
@@ -100,7 +100,7 @@ def _checks(ir, generated, display, own, metas):
         names = sorted({s.name for s in check.relation.free_symbols})
         shown = ", ".join(f"{display.get(n, n)}=%r" for n in names)
         reason = (check.reason or check.message).replace("%", "%%")
-        body.append(f"if not ({to_source(_HOST(check.relation))}):")
+        body.append(f"if not ({to_source(_HOST(check.tested))}):")  # as the torch launcher tests it
         body.append(f"    raise ValueError({(str(check.relation) + ' must hold: ' + reason + ' (' + shown + ')')!r} % "
                     f"({''.join(n + ', ' for n in names)}))")
     return body

@@ -245,7 +245,7 @@ def _nested_refusal(name, a, ndim):
             "sequences of different lengths, or pass a dense tensor (e.g. nested.to_padded_tensor(0.0))")
 
 
-def _extent(t):
+def byte_extent(t):
     """The byte range a tensor's elements span."""
     start = t.data_ptr()
     span = 1
@@ -262,7 +262,7 @@ def _check_aliasing(spec, tensors):
     safe, or no element of one is an element of the other (a KV cache read
     up to a position beside its next slot, written: ``codegen/overlap.py``)."""
     written = spec.written
-    extents = [_extent(t) for _, t in tensors]
+    extents = [byte_extent(t) for _, t in tensors]
     for i, j in itertools.combinations(range(len(tensors)), 2):
         (na, a), (nb, b) = tensors[i], tensors[j]
         if na not in written and nb not in written:

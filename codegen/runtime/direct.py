@@ -41,7 +41,7 @@ def _guard_token(value, constexpr):
     return None
 
 
-def _direct_for(kernel, compiled, call, kwargs, spec):
+def direct_for(kernel, compiled, call, kwargs, spec):
     """A _Direct for this launch, or None where the Triton version or the call does
     not allow one (the launch then goes through ``kernel[grid]`` each time)."""
     if spec.interpreting or not triton_compat.launchable(compiled):
@@ -64,7 +64,7 @@ def _direct_for(kernel, compiled, call, kwargs, spec):
     return _Direct(compiled, constexprs, tuple(guard))
 
 
-def _launch_direct(direct, grid, call, device):
+def launch_direct(direct, grid, call, device):
     """Launch the compiled binary as ``JITFunction.run`` does once it has found it;
     False when this call must go through Triton instead."""
     for i, token in direct.guard:

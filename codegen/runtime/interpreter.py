@@ -8,7 +8,7 @@ def _staged_dtypes():
     return {torch.bfloat16} | {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, n)}
 
 
-def _interpret(kernel, grid, args, kwargs, spec):
+def interpret(kernel, grid, args, kwargs, spec):
     """Run under Triton's interpreter, which computes bfloat16 arithmetic
     wrongly (silently) and cannot load fp8 (masked loads fail): such tensors
     are given to it as float32 copies with the same strides, and the ones the

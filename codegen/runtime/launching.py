@@ -6,10 +6,10 @@ other way round."""
 from ntsym_codegen import counters, serial, tuning
 from ntsym_codegen.errors import ApplicationError, LaunchError, fail
 from ntsym_codegen.placeholders import substitute, substitute_call
-from ntsym_codegen.runtime.checks import _check_aliasing, _extent, index_width, scalar
-from ntsym_codegen.runtime.direct import _DIRECT_OFF, _direct_for, _launch_direct
+from ntsym_codegen.runtime.checks import _check_aliasing, byte_extent, index_width, scalar
+from ntsym_codegen.runtime.direct import _DIRECT_OFF, direct_for, launch_direct
 from ntsym_codegen.runtime.environment import capturing, on_device, refuse_capture
-from ntsym_codegen.runtime.interpreter import _interpret
+from ntsym_codegen.runtime.interpreter import interpret
 from ntsym_codegen.runtime.persistent import ensure_allocator
 from ntsym_codegen.tracing import traced
 from ntsym_codegen.writes import note_writes
@@ -107,7 +107,7 @@ def fast_launch(facts, entry, args):
     else:
         kernel = facts.kernel
     if entry.direct is not None:
-        if _launch_direct(entry.direct, entry.grid, call, entry.device):
+        if launch_direct(entry.direct, entry.grid, call, entry.device):
             return None
         facts.cache.jit_launches += 1
     if entry.scalars:  # integers the call key does not fix may make another variant
@@ -122,7 +122,7 @@ def _run(kernel, grid, args, kwargs, spec, device):
     Triton's compiled kernel where it gives one."""
     if spec.interpreting:
         with serial.INTERPRETER:
-            _interpret(kernel, grid, args, kwargs, spec)
+            interpret(kernel, grid, args, kwargs, spec)
         return None
     with on_device(device, spec):
         return kernel[grid](*args, **kwargs)
@@ -136,7 +136,7 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
     if len(positions) > 1:
         spans = []
         for i in positions:
-            start, end = _extent(user_args[i])
+            start, end = byte_extent(user_args[i])
             spans.append(end - start)
     params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
@@ -254,7 +254,7 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     cache.counts.launches += 1
     try:
         compiled = _run(kernel, grid_size, args, kwargs, spec, device)
-        direct = None if _DIRECT_OFF else _direct_for(kernel, compiled, args, kwargs, spec)
+        direct = None if _DIRECT_OFF else direct_for(kernel, compiled, args, kwargs, spec)
         _remember(facts, key, grid_size, args, kwargs, tensors, user_args, direct, variant,
                   tuning.timing.variant_options(config))
     except Exception as error:

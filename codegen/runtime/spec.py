@@ -100,7 +100,7 @@ class CallCache:
     # Where a call's time went, for finding a warm call that was slow: launches
     # that validated their arguments (a call shape not seen before), and
     # launches of a seen call shape that went through Triton's JIT although
-    # its compiled binary was known (a guard of ``_launch_direct`` failed).
+    # its compiled binary was known (a guard of ``launch_direct`` failed).
     checked_launches: int = 0
     jit_launches: int = 0
     # Variants built, tuning searches, configurations timed, launches

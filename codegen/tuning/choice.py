@@ -10,11 +10,11 @@ from ntsym_codegen import progress
 from ntsym_codegen.errors import fail
 from ntsym_codegen.tuning import store as tuning_store
 from ntsym_codegen.tuning.config import Config, _no_persistent, _refused, describe
-from ntsym_codegen.tuning.shortlist import _class_configs, _compiled_sizes, _store_shortlist, tune_mode
+from ntsym_codegen.tuning.shortlist import _class_configs, _store_shortlist, compiled_sizes, tune_mode
 from ntsym_codegen.tuning.space import default_config
 from ntsym_codegen.tuning.store import ints, misalignment
 from ntsym_codegen.tuning.stored import _load, _store, _usable
-from ntsym_codegen.tuning.timing import _benchmark
+from ntsym_codegen.tuning.timing import benchmark
 
 
 def _tune_in_interpreter():
@@ -142,14 +142,14 @@ class _Search:
         if config is not None:
             return config
         class_key = tuning_store.class_key(self.fixed_items, self.int64, self.tensors, self.given,
-                                           _compiled_sizes(spec)) + restricted
+                                           compiled_sizes(spec)) + restricted
         shortlist = None if mode == "full" else _class_configs(spec, class_key, persistent, self.fixed_items,
                                                                self.classes)
         if (mode == "class" or not timed) and shortlist:  # the class was tuned: its choice, untimed
             return shortlist[0]
         if not timed:
             return None
-        search = functools.partial(_benchmark, self.kernel, spec, self.grid, self.args, self.derived, self.tensors,
+        search = functools.partial(benchmark, self.kernel, spec, self.grid, self.args, self.derived, self.tensors,
                                    self.int64, self.fixed, persistent, bool(self.wanted), self.advance, self.launch,
                                    counter=self.counter)
         config, ranked = search(shortlist=shortlist) if shortlist else (None, [])

@@ -9,7 +9,7 @@ import os
 
 from ntsym_codegen.errors import fail
 from ntsym_codegen.tuning import store as tuning_store
-from ntsym_codegen.tuning.stored import _config, _entry, _usable
+from ntsym_codegen.tuning.stored import config_from_entry, entry_from_config, _usable
 
 
 # The configurations of a full search a size class keeps.  Timing them
@@ -68,7 +68,7 @@ def _load_shortlist(spec, key, persistent, key_fixed=None):
     """The stored shortlist of ``key``'s size class, without configurations
     this call cannot run; None where there is none."""
     entry = tuning_store.load(spec, key, "classes")
-    configs = [_config(e) for e in entry.get("configs", [])] if entry else []
+    configs = [config_from_entry(e) for e in entry.get("configs", [])] if entry else []
     return _runnable(spec, configs, persistent, key_fixed) or None
 
 
@@ -77,10 +77,10 @@ def _store_shortlist(spec, key, ranked, classes=None):
     on disk and in ``classes`` (the kernel handle's, where given)."""
     if classes is not None:
         classes[key] = tuple(ranked[:SHORTLIST])
-    tuning_store.store(spec, key, {"configs": [_entry(c) for c in ranked[:SHORTLIST]]}, "classes")
+    tuning_store.store(spec, key, {"configs": [entry_from_config(c) for c in ranked[:SHORTLIST]]}, "classes")
 
 
-def _compiled_sizes(spec):
+def compiled_sizes(spec):
     """(tensor position, dimension) of the sizes the kernel is compiled for
     (constexpr parameters): a size class keeps those exact."""
     tensors = [p for p in spec.params if p.kind == "tensor"]

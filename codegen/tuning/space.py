@@ -47,7 +47,7 @@ def candidates(spec, fixed, tensors=None, programs=None):
     run enough programs to occupy half the GPU's multiprocessors (``programs``
     gives a configuration's grid size); at most ``max_num_configs``."""
     configs = _skinny_candidates(spec, fixed, tensors) or _candidates(spec, fixed, _gemm_k_factor(spec, tensors))
-    squares = [c for c in _square_candidates(spec, fixed) if c not in configs]
+    squares = [c for c in square_candidates(spec, fixed) if c not in configs]
     configs += squares
     if tensors and tensors[0].device.type == "cuda":
         if spec.streamed_tiles:
@@ -65,7 +65,7 @@ def candidates(spec, fixed, tensors=None, programs=None):
     return configs[:DEFAULT_MAX_CONFIGS] + [c for c in configs[DEFAULT_MAX_CONFIGS:] if c in squares]
 
 
-def _square_candidates(spec, fixed):
+def square_candidates(spec, fixed):
     """Square blocks (every free block size equal, 64 or more) of a kernel whose
     free block sizes are two or more and whose loops stream tiles, but not a
     matrix product's (its GEMM shapes hold them): the tiles loops of products

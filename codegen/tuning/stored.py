@@ -16,22 +16,22 @@ def _load(spec, key, shortlisted=False):
     entry = tuning_store.load(spec, key)
     if entry is not None and entry.get("shortlist") and not shortlisted:
         return None
-    return _config(entry)
+    return config_from_entry(entry)
 
 
 def _store(spec, key, config, shortlisted=False):
-    entry = _entry(config)
+    entry = entry_from_config(config)
     if shortlisted:  # chosen among a shortlist: a full search replaces it
         entry["shortlist"] = True
     tuning_store.store(spec, key, entry)
 
 
-def _entry(config):
+def entry_from_config(config):
     """A configuration as a stored entry: its block sizes and each launch option."""
     return {"meta": [list(kv) for kv in config.meta], **{o.name: getattr(config, o.name) for o in OPTIONS}}
 
 
-def _config(entry):
+def config_from_entry(entry):
     """A stored entry as a configuration, or None where it cannot be read: a
     bool option missing from it (an entry older than the option) takes the
     schema's default; an int one is required."""

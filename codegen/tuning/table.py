@@ -16,7 +16,7 @@ import os
 import warnings
 
 from ntsym_codegen.tuning import store as tuning_store
-from ntsym_codegen.tuning.stored import _config, _entry
+from ntsym_codegen.tuning.stored import config_from_entry, entry_from_config
 
 FORMAT = "ntsym-tuning-table/1"
 
@@ -36,7 +36,7 @@ def save(spec, classes, path):
     stored = tuning_store._read(tuning_store._path(spec, "classes"))
     table = {key: entry["configs"] for key, entry in stored.items()
              if isinstance(entry, dict) and isinstance(entry.get("configs"), list)}
-    table.update({key: [_entry(c) for c in configs] for key, configs in classes.items()})
+    table.update({key: [entry_from_config(c) for c in configs] for key, configs in classes.items()})
     data = {**header(spec), "classes": table}
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -65,7 +65,7 @@ def load(spec, classes, path):
             return 0
     added = 0
     for key, entries in (data.get("classes") or {}).items():
-        configs = tuple(c for c in (_config(e) for e in entries if isinstance(e, dict)) if c is not None)
+        configs = tuple(c for c in (config_from_entry(e) for e in entries if isinstance(e, dict)) if c is not None)
         if configs:
             classes[key] = configs
             added += 1

@@ -19,7 +19,7 @@ logger = logging.getLogger("ntsym")
 BENCHMARKS_RUN = 0  # configurations timed in this process (tests read it)
 
 
-def _time(spec, fn, rep=20, warmup=5):
+def time_ms(spec, fn, rep=20, warmup=5):
     """Median milliseconds of ``fn``: do_bench on a GPU, a wall clock in the
     interpreter (only when tuning there is asked for)."""
     if spec.interpreting:
@@ -40,7 +40,7 @@ def median_ms(spec, fn):
     """Median milliseconds of ``fn``, as tuning times a configuration once (a
     ``do_bench`` on a GPU, a wall clock in the interpreter, where ``spec``
     says it runs)."""
-    return _time(spec, fn)
+    return time_ms(spec, fn)
 
 
 # Configurations timed within this fraction of the fastest are timed again,
@@ -68,7 +68,7 @@ RETIME_WARMUP = 25
 RETIME_REP = 100
 
 
-def _rank(spec, timed, run):
+def rank(spec, timed, run):
     """The configurations of ``timed`` ((ms, config) pairs from one short timing
     each), fastest first, and the first one's ms: the leaders within
     RETIME_WITHIN of the best are timed RETIME_ROUNDS more times, interleaved,
@@ -84,7 +84,7 @@ def _rank(spec, timed, run):
     for _ in range(RETIME_ROUNDS):
         for c in leaders:
             try:
-                rounds[c].append(_time(spec, run(c), rep=RETIME_REP, warmup=RETIME_WARMUP))
+                rounds[c].append(time_ms(spec, run(c), rep=RETIME_REP, warmup=RETIME_WARMUP))
             except Exception as e:  # it ran once already; a failure now is not expected
                 logger.debug("ntsym: %s config %s failed when timed again: %s", spec.name, c, e)
     medians = {c: sorted(t)[len(t) // 2] for c, t in rounds.items() if t}
@@ -147,10 +147,10 @@ def _snapshot(t):
     return t, t.clone()
 
 
-def _benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False,
-               advance=None, launch=None, shortlist=None, counter=None):
+def benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent=None, only_persistent=False,
+              advance=None, launch=None, shortlist=None, counter=None):
     """The fastest configuration, and the configurations timed, fastest first
-    (``_rank``); (None, []) where a ``shortlist`` was given and none of it
+    (``rank``); (None, []) where a ``shortlist`` was given and none of it
     runs.  ``advance`` True/False fixes how loops address tiles; None (where
     the kernel has the flag) times pointer advancing too, at the plain
     configurations that did best.  ``launch`` fixes ``num_warps`` and/or
@@ -182,7 +182,7 @@ def _interpreted(kernel, grid, args, kwargs):
 
 def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent, advance, launch,
             shortlist, counter=None):
-    """``_benchmark``'s search, which may overwrite the written tensors."""
+    """``benchmark``'s search, which may overwrite the written tensors."""
     import time
 
     device = tensors[0].get_device() if tensors else -1
@@ -192,7 +192,7 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
     if advance:
         configs = [replace(c, advance=True) for c in configs]
     if only_persistent:
-        wanted = _persistent_candidates(configs, persistent)
+        wanted = persistent_candidates(configs, persistent)
         if not wanted and configs:
             fail(_refused(spec, persistent, configs[0]))
         configs = wanted
@@ -208,7 +208,7 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
 
     start = time.perf_counter()
     failures = []
-    timed = _time_all(spec, configs, parts, run, tensors, start, failures=failures)
+    timed = time_all(spec, configs, parts, run, tensors, start, failures=failures)
     if shortlist and not timed:  # none of them runs at this shape: the caller searches in full
         return None, []
     extra = []
@@ -219,15 +219,15 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
         # which timing decides, and most with large tiles, which its tensor
         # descriptors feed where plain pointer loads may not keep up (fp8
         # 8192^3: 128x256x128 persistent fastest of all, plain among the slowest).
-        extra += _persistent_candidates(_leading(by_time) + _largest(by_time), persistent)
+        extra += persistent_candidates(leading(by_time) + largest(by_time), persistent)
     if spec.advance_flag and advance is None and not shortlist:
         # Advancing pointers, at the configurations that did best.
         extra += [replace(c, advance=True) for c in by_time[:ADVANCE_CONFIGS] if not c.persistent]
     if extra:
-        timed += _time_all(spec, extra, parts, run, tensors, start, len(configs))
+        timed += time_all(spec, extra, parts, run, tensors, start, len(configs))
         configs = configs + extra
     if timed and not spec.interpreting:
-        ranked, best_time = _rank(spec, timed, run)
+        ranked, best_time = rank(spec, timed, run)
     elif timed:
         ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
         best_time = min(ms for ms, _ in timed)
@@ -255,7 +255,7 @@ PERSISTENT_SHAPES = 3
 PERSISTENT_STAGES = (3, 4)
 
 
-def _leading(configs):
+def leading(configs):
     """The first PERSISTENT_SHAPES distinct (block sizes, warps) of ``configs``."""
     return _distinct_shapes(configs)[:PERSISTENT_SHAPES]
 
@@ -265,7 +265,7 @@ def _leading(configs):
 PERSISTENT_LARGEST = 2
 
 
-def _largest(configs):
+def largest(configs):
     """The PERSISTENT_LARGEST distinct (block sizes, warps) of ``configs``
     whose blocks hold the most elements (the product of the block sizes)."""
     by_size = sorted(configs, key=lambda c: -math.prod(v for _, v in c.meta))
@@ -280,7 +280,7 @@ def _distinct_shapes(configs):
     return list(seen.values())
 
 
-def _persistent_candidates(configs, persistent):
+def persistent_candidates(configs, persistent):
     out = []
     for c in configs:
         if not persistent.ready(dict(c.meta)):
@@ -293,7 +293,7 @@ def _persistent_candidates(configs, persistent):
     return out
 
 
-def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
+def time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
     """(ms, config) for each of ``configs`` that compiles and runs; the others
     go to ``failures`` as (config, exception)."""
     global BENCHMARKS_RUN
@@ -310,7 +310,7 @@ def _time_all(spec, configs, parts, run, tensors, start, done=0, failures=None):
     best, best_time = None, float("inf")
     for i, config in enumerate(configs):
         try:
-            ms = _time(spec, run(config))
+            ms = time_ms(spec, run(config))
         except Exception as e:  # out of resources and the like: skip the config
             logger.debug("ntsym: %s config %s failed: %s", spec.name, config, e)
             if failures is not None:
