@@ -23,18 +23,15 @@ which would change nothing there and costs tens of microseconds
 
 See docs/torch.md."""
 
-import ast
 import itertools
 import re
 
 import sympy
 import torch
 
-from ntsym_codegen.intfuncs import CeilDiv, FloorDiv, Mod
-from ntsym_codegen.printer import PrintError, SizePrinter
-from ntsym_codegen.runtime import cdiv
 from ntsym import eager
 from ntsym.errors import NtsymError
+from ntsym.output_shapes import compile_shape, derive_shapes
 
 __all__ = ["RegistrationError", "op", "output_shapes", "uses_triton_op"]
 
@@ -129,7 +126,7 @@ def output_shapes(kernel):
     written = set(kernel.compiled.written)
     inputs = [p for p in params if p.name not in written and p.kind in ("tensor", "shape")]
     outputs = [p for p in params if p.name in written]
-    derived = _derive(kernel, inputs, outputs)
+    derived = derive_shapes(kernel, inputs, outputs)
     names = _display(kernel)
     return {p.name: tuple(None if e is None else _describe(e, names) for e in derived[p.name]) for p in outputs}
 
@@ -322,13 +319,13 @@ class _Plan:
                 fns.append(_checked_shape(given, self.name, p))
                 continue
             if derived is None:
-                derived = _derive(self.kernel, self.inputs, self.outputs)
+                derived = derive_shapes(self.kernel, self.inputs, self.outputs)
             exprs = derived[p.name]
             if any(e is None for e in exprs):
                 self._undetermined(p, exprs, where, in_names)
             if self.first is not None:
                 self.like[-1] = list(exprs) == list(self.inputs[self.first].source_sizes)
-            fns.append(_compile_shape(exprs, self.inputs))
+            fns.append(compile_shape(exprs, self.inputs))
         return fns
 
     def _like(self, p, given, where, in_names):
@@ -515,91 +512,3 @@ def _checked_shape(fn, name, p):
 
 
 # -- shape derivation -----------------------------------------------------------
-
-
-def _derive(kernel, inputs, outputs):
-    """Per output: per dimension, an expression of the inputs' size symbols,
-    or None where the kernel leaves the size open.  Sizes come from the
-    proof's unification (an output size set equal to an input's), then from
-    the equalities checked at launch, solved for one unknown size at a time."""
-    known = set()
-    for p in inputs:
-        known |= {s for s in p.source_sizes if isinstance(s, sympy.Symbol)}
-    solved = {}  # output size symbol -> expression over known symbols
-    result = {}
-    for p in outputs:
-        exprs = []
-        for s, rep in zip(p.source_sizes, p.sizes):
-            if not isinstance(s, sympy.Basic) or not s.free_symbols:
-                exprs.append(sympy.Integer(int(s)))
-                continue
-            rep = sympy.sympify(rep)
-            if rep.free_symbols <= known and _evaluable(rep):
-                solved[s] = rep
-            exprs.append(None)
-        result[p.name] = exprs
-    equalities = [c.relation for c in kernel.ir.checks if isinstance(c.relation, sympy.Eq)]
-    unknown = {s for p in outputs for s in p.source_sizes if isinstance(s, sympy.Symbol)}
-    changed = True
-    while changed:
-        changed = False
-        for rel in equalities:
-            expr = (rel.lhs - rel.rhs).xreplace(solved)
-            free = expr.free_symbols - known
-            if len(free) != 1:
-                continue
-            (target,) = free
-            if target not in unknown or target in solved:
-                continue
-            solution = _solve(expr, target)
-            if solution is not None and solution.free_symbols <= known and _evaluable(solution):
-                solved[target] = solution
-                changed = True
-    for p in outputs:
-        exprs = result[p.name]
-        for d, s in enumerate(p.source_sizes):
-            if exprs[d] is None and s in solved:
-                exprs[d] = solved[s]
-    return result
-
-
-def _solve(expr, target):
-    if expr.has(CeilDiv, FloorDiv, Mod):
-        # Only where the unknown is outside the integer divisions: a + b*x.
-        if any(f.has(target) for f in expr.atoms(CeilDiv, FloorDiv, Mod)):
-            return None
-    try:
-        coeff = sympy.diff(expr, target)
-    except Exception:
-        return None
-    if coeff.free_symbols or coeff == 0 or coeff not in (1, -1):
-        return None
-    rest = sympy.expand(expr - coeff * target)
-    if rest.has(target):
-        return None
-    return sympy.simplify(-rest / coeff) if coeff == 1 else rest
-
-
-def _evaluable(expr):
-    """Whether the op can compute ``expr`` from the call's sizes (``SizePrinter``)."""
-    try:
-        SizePrinter({s: "size" for s in expr.free_symbols})(expr)
-    except PrintError:
-        return False
-    return True
-
-
-def _compile_shape(exprs, inputs):
-    """A function (the op's arguments) -> shape, for derived expressions:
-    printed by ``SizePrinter`` over ``a[i].shape[d]``, so that torch's
-    symbolic sizes stay symbolic."""
-    names = {}
-    for i, p in enumerate(inputs):
-        for d, s in enumerate(p.source_sizes):
-            if isinstance(s, sympy.Symbol) and s not in names:
-                names[s] = f"a[{i}].shape[{d}]"
-    printer = SizePrinter({s: ast.parse(text, mode="eval").body for s, text in names.items()})
-    arguments = ast.arguments(posonlyargs=[], args=[ast.arg("a")], kwonlyargs=[], kw_defaults=[], defaults=[])
-    body = ast.Tuple(elts=[printer(e) for e in exprs], ctx=ast.Load())
-    function = ast.fix_missing_locations(ast.Expression(ast.Lambda(args=arguments, body=body)))
-    return eval(compile(function, "<ntsym output shape>", "eval"), {"cdiv": cdiv})  # noqa: S307 - printed above

@@ -247,7 +247,7 @@ def test_products_of_few_rows_time_skinny_tiles():
     assert (32, 256) in {(dict(c.meta)["BLOCK_SIZE_N"], dict(c.meta)["BLOCK_SIZE_K"]) for c in skinny}
     many_rows = (torch.empty(64, 256, dtype=torch.float16),) + two_rows[1:]
     assert tuning.candidates(mm.kernel.spec, {}, many_rows) == tuning.candidates(mm.kernel.spec, {})
-    assert tuning.space._skinny_candidates(mm.kernel.spec, {"BLOCK_SIZE_M": 64}, two_rows) == []
+    assert tuning.space.skinny_candidates(mm.kernel.spec, {"BLOCK_SIZE_M": 64}, two_rows) == []
 
 
 class _RecordingKernel:

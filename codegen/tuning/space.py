@@ -46,7 +46,7 @@ def candidates(spec, fixed, tensors=None, programs=None):
     those whose streamed tiles fit in shared memory and, where some do, that
     run enough programs to occupy half the GPU's multiprocessors (``programs``
     gives a configuration's grid size); at most ``max_num_configs``."""
-    configs = _skinny_candidates(spec, fixed, tensors) or _candidates(spec, fixed, _gemm_k_factor(spec, tensors))
+    configs = skinny_candidates(spec, fixed, tensors) or _candidates(spec, fixed, _gemm_k_factor(spec, tensors))
     squares = [c for c in square_candidates(spec, fixed) if c not in configs]
     configs += squares
     if tensors and tensors[0].device.type == "cuda":
@@ -109,7 +109,7 @@ SKINNY_SHAPES = [
 SKINNY_ROWS = 16
 
 
-def _skinny_candidates(spec, fixed, tensors):
+def skinny_candidates(spec, fixed, tensors):
     """SKINNY_SHAPES for a matrix product whose rows fit one block of 16:
     its rows block fixed at 16 or less by the caller, or its first operand a
     2-D tensor of at most 16 rows (the rows block is then 16, dot's least).
