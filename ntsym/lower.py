@@ -29,9 +29,11 @@ from ntsym.tensor import Tensor
 
 
 def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
-          num_stages=None, max_num_configs=None, padded=frozenset()):
+          num_stages=None, max_num_configs=None, padded=frozenset(), apart=False):
     """``padded``: names of call-time tile sizes to pad to the next power of
-    two (the launcher asks for this variant when given other values)."""
+    two (the launcher asks for this variant when given other values).
+    ``apart``: tensors only read keep their own sizes along their first
+    dimension (``PairingMixin._pair_equal``)."""
     app_def, app_globals = parse_application(application)
     app_names = [a.arg for a in app_def.args.args]
     # Entries of ``tensors`` that are not Tensors (a tuple of slices, a
@@ -52,7 +54,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     sources = [_rename_source(t, renames) for t in tensors]
     inline, aliases, constants = _resolve_globals(app_def, app_globals)
     proof = _Proof(names, arranged, sources, maybe_written(app_def, inline, app_names),
-                   read_through_source(app_def, inline, {n: t.ndim for n, t in zip(names, tensors)}))
+                   read_through_source(app_def, inline, {n: t.ndim for n, t in zip(names, tensors)}), apart)
     proof.run()
     params = proof.params()
     _refuse_overlapping_writes(proof, params, app_def, inline)
@@ -82,6 +84,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         ignored_args=proof.ignored_args(),
         jagged=jagged,
         same_rows=proof.same_rows(jagged),
+        read_apart=tuple(proof.apart_pairs),
     )
 
 
@@ -352,7 +355,7 @@ def _rename_source(tensor, renames):
 class _Proof(PairingMixin):
     """Outermost-shape consistency, launch checks and mask pruning."""
 
-    def __init__(self, names, arranged, sources, written=None, sourced=None):
+    def __init__(self, names, arranged, sources, written=None, sourced=None, apart=False):
         self.names = names
         self.arranged = arranged
         self.sources = sources
@@ -363,6 +366,7 @@ class _Proof(PairingMixin):
         self.facts = []
         self.subs = {}  # size symbol -> representative (unified sizes)
         self._seq_lens, self._jagged_batch = {}, {}  # jagged tensors: row length symbols, batch indices
+        self.apart, self.apart_pairs = apart, []  # read tensors' own first extents (``_pair_equal``)
 
     def _size_owner(self):
         owner = {}
@@ -411,7 +415,7 @@ class _Proof(PairingMixin):
                         ref_name, ref_shape[g], name, t.levels[0][0][d], g, d):
                     self._cover_apart(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
                 else:
-                    self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
+                    self._pair_equal(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
         self.grid = tuple(self._apply(s) for s in grid)
         for name, t in arrays[1:]:
             if self.alignment[name] is None:
@@ -448,15 +452,7 @@ class _Proof(PairingMixin):
     def _equate(self, name_a, a, name_b, b, dim, dim_b):
         a, b = self._apply(a), self._apply(b)
         where = f"outermost dim {dim}: `{name_a}` {self.describe(a)} vs `{name_b}` {self.describe(b)}"
-        # Why an extent may not differ, either way: NineToothed maps program
-        # ids from the first tensor's outermost shape.
-        why = (
-            f"one program runs per element of the outermost shape of `{name_a}`, the first "
-            f"arranged tensor, and takes the tile of `{name_b}` at its index along `{name_b}`'s "
-            f"outermost dim {dim_b}: were `{name_b}` to have more tiles there, no program would "
-            f"compute the extra ones (a wrong result); were it to have fewer, the programs past "
-            f"its last tile are not proved to leave it untouched"
-        )
+        why = self._equal_why(name_a, name_b, dim_b)
         if a == b or sympy.expand(a - b) == 0:
             self.facts.append(("proved", sympy.Eq(a, b, evaluate=False), f"outer(`{name_a}`)[{dim}] == outer(`{name_b}`)[{dim}]"))
             return
