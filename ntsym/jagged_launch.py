@@ -286,11 +286,12 @@ def _check_overlap(spec, own, args, packed, offsets):
             if identical and spec.aliasing.get((na, nb), spec.aliasing.get((nb, na), False)) is True:
                 continue
             written = na if na in spec.written else nb
-            if {na, nb} & spec.addressed:
+            addressed = sorted({na, nb} & spec.addressed)
+            if addressed:
                 raise LaunchError(
                     f"`{na}` and `{nb}` share memory and the kernel writes `{written}`: programs would read "
-                    f"elements that other programs write (the kernel addresses `{sorted({na, nb} & spec.addressed)[0]}` "
-                    "past its view); pass a separate output")
+                    f"elements that other programs write (the kernel addresses `{addressed[0]}` past its view); "
+                    "pass a separate output")
             shared = shared_elements(a, b)
             if shared is not None:
                 raise LaunchError(shared_region(na, nb, written, shared))
