@@ -22,7 +22,7 @@ from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.disjoint import overlap_checks
 from ntsym.errors import ArrangementError
 from ntsym.extents import check_inner_extents
-from ntsym.pairing import PairingMixin, align, maybe_written, read_through_source
+from ntsym.pairing import PairingMixin, align, maybe_written, read_through_source, stored_only
 from ntsym.split import require_split, split_index
 from ntsym.symbol import Symbol
 from ntsym.tensor import Tensor
@@ -55,6 +55,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     inline, aliases, constants = _resolve_globals(app_def, app_globals)
     proof = _Proof(names, arranged, sources, maybe_written(app_def, inline, app_names),
                    read_through_source(app_def, inline, {n: t.ndim for n, t in zip(names, tensors)}), apart)
+    proof.stored_only = stored_only(app_def, app_names) & proof.written
     proof.run()
     params = proof.params()
     _refuse_overlapping_writes(proof, params, app_def, inline)
@@ -367,6 +368,7 @@ class _Proof(PairingMixin):
         self.subs = {}  # size symbol -> representative (unified sizes)
         self._seq_lens, self._jagged_batch = {}, {}  # jagged tensors: row length symbols, batch indices
         self.apart, self.apart_pairs = apart, []  # read tensors' own first extents (``_pair_equal``)
+        self.stored_only = set()  # written tensors the application only assigns whole
 
     def _size_owner(self):
         owner = {}

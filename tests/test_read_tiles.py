@@ -17,6 +17,7 @@ from ntsym import Tensor
 from ntsym.errors import LaunchError
 
 B = ntsym.block_size()
+C = ntsym.Symbol("C", constexpr=True)  # a block size each call gives
 
 
 def arrangement(y, x, B=B):
@@ -66,7 +67,6 @@ def test_the_last_program_reads_the_read_tensors_own_elements_past_the_programs(
 
 
 def test_call_time_block_sizes():
-    C = ntsym.Symbol("C", constexpr=True)
     kernel = ntsym.make(lambda y, x: arrangement(y, x, C), block_sums, (Tensor(1), Tensor(1)))
     x, y = torch.arange(1.0, 12.0), torch.zeros(6)
     kernel(y, x, C=4)
@@ -82,20 +82,49 @@ def test_fewer_tiles_of_a_read_tensor_are_refused_naming_both():
     assert (y == 0).all()
 
 
-def test_a_written_tensor_keeps_the_grids_extents():
-    """More tiles of a written tensor than programs: no program would write
-    the extra ones, so the call is refused (NineToothed leaves them as they
-    were)."""
-    def arrangement_read_first(x, y, B=B):
-        return x.tile((B,)), y.tile((B,))
+def arrangement_read_first(x, y, C=C):
+    return x.tile((C,)), y.tile((C,))
 
-    def double_into_y(x, y):
-        y = x * 2  # noqa: F841
 
+def double_into_y(x, y):
+    y = x * 2  # noqa: F841
+
+
+@pytest.mark.parametrize("m, n", [(8, 4), (7, 3), (5, 5)])
+def test_a_tensor_only_stored_to_may_have_fewer_tiles_than_programs(m, n):
+    """`x` (read, first) has more tiles than `y`, which the application only
+    assigns: the programs past `y`'s last tile store nothing (masked by
+    `y`'s own size), as in NineToothed; the elements after `y` in its buffer
+    are untouched."""
     kernel = ntsym.make(arrangement_read_first, double_into_y, (Tensor(1), Tensor(1)))
+    assert kernel.ir.read_apart == (("y", 0),)
+    x, buf = torch.randn(m), torch.full((m + 4,), -1.0)
+    kernel(x, buf[:n], C=2)
+    torch.testing.assert_close(buf[:n], x[:n] * 2)
+    assert (buf[n:] == -1).all()
+
+
+def test_a_tensor_also_read_keeps_the_grids_extents():
+    """`y += x` reads `y`: programs past its last tile would read none of its
+    elements, so its tile count must equal the programs'."""
+    def accumulate(x, y):
+        y += x  # noqa: F841
+
+    kernel = ntsym.make(arrangement_read_first, accumulate, (Tensor(1), Tensor(1)))
     assert kernel.ir.read_apart == ()
-    with pytest.raises(LaunchError, match=r"x.shape\[0\] \(=4\) must equal y.shape\[0\] \(=8\)"):
-        kernel(torch.randn(4), torch.zeros(8))
+    with pytest.raises(LaunchError, match=r"x.shape\[0\] \(=8\) must equal y.shape\[0\] \(=4\)"):
+        kernel(torch.randn(8), torch.zeros(4), C=2)
+
+
+def test_a_written_tensor_with_more_tiles_than_programs_is_refused():
+    """No program would write the extra tiles (NineToothed leaves them as
+    they were)."""
+    kernel = ntsym.make(arrangement_read_first, double_into_y, (Tensor(1), Tensor(1)))
+    y = torch.zeros(8)
+    with pytest.raises(LaunchError, match=r"cdiv\(y.shape\[0\], C\) .*must be <= cdiv\(x.shape\[0\], C\).*"
+                                          r"no program would write the extra ones"):
+        kernel(torch.randn(4), y, C=2)
+    assert (y == 0).all()
 
 
 def test_more_tiles_of_a_read_tensor_along_a_later_dimension_are_refused():
