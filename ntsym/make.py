@@ -98,10 +98,11 @@ class Kernel:
 
     def _apart_variant(self):
         """The kernel whose tensors only read may have more tiles than there
-        are programs along a first dimension this one equates (``ir.read_apart``:
-        a larger batch of keys beside the queries' blocks), masked by their own
-        sizes: launched where this kernel's launch refuses the call (its
-        checks of equal sizes; the variant's own checks then decide)."""
+        are programs along a first dimension this one equates, and tensors
+        only assigned whole fewer (``ir.read_apart``: a larger batch of keys
+        beside the queries' blocks), masked by their own sizes: launched
+        where this kernel's launch refuses the call (its checks of equal
+        sizes; the variant's own checks then decide)."""
         if self._apart is None:
             arrangement, application, tensors, options = self._remake
             self._apart = _make(arrangement, application, tensors, **{**options, "apart": True})
