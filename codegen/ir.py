@@ -133,6 +133,11 @@ class KernelIR:
     # Sets of jagged parameters whose ragged sizes the proofs made one: their
     # offsets must be equal (checked at launch).
     same_rows: tuple = ()
+    # (tensor, dimension) of tensors only read whose first outermost extent
+    # this kernel equates with the grid's, where a variant of it lets them
+    # have more tiles (the front end launches that variant where this
+    # kernel's checks refuse a call).
+    read_apart: tuple = ()
 
     @property
     def call_params(self):

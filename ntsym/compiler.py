@@ -74,13 +74,17 @@ class Compiled:
 
 
 def compile(arrangement, application, tensors, kernel_name=None, num_warps=None,  # noqa: A001 - the stage's name
-            num_stages=None, max_num_configs=None, padded=frozenset()):
+            num_stages=None, max_num_configs=None, padded=frozenset(), apart=False):
     """Compile ``application`` over ``arrangement(*tensors)``.
 
     ``padded``: call-time tile sizes to pad to a power of two (the variant a
-    kernel launches for another value).  Raises the front end's errors
+    kernel launches for another value).  ``apart``: the variant whose tensors
+    only read may have more tiles than programs along a tiled first
+    dimension (``ntsym.pairing``; a kernel launches it where its own check
+    of equal sizes fails).  Raises the front end's errors
     (``ArrangementError``, ``ApplicationError``, ``CodegenError``)."""
-    ir = lower(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs, padded)
+    ir = lower(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs, padded,
+               apart)
     try:
         generated = emit.emit(ir)
     except EmitError as e:

@@ -16,7 +16,11 @@ written tensor, the index map is read:
   ``r``, each element names its program (proved disjoint, nothing checked);
   where ``s`` is provably below it, neighbouring programs' windows overlap
   and it is refused unless ``G == 1``; where the block sizes a call gives
-  decide, the launch checks ``G <= 1`` or ``s >=`` the extent.
+  decide, the launch checks ``G <= 1`` or ``s >=`` the extent.  Where a
+  program runs, every grid extent is at least 1 (an empty grid runs none and
+  writes nothing): a step such as ``B * cdiv(n, B)`` with ``cdiv(n, B)`` a
+  grid extent (a tensor taking NineToothed's split, ``ntsym/split.py``) is
+  then at least the tile's ``B``, proved disjoint rather than checked.
 - Anything else (a flattened grid, read through ``//`` and ``%``) is not
   decided here and is accepted as before.
 """
@@ -62,7 +66,7 @@ def overlap_checks(param, grid, program_vars, varying=None):
         span = _exact_span(rest, inner)
         if span is None:
             continue
-        if _proved_positive(stride - span + 1):
+        if _proved_positive(_where_programs_run(stride - span + 1, grid)):
             continue  # proved: windows no wider than the step between them
         why = (f"neighbouring programs' windows overlap where they start {stride} elements apart along "
                f"source dimension {dims[0]} and span {span}")
@@ -71,6 +75,18 @@ def overlap_checks(param, grid, program_vars, varying=None):
         else:  # decided by the block sizes a call chooses
             checks.append((sympy.Or(sympy.Le(extent, 1), sympy.Ge(stride, span)), g, why))
     return checks
+
+
+def _where_programs_run(expr, grid):
+    """``expr`` with each grid extent that is not a number written as one
+    more than a nonnegative integer: what holds of it holds wherever a
+    program runs (with any extent 0 the grid is empty)."""
+    at_least_one = {}
+    for k, n in enumerate(grid):
+        n = sympy.sympify(n)
+        if not n.is_number:
+            at_least_one[n] = sympy.Dummy(f"g{k}", integer=True, nonnegative=True) + 1
+    return sympy.expand(sympy.sympify(expr).xreplace(at_least_one))
 
 
 def _exact_span(rest, inner):

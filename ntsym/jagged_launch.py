@@ -23,6 +23,7 @@ import numpy
 import torch
 
 from ntsym_codegen.errors import LaunchError
+from ntsym_codegen.overlap import shared_elements, shared_region
 from ntsym_codegen.runtime.checks import byte_extent
 
 
@@ -258,27 +259,47 @@ def prepare(ir, spec, args, kwargs):
                 raise LaunchError(
                     f"`{group[0]}` and `{other}` must hold sequences of the same lengths (equal offsets): "
                     "the arrangement gives their ragged dimensions one size")
-    _check_overlap(spec, own, args, packed)
+    _check_overlap(spec, own, args, packed, offsets)
     return tuple(args) + tuple(offsets[j.name] for j in ir.jagged), kwargs
 
 
-def _check_overlap(spec, own, args, packed):
-    """A written jagged tensor must not share memory with another argument
-    (the launcher's own check sees only the views)."""
-    for name, values in packed.items():
-        if name not in spec.written:
-            continue
-        a0, a1 = byte_extent(values)
-        for other, arg in zip(own, args):
-            if other == name:
+def _check_overlap(spec, own, args, packed, offsets):
+    """Arguments that share memory where the kernel writes one of them and
+    one is jagged, decided on a jagged tensor's whole packed values (the
+    launcher sees only its view, which programs address past): refused where
+    some element is in both (``codegen/overlap.py``, as the launcher decides
+    it for dense views), unless they are one and the same tensor and in-place
+    use is proved safe (jagged ones with the same offsets too), or where
+    either is a tensor the kernel addresses past its view and their bytes
+    overlap.  The launcher leaves these pairs to this check."""
+    tensors = [(name, packed.get(name, arg)) for name, arg in zip(own, args)]
+    tensors = [(name, t) for name, t in tensors if isinstance(t, torch.Tensor)]
+    for i, (na, a) in enumerate(tensors):
+        for nb, b in tensors[i + 1:]:
+            if not ({na, nb} & packed.keys() and {na, nb} & spec.written):
                 continue
-            b = packed.get(other, arg)
-            if not isinstance(b, torch.Tensor):
+            (a0, a1), (b0, b1) = byte_extent(a), byte_extent(b)
+            if not (a0 < b1 and b0 < a1):
                 continue
-            b0, b1 = byte_extent(b)
-            if a0 < b1 and b0 < a1:
-                same = other in packed and b.data_ptr() == values.data_ptr() and b.stride() == values.stride()
-                if not (same and spec.aliasing.get((name, other), spec.aliasing.get((other, name), False)) is True):
-                    raise LaunchError(
-                        f"`{name}` and `{other}` share memory and the kernel writes `{name}`: programs would "
-                        "read elements that other programs write; pass a separate output")
+            identical = a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape \
+                and _same_offsets(offsets.get(na), offsets.get(nb))
+            if identical and spec.aliasing.get((na, nb), spec.aliasing.get((nb, na), False)) is True:
+                continue
+            written = na if na in spec.written else nb
+            addressed = sorted({na, nb} & spec.addressed)
+            if addressed:
+                raise LaunchError(
+                    f"`{na}` and `{nb}` share memory and the kernel writes `{written}`: programs would read "
+                    f"elements that other programs write (the kernel addresses `{addressed[0]}` past its view); "
+                    "pass a separate output")
+            shared = shared_elements(a, b)
+            if shared is not None:
+                raise LaunchError(shared_region(na, nb, written, shared))
+
+
+def _same_offsets(a, b):
+    """Whether two jagged tensors' offsets (None for a dense one) place their
+    sequences alike."""
+    if a is None or b is None:
+        return a is b
+    return a is b or (a.shape == b.shape and torch.equal(a, b.to(a.dtype)))

@@ -18,15 +18,17 @@ from ntsym.disjoint import overlap_checks
 from ntsym.errors import ArrangementError
 from ntsym.kernel_params import meta_params
 from ntsym.outer_proof import OuterProof
-from ntsym.pairing import maybe_written, read_through_source
+from ntsym.pairing import maybe_written, read_through_source, stored_only
 from ntsym.renaming import canonical_names, padded_twins, positive_twins, rename_hierarchy, rename_source
 from ntsym.tensor import Tensor
 
 
 def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
-          num_stages=None, max_num_configs=None, padded=frozenset()):
+          num_stages=None, max_num_configs=None, padded=frozenset(), apart=False):
     """``padded``: names of call-time tile sizes to pad to the next power of
-    two (the launcher asks for this variant when given other values)."""
+    two (the launcher asks for this variant when given other values).
+    ``apart``: tensors only read keep their own sizes along their first
+    dimension (``PairingMixin._pair_equal``)."""
     app_def, app_globals = parse_application(application)
     app_names = [a.arg for a in app_def.args.args]
     # Entries of ``tensors`` that are not Tensors (a tuple of slices, a
@@ -47,7 +49,8 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     sources = [rename_source(t, renames) for t in tensors]
     inline, aliases, constants = _resolve_globals(app_def, app_globals)
     proof = OuterProof(names, arranged, sources, maybe_written(app_def, inline, app_names),
-                       read_through_source(app_def, inline, {n: t.ndim for n, t in zip(names, tensors)}))
+                       read_through_source(app_def, inline, {n: t.ndim for n, t in zip(names, tensors)}), apart)
+    proof.stored_only = stored_only(app_def, app_names) & proof.written
     proof.run()
     params = proof.params()
     _refuse_overlapping_writes(proof, params, app_def, inline)
@@ -77,6 +80,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         ignored_args=proof.ignored_args(),
         jagged=jagged,
         same_rows=proof.same_rows(jagged),
+        read_apart=tuple(proof.apart_pairs),
     )
 
 

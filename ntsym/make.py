@@ -14,7 +14,7 @@ from ntsym_codegen import cache, runtime
 from ntsym_codegen import options as launch_options
 from ntsym import aot, library
 from ntsym import compiler
-from ntsym.errors import ApplicationError, LaunchError
+from ntsym.errors import ApplicationError, LaunchError, NtsymError
 from ntsym.explain import explain_ir
 
 
@@ -41,6 +41,7 @@ class Kernel:
         self._remake = remake  # (arrangement, application, tensors, make's keywords)
         self._variant = None
         self._compile_launch = None  # the launcher of compile-only calls (``warmup``)
+        self._apart = None
         self._key = next(_KEYS)  # names the operator a call inside torch.compile goes through
         _KERNELS[self._key] = self
 
@@ -90,7 +91,18 @@ class Kernel:
         if _is_compiling() and _through_operator():
             return _traced_call(self, args, kwargs)
         target, args, kwargs = self._prepared(args, kwargs)
-        return target._launch(*args, **kwargs)
+        if target is not self:
+            return target._launch(*args, **kwargs)
+        try:
+            return self._launch(*args, **kwargs)
+        except LaunchError as refused:
+            if not self.ir.read_apart or self.ir.jagged:
+                raise
+            try:
+                apart = self._apart_variant()
+            except NtsymError:
+                raise refused from None  # no such variant: this kernel's refusal stands
+        return apart._launch(*args, **kwargs)
 
     def _prepared(self, args, kwargs):
         """The kernel a call launches (this one, or the variant of its padded
@@ -161,8 +173,20 @@ class Kernel:
     def _padded_variant(self):
         if self._variant is None:
             arrangement, application, tensors, options = self._remake
-            self._variant = _make(arrangement, application, tensors, **options, padded=frozenset(self._any_size))
+            self._variant = _make(arrangement, application, tensors, **{**options, "padded": frozenset(self._any_size)})
         return self._variant
+
+    def _apart_variant(self):
+        """The kernel whose tensors only read may have more tiles than there
+        are programs along a first dimension this one equates, and tensors
+        only assigned whole fewer (``ir.read_apart``: a larger batch of keys
+        beside the queries' blocks), masked by their own sizes: launched
+        where this kernel's launch refuses the call (its checks of equal
+        sizes; the variant's own checks then decide)."""
+        if self._apart is None:
+            arrangement, application, tensors, options = self._remake
+            self._apart = _make(arrangement, application, tensors, **{**options, "apart": True})
+        return self._apart
 
     @property
     def source(self):
@@ -276,9 +300,11 @@ def make(arrangement: Callable, application: Callable, tensors: Sequence[Any], c
 
 
 def _make(arrangement, application, tensors, caller="torch", kernel_name=None, output_dir=None,
-          num_warps=None, num_stages=None, max_num_configs=None, aot_options=None, padded=frozenset()):
-    """``make``, and the variant of a kernel whose call-time tile sizes
-    ``padded`` are padded to a power of two."""
+          num_warps=None, num_stages=None, max_num_configs=None, aot_options=None, padded=frozenset(),
+          apart=False):
+    """``make``, and the variants of a kernel: whose call-time tile sizes
+    ``padded`` are padded to a power of two; whose tensors only read are
+    ``apart`` (``Kernel._apart_variant``)."""
     if caller == "cuda":
         return aot.make_cuda(arrangement, application, tensors, kernel_name=kernel_name, output_dir=output_dir,
                              num_warps=num_warps, num_stages=num_stages, **(aot_options or {}))
@@ -287,10 +313,10 @@ def _make(arrangement, application, tensors, caller="torch", kernel_name=None, o
     if runtime.interpreting():
         os.environ["TRITON_INTERPRET"] = "1"
     compiled = compiler.compile(arrangement, application, tensors, kernel_name, num_warps, num_stages, max_num_configs,
-                       padded)
+                       padded, apart)
     kernel = _kernel(compiled, (arrangement, application, tensors, dict(
         caller=caller, kernel_name=kernel_name, num_warps=num_warps, num_stages=num_stages,
-        max_num_configs=max_num_configs)))
+        max_num_configs=max_num_configs, padded=padded, apart=apart)))
     if output_dir is not None:
         path = pathlib.Path(output_dir)
         path.mkdir(parents=True, exist_ok=True)

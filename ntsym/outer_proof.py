@@ -18,7 +18,7 @@ from ntsym.split import require_split
 class OuterProof(PairingMixin, ParamsMixin):
     """Outermost-shape consistency, launch checks and mask pruning."""
 
-    def __init__(self, names, arranged, sources, written=None, sourced=None):
+    def __init__(self, names, arranged, sources, written=None, sourced=None, apart=False):
         self.names = names
         self.arranged = arranged
         self.sources = sources
@@ -29,6 +29,8 @@ class OuterProof(PairingMixin, ParamsMixin):
         self.facts = []
         self.subs = {}  # size symbol -> representative (unified sizes)
         self._seq_lens, self._jagged_batch = {}, {}  # jagged tensors: row length symbols, batch indices
+        self.apart, self.apart_pairs = apart, []  # read tensors' own first extents (``_pair_equal``)
+        self.stored_only = set()  # written tensors the application only assigns whole
 
     def _size_owner(self):
         owner = {}
@@ -77,7 +79,7 @@ class OuterProof(PairingMixin, ParamsMixin):
                         ref_name, ref_shape[g], name, t.levels[0][0][d], g, d):
                     self._cover_apart(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
                 else:
-                    self._equate(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
+                    self._pair_equal(ref_name, ref_shape[g], name, t.levels[0][0][d], g, d)
         self.grid = tuple(self._apply(s) for s in grid)
         for name, t in arrays[1:]:
             if self.alignment[name] is None:
@@ -114,15 +116,7 @@ class OuterProof(PairingMixin, ParamsMixin):
     def _equate(self, name_a, a, name_b, b, dim, dim_b):
         a, b = self._apply(a), self._apply(b)
         where = f"outermost dim {dim}: `{name_a}` {self.describe(a)} vs `{name_b}` {self.describe(b)}"
-        # Why an extent may not differ, either way: NineToothed maps program
-        # ids from the first tensor's outermost shape.
-        why = (
-            f"one program runs per element of the outermost shape of `{name_a}`, the first "
-            f"arranged tensor, and takes the tile of `{name_b}` at its index along `{name_b}`'s "
-            f"outermost dim {dim_b}: were `{name_b}` to have more tiles there, no program would "
-            f"compute the extra ones (a wrong result); were it to have fewer, the programs past "
-            f"its last tile are not proved to leave it untouched"
-        )
+        why = self._equal_why(name_a, name_b, dim_b)
         if a == b or sympy.expand(a - b) == 0:
             self.facts.append(("proved", sympy.Eq(a, b, evaluate=False), f"outer(`{name_a}`)[{dim}] == outer(`{name_b}`)[{dim}]"))
             return

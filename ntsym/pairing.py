@@ -55,10 +55,15 @@ class PairingMixin:
         NineToothed's split of the program id over the tensor's own shape
         gives the grid's index whatever the tensor's extent (the later ones
         being equal), so it may have more tiles than there are programs."""
+        return name not in self.written and self._along_first(name, d)
+
+    def _along_first(self, name, d):
+        """Whether ``d`` is ``name``'s first outermost dimension paired with
+        the grid's and not of size 1."""
         alignment = self.alignment[name]
         t = self.arranged[self.names.index(name)]
         first = next((k for k, g in enumerate(alignment or ()) if g is not None and t.levels[0][0][k] != 1), None)
-        return name not in self.written and d == first
+        return d == first
 
     def _cover(self, name_a, a, name_b, b, dim, dim_b):
         """``b``, the tiles of the read-only ``name_b`` along its outermost
@@ -116,6 +121,87 @@ class PairingMixin:
             f"one program runs per element of `{name_a}`'s outermost shape; a program past `{name_b}`'s last "
             f"tile along its outermost dim {dim_b} would read none of its elements (a wrong result); more "
             "tiles than programs are fine, those are not read")
+
+    def _pair_equal(self, name_a, a, name_b, b, dim, dim_b):
+        """Extents the grid and ``name_b`` must share (``_equate``), except
+        where ``name_b`` is only read (not jagged) and ``dim_b`` is its first
+        dimension (``_read_along_first``), as a larger batch of keys than the queries'
+        blocks (``cdiv(m, B)`` tiles beside ``cdiv(n, B)`` programs):
+        NineToothed reads each program's tile, masked by the tensor's own
+        size, and no other.  The kernel made first equates them (its masks
+        and index math take one size for the other, as the paper's kernels'
+        do) and records the pair (``apart_pairs``); its ``apart`` variant,
+        launched where that kernel's checks refuse a call, keeps the
+        tensor's own sizes and checks ``programs <= tiles``
+        (``_cover_blocks``).  Not along a later dimension: there
+        NineToothed's split of the program id over the tensor's own shape
+        reads other tiles than the program's index names (``(2, 5)`` tiles
+        beside ``(2, 3)`` programs: the second row of programs reads tiles 3
+        and 4 of the first row), a wrong result; the sizes stay equal.
+        Likewise a tensor the application only stores to whole (``y = ...``,
+        ``stored_only``) may have fewer tiles than programs there: the
+        programs past its last tile store nothing, their stores masked by its
+        own size (as in NineToothed), and nothing read depends on it; more
+        tiles stay refused (no program would write them)."""
+        read = self._read_along_first(name_b, dim_b)
+        stored = name_b in self.stored_only and self._along_first(name_b, dim_b)
+        if (read or stored) and self._apply(a) != self._apply(b) and not self._jagged(name_b):
+            if self.apart:
+                self._cover_blocks(name_a, a, name_b, b, dim, dim_b, stored)
+                return
+            self.apart_pairs.append((name_b, dim_b))
+        self._equate(name_a, a, name_b, b, dim, dim_b)
+
+    def _equal_why(self, name_a, name_b, dim_b):
+        """Why ``name_b``'s outermost extent along ``dim_b`` may not differ
+        from the grid's, either way: NineToothed maps program ids from the
+        first tensor's outermost shape."""
+        start = (f"one program runs per element of the outermost shape of `{name_a}`, the first arranged "
+                 f"tensor, and takes the tile of `{name_b}` at its index along `{name_b}`'s outermost dim {dim_b}: ")
+        if name_b in self.written or self._read_along_first(name_b, dim_b):
+            return start + (f"were `{name_b}` to have more tiles there, no program would compute the extra ones "
+                            "(a wrong result); were it to have fewer, the programs past its last tile are not "
+                            "proved to leave it untouched")
+        return start + (f"`{name_b}` is only read, but along a dimension after its first NineToothed's programs take "
+                        f"its tiles in row-major order of its own outermost shape, so with more tiles there they "
+                        "would read other tiles than their index names (a wrong result); with fewer, programs past "
+                        "its last tile would read none of its elements")
+
+    def _jagged(self, name):
+        return self.sources[self.names.index(name)].tensor.jagged_dim is not None
+
+    def _cover_blocks(self, name_a, a, name_b, b, dim, dim_b, stored=False):
+        """``programs <= tiles`` of the read-only ``name_b`` (``_cover_apart``),
+        ``tiles <= programs`` of a ``stored`` one; where the extents depend
+        on block sizes the tuner chooses, also with those sizes 1, checked
+        before a configuration is chosen (``cdiv(n, B) <= cdiv(m, B)`` for
+        every ``B`` where ``n <= m``): which tiles a program reads or writes
+        must not depend on the configuration."""
+        a, b = self._apply(a), self._apply(b)
+        tuned = {m: sympy.S.One for m in self._block_symbols(a) | self._block_symbols(b) if getattr(m, "meta", False)}
+        at = (lambda e: e.xreplace(tuned)) if tuned else (lambda e: e)
+        for a1, b1 in ([(at(a), at(b))] if tuned else []) + [(a, b)]:
+            if stored:
+                self._require(
+                    sympy.Le(b1, a1),
+                    f"outermost dim {dim}: `{name_b}` {self.describe(b1)} vs `{name_a}` {self.describe(a1)} "
+                    "must be at most equal",
+                    f"`{name_b}` is only stored to: each program writes its tile at the program's index, "
+                    "the programs past its last tile none",
+                    f"with more tiles than programs along `{name_b}`'s outermost dim {dim_b}, no program would "
+                    "write the extra ones (they would keep their old values, a wrong result)")
+            elif (a1, b1) == (a, b):
+                self._cover_apart(name_a, a, name_b, b, dim, dim_b)
+            else:
+                self._require(
+                    sympy.Le(a1, b1),
+                    f"outermost dim {dim}: `{name_a}` {self.describe(a1)} vs `{name_b}` {self.describe(b1)} "
+                    "must be at most equal",
+                    f"`{name_b}` is only read: each program reads its tile at the program's index, for every "
+                    f"{', '.join(sorted(m.name for m in tuned))} the tuner may choose",
+                    f"with fewer, a program past `{name_b}`'s last tile along its outermost dim {dim_b} would read "
+                    "none of its elements for some configurations (a wrong result); more tiles than programs are "
+                    "fine, those are not read")
 
     def _confined(self, name, b, a):
         """Whether the proofs may take the size ``b`` (``name``'s outermost
@@ -216,6 +302,20 @@ def align(ref_name, ref_shape, name, shape):
             kept = [d for d in kept if d not in drop]
     pairs = iter(kept)
     return tuple(None if d in units else next(pairs) for d in range(len(shape))), ones
+
+
+def stored_only(app_def, names):
+    """The parameters the application only assigns whole (``y = ...``, a
+    single name as the target): never read, subscripted, updated in place
+    (``y += ...``), passed to a function or asked for a size or a pointer.
+    Nothing the kernel computes depends on their elements."""
+    targets = {id(node.targets[0]) for node in ast.walk(app_def)
+               if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
+    plain = set(names)
+    for node in ast.walk(app_def):
+        if isinstance(node, ast.Name) and node.id in plain and id(node) not in targets:
+            plain.discard(node.id)
+    return plain
 
 
 def maybe_written(app_def, inline, names):

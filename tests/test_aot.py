@@ -119,6 +119,31 @@ def test_lazy_negative_views_are_refused_as_the_torch_launcher_refuses_them(buil
         add_lib(x, x, torch._neg_view(torch.empty_like(x)))
 
 
+def test_views_that_share_no_element_pass_as_in_the_torch_launcher(built):
+    """The C launcher decides overlap as the torch launcher does: views of one
+    buffer whose bytes interleave but that share no element (every other
+    element read, the ones between written; a cache read beside the slot
+    written) reach the driver; views sharing an element are refused, naming
+    both."""
+    _, add_lib, mm_lib, _ = built
+    buf = torch.zeros(20, dtype=torch.float16)
+    other = torch.zeros(10, dtype=torch.float16)
+    refused = aot.STATUS["NTSYM_ERROR_ARGUMENT"]
+    for x, z in [(buf[0::2], buf[1::2]), (buf[1::2], buf[0::2]), (buf[:10], buf[10:])]:
+        add.kernel(x, other, z)  # the torch launcher runs them
+        assert add_lib.status(x, other, z)[0] != refused  # no driver here (or a launch on a GPU)
+    code, message = add_lib.status(buf[0:18:2], other[:9], buf[2:20:2])
+    assert code == refused and "`input` and `output` share memory and the kernel writes `output`" in message
+    with pytest.raises(ntsym.LaunchError, match="share"):
+        add.kernel(buf[0:18:2], other[:9], buf[2:20:2])
+    cache = torch.zeros(4, 6, dtype=torch.float16)  # rows 0-3: columns 0-3 read, 4-5 written
+    a, c = cache[:, :4], cache[:, 4:]
+    assert mm_lib.status(a, torch.zeros(4, 2, dtype=torch.float16), c)[0] != refused
+    code, message = mm_lib.status(cache[:, :4], torch.zeros(4, 3, dtype=torch.float16), cache[:, 3:])
+    assert code == refused and "`input` and `output` share memory" in message
+    assert add_lib.status(buf[:10], other, buf[:10])[0] != refused  # in place: proved safe, identical
+
+
 def test_a_good_call_reaches_the_driver(built):
     _, add_lib, *_ = built
     x = torch.zeros(64, dtype=torch.float16)

@@ -396,6 +396,36 @@ def test_written_jagged_output_sharing_memory_is_refused():
                       ntsym.jagged(out_values[:7], torch.tensor([0, 3, 7])))
 
 
+def test_a_dense_output_in_the_values_past_the_longest_sequence_is_refused():
+    """The kernel reads every row of a jagged input's values, not only the
+    rows of its launcher view (as long as the longest sequence): an output
+    lying in its last rows shares elements with it."""
+    kernel = ntsym.make(*ToPaddedTensor.premake(3, 0.0, 1))
+    buf = torch.randn(18, 4)
+    x = ntsym.jagged(buf[:8], torch.tensor([0, 3, 8]))  # rows 0-7, the longest sequence 5 rows
+    out = buf[5:15].unflatten(0, (2, 5))  # rows 5-14: rows 5-7 are the second sequence's
+    before = buf.clone()
+    with pytest.raises(LaunchError, match=r"share memory and the kernel writes `.*`.*one of 12 elements"):
+        kernel(x, out, block_size=4)
+    assert torch.equal(buf, before)
+
+
+def test_a_dense_output_beside_the_jagged_input_in_one_buffer_runs():
+    """The input's values are the first 4 columns of a buffer, the output its
+    last 4: their bytes interleave, no element is in both, so the kernel runs
+    (as the launcher accepts such dense views) and pads each sequence."""
+    kernel = ntsym.make(*ToPaddedTensor.premake(3, -1.0, 1))
+    buf = torch.randn(10, 8)
+    values = buf[:8, :4].clone()
+    x = ntsym.jagged(buf[:8, :4], torch.tensor([0, 3, 8]))
+    out = buf[:, 4:].unflatten(0, (2, 5))
+    kernel(x, out, block_size=4)
+    expected = torch.full((2, 5, 4), -1.0)
+    expected[0, :3], expected[1] = values[:3], values[3:8]
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(buf[:8, :4], values)
+
+
 def test_offsets_are_read_once_per_state_where_remembered(monkeypatch):
     # On a GPU an unchanged offsets tensor is validated once (its read is a
     # synchronisation); here the CPU stands in for it.

@@ -73,7 +73,7 @@ BAD = [
     (copy, lambda: (t(8), t(2, 4)), {}, LaunchError, "`y` must have 1 dimensions, got 2"),
     (copy, lambda: ([1.0] * 8, t(8)), {}, LaunchError, "`x` must be a torch.Tensor, got list"),
     (copy, lambda: (t(8).numpy() if DEVICE == "cpu" else 3, t(8)), {}, LaunchError, "`x` must be a torch.Tensor"),
-    (copy, lambda: (t(8), t(9)), {}, LaunchError, r"x.shape\[0\] \(=8\) must equal y.shape\[0\] \(=9\)"),
+    (copy, lambda: (t(8), t(9)), {}, LaunchError, r"y.shape\[0\] \(=9\) must be <= x.shape\[0\] \(=8\)"),
     (copy, lambda: (t(8), t(8).to(torch.complex64)), {}, LaunchError, "complex64"),
     (copy, lambda: (t(8).to(torch.complex128), t(8)), {}, LaunchError, "complex128"),
     (copy_f16, lambda: (t(8).to(torch.complex64), t(8)), {}, LaunchError, "`x` has dtype torch.complex64"),

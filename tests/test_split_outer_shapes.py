@@ -129,3 +129,19 @@ def test_a_jagged_tensor_is_not_split():
     with pytest.raises(ntsym.ArrangementError, match="one of them is a jagged tensor, whose batch must take a "
                                                      "grid dimension of its own"):
         ntsym.make(jagged_rows_then_flat, double_app, (Tensor(2, jagged_dim=1), Tensor(1)))
+
+
+def test_a_split_written_tensor_is_proved_disjoint_and_an_empty_grid_runs_nothing():
+    """`y` takes the split: program (i, j) writes its tile `i * cdiv(b, B) + j`,
+    whose step along grid dimension 0, `B * cdiv(b, B)`, is at least the tile's
+    `B` wherever a program runs (`cdiv(b, B) >= 1`): proved, so no launch check
+    of overlapping tiles is left, and rows of no element (an empty grid) are
+    launched as nothing, not refused as overlapping."""
+    k = ntsym.make(lambda x, y: rows_then_flat(x, y, B), double_app, (Tensor(2), Tensor(1)))
+    assert not [c for c in k.ir.checks if "overlap" in c.message]
+    y = torch.zeros(0)
+    k(torch.zeros(3, 0), y, B=4)
+    x = torch.randn(3, 8)
+    y = torch.zeros(24)
+    k(x, y, B=4)
+    torch.testing.assert_close(y, x.reshape(-1) * 2)

@@ -152,6 +152,67 @@ static int ntsym_identical(const ntsym_tensor *a, const ntsym_tensor *b) {
     return 1;
 }
 
+/* Whether tensors whose byte ranges overlap share an element, decided as the
+   torch launcher decides it (codegen/overlap.py): a view whose dimensions,
+   sorted by stride, each step past the span of the smaller ones ("nested",
+   as every dense or sliced layout is) gives each offset at most one index,
+   found greedily, so the other view's elements are tested one by one.
+   Where neither view is nested (or their elements differ in width or are
+   misaligned) they are taken to share one: refused, never guessed. */
+#define NTSYM_MAX_DIMS 64
+
+/* The dimensions of `t` that add elements, by increasing stride; whether it is nested. */
+static int ntsym_nested(const ntsym_tensor *t, int *order, int *count) {
+    int k = 0;
+    int64_t span = 0;
+    for (int d = 0; d < t->ndim; ++d) {
+        if (t->shape[d] <= 1 || t->strides[d] == 0) continue;
+        int j = k++;
+        while (j > 0 && t->strides[order[j - 1]] > t->strides[d]) { order[j] = order[j - 1]; --j; }
+        order[j] = d;
+    }
+    *count = k;
+    for (int i = 0; i < k; ++i) {
+        int64_t st = t->strides[order[i]];
+        if (st < 0 || st <= span) return 0;
+        span += (t->shape[order[i]] - 1) * st;
+    }
+    return 1;
+}
+
+/* Whether some element of `e`, whose element 0 is `base` elements past the
+   nested `n`'s, is an element of `n`. */
+static int ntsym_members(const ntsym_tensor *e, int64_t base, const ntsym_tensor *n, const int *order, int count) {
+    int64_t index[NTSYM_MAX_DIMS] = {0};
+    int64_t total = ntsym_numel(e);
+    for (int64_t k = 0; k < total; ++k) {
+        int64_t rest = base;
+        for (int d = 0; d < e->ndim; ++d) rest += index[d] * e->strides[d];
+        int found = rest >= 0;
+        for (int i = count - 1; i >= 0 && found; --i) {
+            int64_t st = n->strides[order[i]], q = rest / st;
+            if (q >= n->shape[order[i]]) found = 0;
+            rest -= q * st;
+        }
+        if (found && rest == 0) return 1;
+        for (int d = e->ndim - 1; d >= 0 && ++index[d] == e->shape[d]; --d) index[d] = 0;
+    }
+    return 0;
+}
+
+static int ntsym_shared(const ntsym_tensor *a, const ntsym_tensor *b) {
+    int64_t size = ntsym_element_size(a->dtype), numel_a = ntsym_numel(a), numel_b = ntsym_numel(b);
+    int64_t delta = (int64_t)((intptr_t)b->data - (intptr_t)a->data);
+    int order_a[NTSYM_MAX_DIMS], order_b[NTSYM_MAX_DIMS], count_a, count_b;
+    if (numel_a == 0 || numel_b == 0) return 0;
+    if (size != ntsym_element_size(b->dtype) || delta % size) return 1;
+    if (a->ndim > NTSYM_MAX_DIMS || b->ndim > NTSYM_MAX_DIMS) return 1;
+    int nested_a = ntsym_nested(a, order_a, &count_a), nested_b = ntsym_nested(b, order_b, &count_b);
+    if (nested_b && (numel_a <= numel_b || !nested_a)) return ntsym_members(a, -delta / size, b, order_b, count_b);
+    if (nested_a) return ntsym_members(b, delta / size, a, order_a, count_a);
+    return 1;
+}
+
 /* The driver, loaded at the first launch: the library links no CUDA library. */
 typedef CUresult (*ntsym_cuCtxGetCurrent_t)(CUcontext *);
 typedef CUresult (*ntsym_cuCtxGetDevice_t)(CUdevice *);

@@ -268,21 +268,35 @@ def _launch_checks(ir, generated, meta, meta_subs, display):
 
 
 def _aliasing_checks(spec, params):
-    """C: outputs that overlap another argument, unless the arrangement proved
-    in-place use safe and the views are identical."""
+    """C: an output that shares an element with another argument, as the
+    torch launcher decides it (``runtime.checks._check_aliasing``): views
+    whose byte ranges overlap are refused where some element is in both
+    (``ntsym_shared``, exact where either view is nested, as dense and
+    sliced layouts are; else taken as shared), unless the views are
+    identical and in-place use is proved safe.  A tensor the kernel
+    addresses past its view (its pointer taken, a jagged one) is refused on
+    any overlap of bytes."""
     prologue = []
     tensor_params = [p for p in params if p.kind == "tensor"]
+    raw_names = spec.addressed | spec.jagged
     for a, b in itertools.combinations(tensor_params, 2):
         if not (a.written or b.written):
             continue
         safe = spec.aliasing.get((a.name, b.name), spec.aliasing.get((b.name, a.name), False)) is True
-        why = "the views are not identical" if safe else "in-place use is not proved safe"
+        raw = {a.name, b.name} & raw_names
         w = a.name if a.written else b.name
+        if raw:
+            why = f"the kernel addresses `{sorted(raw)[0]}` past its view"
+            shared = "1"
+        else:
+            why = ("an element of one view is an element of the other, or their layouts interleave in a way "
+                   "not compared element by element")
+            shared = f"ntsym_shared(&{a.name}, &{b.name})"
         prologue.append(f"if (ntsym_overlap(&{a.name}, &{b.name}) && !({'1' if safe else '0'} && "
-                        f"ntsym_identical(&{a.name}, &{b.name}))) " + _fail(
+                        f"ntsym_identical(&{a.name}, &{b.name})) && {shared}) " + _fail(
                             "NTSYM_ERROR_ARGUMENT", f"`{a.name}` and `{b.name}` share memory and the kernel "
-                            f"writes `{w}`: programs would read elements that other programs write ({why}); "
-                            "pass a separate output"))
+                            f"writes `{w}`: {why}; a program may read such an element before or after a program "
+                            "writes it, in no fixed order; pass views that share no element or a separate output"))
     return prologue
 
 
