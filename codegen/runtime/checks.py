@@ -176,16 +176,16 @@ def check_arguments(spec, args):
                      f"pass `{name}` as an integer tensor (e.g. {name}.to(torch.int8))")
             if name in spec.untouched:
                 continue  # never read nor written: any device (codegen/placeholders.py)
-            if a.device.type == "meta" and not is_fake(a):
-                fail(f"`{name}` is on the meta device: it holds no data for a kernel to read or write; "
-                     "give a tensor on the device the kernel runs on (a registered operator "
-                     "(ntsym.library.op) computes the output shapes of meta tensors without a launch)")
             if device is None:
                 device = a.device
                 if device.type == "cpu" and not spec.interpreting:
                     fail(f"`{name}` is on the CPU but kernels run on the GPU; move it with .cuda()")
             elif a.device != device:
                 fail(f"all tensors must be on one device: `{tensors[0][0]}` is on {device}, `{name}` on {a.device}")
+            if a.device.type == "meta" and not is_fake(a):
+                fail(f"`{name}` is on the meta device: it holds no data for a kernel to read or write; "
+                     "give a tensor on the device the kernel runs on (a registered operator "
+                     "(ntsym.library.op) computes the output shapes of meta tensors without a launch)")
             if written and 0 in a.stride() and name not in spec.jagged:
                 for d, (n, st) in enumerate(zip(a.shape, a.stride())):
                     if st == 0 and n > 1:
