@@ -519,7 +519,7 @@ def spec(ir, generated):
         meetings=meetings(ir.application, {p.name for p in ir.params if p.kind == "tensor"}),
         arg_template=tuple(template),
         meta_by_name={m.symbol.name: m for m in ir.meta_params},
-        name=ir.name,
+        name=ir.shown_name,
         params=tuple(tensors),
         metas=tuple(ir.meta_params),
         int64_flag="NTSYM_INT64",

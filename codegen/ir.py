@@ -122,3 +122,11 @@ class KernelIR:
     # Sets of jagged parameters whose ragged sizes the proofs made one: their
     # offsets must be equal (checked at launch).
     same_rows: tuple = ()
+    # The name messages, caches and progress lines show (``name`` where
+    # empty): where the application's name is a generic one, ntsym.kernel_names
+    # makes one from the arrangement; the emitted function keeps ``name``.
+    title: str = ""
+
+    @property
+    def shown_name(self):
+        return self.title or self.name

@@ -21,6 +21,7 @@ from ntsym import live_extents
 from ntsym.application import _bound_names, _resolve_globals, parse_application
 from ntsym.disjoint import overlap_checks
 from ntsym.errors import ArrangementError
+from ntsym.kernel_names import shown_name
 from ntsym.extents import check_inner_extents
 from ntsym.pairing import PairingMixin, align, maybe_written, read_through_source
 from ntsym.split import require_split, split_index
@@ -59,11 +60,13 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     jagged = proof.jagged_params(app_def)
     params += tuple(TensorParam(name=j.offsets, kind="offsets", ndim=1) for j in jagged)
     meta_params = _meta_params(proof)
+    title = shown_name(arrangement, application, kernel_name)
     kernel_name = kernel_name or getattr(application, "__name__", "kernel")
     if not kernel_name.isidentifier():
         raise ArrangementError(f"kernel_name {kernel_name!r} is not an identifier")
     return KernelIR(
         name=kernel_name,
+        title=title,
         params=params,
         size_args=proof.size_args(),
         meta_params=meta_params,
