@@ -145,8 +145,8 @@ def _traced_call(kernel, args, kwargs):
     args = _needed(kernel.ir, args)
     if kwargs:
         raise LaunchError(
-            f"kernel `{kernel.name}` was called inside torch.compile with keyword arguments "
-            f"({', '.join(kwargs)}): register it as an operator that takes them, "
+            f"kernel `{kernel.name}` was called inside torch.compile with keyword arguments ({', '.join(kwargs)})\n"
+            "register it as an operator that takes them, "
             f"ntsym.library.op('mylib::{kernel.name}', kernel, options={{...}}), and call that")
     return getattr(torch.ops.ntsym_kernels, _kernel_op(kernel._key))(*args)
 
