@@ -177,8 +177,7 @@ def emit(ir):
         for node in ast.walk(statement):
             if hasattr(node, "lineno"):
                 node.lineno = 0
-    if "ntsym_check_index" in emitter.records.helpers:  # NTSYM_DEBUG: device_assert fires on a GPU
-        func.decorator_list = [ast.parse("triton.jit(debug=True)", mode="eval").body]
+    _debug_compiled(func, emitter)
     kernel_src = to_source(ast.fix_missing_locations(func))
     locations = _user_locations(func, kernel_src, emitter)
     checks = tuple(ir.checks) + tuple(emitter.records.checks)
@@ -189,7 +188,9 @@ def emit(ir):
     helpers = [HELPERS[h].strip() for h in sorted(_helpers_called(kernel_src))]
     if any("libdevice." in h for h in helpers):  # ntsym_fmod: exact on a GPU
         emitter.records.uses_libdevice = True
-    helpers += [emitter.records.functions[f] for f in sorted(emitter.records.functions)]
+    functions = {**(persistent.emitter.records.functions if persistent is not None else {}),
+                 **emitter.records.functions}  # ntsym_fn_ helpers either kernel calls
+    helpers += [functions[f] for f in sorted(functions)]
     interpreting_switch = any("NTSYM_INTERPRETING" in h for h in helpers)
     header = [
         f'"""ntsym kernel `{ir.name}` (generated; do not edit)."""',
@@ -221,6 +222,15 @@ def emit(ir):
         kernel_args=args, arguments=kernel_arguments(ir, args, flags), flags=flags,
         empty_tests=_empty_program_tests(ir, emitter) if ir.jagged else None,
     )
+
+
+def _debug_compiled(func, emitter):
+    """Under ``NTSYM_DEBUG`` (the kernel checks indices read from data):
+    ``func`` compiled with ``debug=True``, so that the device asserts fire on
+    a GPU; each kernel of the module (the plain one, the persistent variant)
+    by what its own emitter wrote."""
+    if "ntsym_check_index" in emitter.records.helpers:
+        func.decorator_list = [ast.parse("triton.jit(debug=True)", mode="eval").body]
 
 
 def _helpers_called(kernel_src):
@@ -428,7 +438,9 @@ def _persistent_kernel(ir, plain, kernel_name):
         body=body,
     )
     name = f"{kernel_name}_persistent"
-    source = to_source(ast.fix_missing_locations(jit_function(name, params, creations + aranges + [loop])))
+    func = jit_function(name, params, creations + aranges + [loop])
+    _debug_compiled(func, emitter)  # its index checks fire as the plain kernel's do
+    source = to_source(ast.fix_missing_locations(func))
     return Persistent(name, source, emitter, extra)
 
 
