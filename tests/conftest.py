@@ -52,13 +52,13 @@ SLOW_TESTS = {
 # order, so the same ones each run) stays in the fast tier: a sample of each
 # kind of case, the whole set in the slow tier.
 SAMPLED_TESTS = {
-    "tests/test_fuzz_kernels.py::test_matmul_arrangement_copy": 12,
-    "tests/test_fuzz_kernels.py::test_pad_then_tile": 4,
+    "tests/test_fuzz_kernels.py::test_matmul_arrangement_copy": 24,
+    "tests/test_fuzz_kernels.py::test_pad_then_tile": 8,
     "tests/test_fuzz_kernels.py::test_dilated_strided_tile": 3,
-    "tests/test_fuzz_applications.py::test_random_application_matches_python": 4,
-    "tests/test_examples.py::test_conv2d_split": 4,
+    "tests/test_fuzz_applications.py::test_random_application_matches_python": 8,
+    "tests/test_examples.py::test_conv2d_split": 8,
     "tests/test_examples.py::test_conv2d": 3,
-    "tests/test_examples.py::test_causal_sdpa_with_more_queries_than_keys": 4,
+    "tests/test_examples.py::test_causal_sdpa_with_more_queries_than_keys": 8,
     "tests/test_examples.py::test_sdpa_several_key_blocks": 3,
     "tests/test_examples.py::test_rope": 3,
     "tests/test_examples.py::test_rope_interleaved": 3,
@@ -72,6 +72,11 @@ SAMPLED_TESTS = {
     "tests/test_outer_extents.py::test_diagonal": 3,
     "tests/test_outer_extents.py::test_diagonal_of_a_tall_matrix": 3,
     "tests/test_examples.py::test_conv2d_small_blocks": 3,
+    "tests/test_examples.py::test_softmax_dims_and_strides": 3,
+    "tests/test_jagged.py::test_example_varlen_sdpa": 3,
+    "tests/test_jagged.py::test_causal_varlen_sdpa_with_fewer_keys_than_queries": 2,
+    "tests/test_libdevice.py::test_binary_function_over_special_values": 3,
+    "tests/test_advance.py::test_a_loop_index_the_body_rebinds_keeps_the_index_form": 2,
 }
 
 
