@@ -16,6 +16,7 @@ from ntsym_codegen.kernel import EmitError, KernelEmitter
 from ntsym_codegen.launcher import launcher
 from ntsym_codegen.printer import Printer, to_source
 from ntsym_codegen.promotion import meetings
+from ntsym_codegen.reshaping import HELPERS as RESHAPE_HELPERS
 from ntsym_codegen.semantics import HELPERS as SEMANTIC_HELPERS
 from ntsym_codegen.semantics import INTERPRETING as SEMANTIC_INTERPRETING
 from ntsym_codegen.strategies import DESCRIPTORS
@@ -105,6 +106,7 @@ def ntsym_mod(a, b):
     return tl.where(r < 0, r + b, r)
 """,
     **SEMANTIC_HELPERS,
+    **RESHAPE_HELPERS,
 }
 
 
@@ -176,8 +178,7 @@ def emit(ir):
         for node in ast.walk(statement):
             if hasattr(node, "lineno"):
                 node.lineno = 0
-    if "ntsym_check_index" in emitter.records.helpers:  # NTSYM_DEBUG: device_assert fires on a GPU
-        func.decorator_list = [ast.parse("triton.jit(debug=True)", mode="eval").body]
+    _debug_compiled(func, emitter)
     kernel_src = to_source(ast.fix_missing_locations(func))
     locations = _user_locations(func, kernel_src, emitter)
     checks = tuple(ir.checks) + tuple(emitter.records.checks)
@@ -188,7 +189,9 @@ def emit(ir):
     helpers = [HELPERS[h].strip() for h in sorted(_helpers_called(kernel_src))]
     if any("libdevice." in h for h in helpers):  # ntsym_fmod: exact on a GPU
         emitter.records.uses_libdevice = True
-    helpers += [emitter.records.functions[f] for f in sorted(emitter.records.functions)]
+    functions = {**(persistent.emitter.records.functions if persistent is not None else {}),
+                 **emitter.records.functions}  # ntsym_fn_ helpers either kernel calls
+    helpers += [functions[f] for f in sorted(functions)]
     interpreting_switch = any("NTSYM_INTERPRETING" in h for h in helpers)
     header = [
         f'"""ntsym kernel `{ir.name}` (generated; do not edit)."""',
@@ -220,6 +223,15 @@ def emit(ir):
         kernel_args=args, arguments=kernel_arguments(ir, args, flags), flags=flags,
         empty_tests=_empty_program_tests(ir, emitter) if ir.jagged else None,
     )
+
+
+def _debug_compiled(func, emitter):
+    """Under ``NTSYM_DEBUG`` (the kernel checks indices read from data):
+    ``func`` compiled with ``debug=True``, so that the device asserts fire on
+    a GPU; each kernel of the module (the plain one, the persistent variant)
+    by what its own emitter wrote."""
+    if "ntsym_check_index" in emitter.records.helpers:
+        func.decorator_list = [ast.parse("triton.jit(debug=True)", mode="eval").body]
 
 
 def _helpers_called(kernel_src):
@@ -427,7 +439,9 @@ def _persistent_kernel(ir, plain, kernel_name):
         body=body,
     )
     name = f"{kernel_name}_persistent"
-    source = to_source(ast.fix_missing_locations(jit_function(name, params, creations + aranges + [loop])))
+    func = jit_function(name, params, creations + aranges + [loop])
+    _debug_compiled(func, emitter)  # its index checks fire as the plain kernel's do
+    source = to_source(ast.fix_missing_locations(func))
     return Persistent(name, source, emitter, extra)
 
 
@@ -520,7 +534,7 @@ def spec(ir, generated):
         meetings=meetings(ir.application, {p.name for p in ir.params if p.kind == "tensor"}),
         arg_template=tuple(template),
         meta_by_name={m.symbol.name: m for m in ir.meta_params},
-        name=ir.name,
+        name=ir.shown_name,
         params=tuple(tensors),
         metas=tuple(ir.meta_params),
         int64_flag="NTSYM_INT64",

@@ -37,6 +37,14 @@ for _error in (NtsymError, MetaOperationError, ArrangementError, ApplicationErro
 del _error
 
 
-def fail(message):
-    """Refuse a launch: raise :class:`LaunchError` with ``message``."""
-    raise LaunchError(message)
+def launch_message(headline, *explanation):
+    """A refusal's text: one short line that says what is wrong (the tensor,
+    dimension, expected and given values), then the why and the fix, each on
+    a line of its own, so that a traceback's last line stays readable."""
+    return "\n".join((headline,) + tuple(line for line in explanation if line))
+
+
+def fail(headline, *explanation):
+    """Refuse a launch: raise :class:`LaunchError` with ``headline`` on the
+    first line and ``explanation`` on the following ones."""
+    raise LaunchError(launch_message(headline, *explanation))

@@ -139,6 +139,15 @@ class KernelIR:
     # kernel's checks refuse a call).
     read_apart: tuple = ()
 
+    # The name messages, caches and progress lines show (``name`` where
+    # empty): where the application's name is a generic one, ntsym.kernel_names
+    # makes one from the arrangement; the emitted function keeps ``name``.
+    title: str = ""
+
+    @property
+    def shown_name(self):
+        return self.title or self.name
+
     @property
     def call_params(self):
         """The parameters a call passes, in order: every one but the

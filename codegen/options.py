@@ -90,7 +90,7 @@ def validate(kernel, options):
     options = options or {}
     unknown = sorted(set(options) - set(BY_NAME), key=str)
     if unknown:
-        fail(f"kernel `{kernel}`: unknown ntsym_options {', '.join(map(repr, unknown))}; known: {', '.join(NAMES)}")
+        fail(f"kernel `{kernel}`: unknown ntsym_options {', '.join(map(repr, unknown))}", f"known: {', '.join(NAMES)}")
     for option in OPTIONS:
         value = options.get(option.name)
         if value is not None and not option.allows(value):

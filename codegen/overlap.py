@@ -127,7 +127,8 @@ def _sorted_members(la, lb):
 
 def shared_region(na, nb, written, shared):
     """The refusal of two views ``na`` and ``nb`` that share ``shared``
-    elements where the kernel writes ``written``: which element, how many."""
+    elements where the kernel writes ``written``: which element, how many
+    (the headline, the why and the fix)."""
     other = nb if written == na else na
     first, second, count = shared
     if count is None:
@@ -136,8 +137,8 @@ def shared_region(na, nb, written, shared):
     else:
         where = (f"`{na}`{list(first)} is `{nb}`{list(second)}, one of {count} "
                  f"element{'s' if count != 1 else ''} the two views share")
-    return (f"`{na}` and `{nb}` share memory and the kernel writes `{written}`: {where}. A program "
-            f"may read such an element through `{other}` before or after a program (the same one or "
-            f"another) writes it, in no fixed order, so the result would depend on scheduling; pass views "
-            f"that share no element (read `{other}` only where `{written}` does not reach, e.g. a cache "
-            f"up to the written slot) or write into a separate tensor")
+    return (f"`{na}` and `{nb}` share memory and the kernel writes `{written}`",
+            f"{where}. A program may read such an element through `{other}` before or after a program "
+            f"(the same one or another) writes it, in no fixed order, so the result would depend on scheduling",
+            f"pass views that share no element (read `{other}` only where `{written}` does not reach, e.g. a "
+            "cache up to the written slot) or write into a separate tensor")

@@ -107,7 +107,8 @@ def _values(node, carried):
 
 def refusal(meetings_, dtypes):
     """The message refusing a call whose ``dtypes`` (name -> torch dtype)
-    put uint8 and int8 values into one operation, else None."""
+    put uint8 and int8 values into one operation (what is wrong, why and the
+    fix on lines of their own), else None."""
     import torch
 
     for left, right, text in meetings_:
@@ -116,7 +117,8 @@ def refusal(meetings_, dtypes):
             signed = sorted(n for n in b if dtypes.get(n) == torch.int8)
             if unsigned and signed:
                 u, s = unsigned[0], signed[0]
-                return (f"`{u}` (uint8) and `{s}` (int8) meet in `{text}`: Triton computes uint8 with int8 as "
-                        f"uint8 (200 + 100 is 44, uint8(100) < int8(-100) is True), torch as int16; cast one "
-                        f"side in the application (`{u}.to(ntl.int16)`) or pass tensors of one signedness")
+                return (f"`{u}` (uint8) and `{s}` (int8) meet in `{text}`\n"
+                        f"Triton computes uint8 with int8 as uint8 (200 + 100 is 44, uint8(100) < int8(-100) "
+                        f"is True), torch as int16\ncast one side in the application (`{u}.to(ntl.int16)`) "
+                        "or pass tensors of one signedness")
     return None

@@ -10,6 +10,12 @@ elements of the tensor, not the padding of its last block).  ``broadcast_to``
 keeps the factors as they are: their blocks broadcast the same way.
 ``view`` may reorder elements and is not followed (the lanes stay unknown,
 and a mixing operation on them is refused).
+
+``reshape`` is emitted as ``ntsym_reshape``: torch reshapes a 0-d value (a
+reduction's result) to any shape of one element, where Triton's reshape
+reads the operand's block shape, which a 0-d value lacks (an AttributeError
+in the interpreter and the compiler alike).  A shape of more elements fails
+as Triton's reshape of one element does, at the application's line.
 """
 
 import ast
@@ -21,6 +27,19 @@ from ntsym_codegen.printer import conjunction
 from ntsym_codegen.template import expr
 
 _FOLLOWED = ("reshape", "broadcast_to")
+
+HELPERS = {
+    "ntsym_reshape": """
+@triton.jit
+def ntsym_reshape(x, shape: tl.constexpr):
+    \"\"\"tl.reshape that takes a 0-d value too, as torch's reshape does.\"\"\"
+    if tl.constexpr(len(x.shape) == 0):
+        y = tl.reshape(tl.broadcast_to(x, (1,)), shape)
+    else:
+        y = tl.reshape(x, shape)
+    return y
+""",
+}
 
 
 def reshaped(em, node):
@@ -67,6 +86,8 @@ def _form(em, node):
         return func.attr, args[0], ast.Tuple(elts=list(args[1].elts), ctx=ast.Load())
     if len(args) > 2 and func.attr == "reshape":  # ``v.reshape(a, b)``
         return func.attr, args[0], ast.Tuple(elts=list(args[1:]), ctx=ast.Load())
+    if len(args) == 2 and func.attr == "reshape" and isinstance(args[1], (ast.Constant, ast.BinOp, ast.Subscript)):
+        return func.attr, args[0], ast.Tuple(elts=[args[1]], ctx=ast.Load())  # ``v.reshape(n)``: a size, no tuple
     return None, None, None
 
 
@@ -77,6 +98,10 @@ def _is_module(em, node):
 def _call(em, node, operand):
     """``node`` emitted as the visitor does, its operand already emitted."""
     func = node.func
+    if func.attr == "reshape":
+        _, _, shape = _form(em, node)
+        return ast.Call(func=ast.Name(id="ntsym_reshape", ctx=ast.Load()),
+                        args=[operand, em.shape_argument(shape)], keywords=[])
     if em.alias(func.value) == "tl":
         return ast.Call(func=em.expr(func), args=[operand] + [em.shape_argument(a) for a in node.args[1:]],
                         keywords=[])
@@ -94,4 +119,4 @@ def named(em, value):
     return ast.Name(id=temp, ctx=ast.Load())
 
 
-__all__ = ["named", "reshaped"]
+__all__ = ["HELPERS", "named", "reshaped"]

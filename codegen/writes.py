@@ -62,13 +62,14 @@ def _bind():
 
 def _refuse_grad(name, t):
     if t.is_leaf:
-        what = "a leaf tensor that requires grad: torch refuses in-place writes to it"
+        what, why = "a leaf tensor that requires grad", "torch refuses in-place writes to it"
     elif t._base is not None and t._base.is_leaf and t._base.requires_grad:
-        what = "a view of a leaf tensor that requires grad: torch refuses in-place writes to it"
+        what, why = "a view of a leaf tensor that requires grad", "torch refuses in-place writes to it"
     else:
-        what = ("a tensor that requires grad: torch refuses it as an `out=` argument, and autograd does "
-                "not record the kernel's writes, so its gradient would follow the values it held before")
-    fail(f"`{name}` is written by the kernel and is {what} (requires_grad=True while grad mode is on); "
+        what, why = "a tensor that requires grad", (
+            "torch refuses it as an `out=` argument, and autograd does not record the kernel's writes, "
+            "so its gradient would follow the values it held before")
+    fail(f"`{name}` is written by the kernel and is {what}", f"{why} (requires_grad=True while grad mode is on)",
          f"write into a tensor that does not require grad (e.g. {name}.detach() or a new output), or call "
          "the kernel under torch.no_grad()")
 
@@ -83,10 +84,10 @@ def check_no_overlap(name, t):
         return
     if t.numel() <= _EXACT_LIMIT and _offsets_distinct(t):
         return
-    fail(f"`{name}` is written by the kernel but its elements overlap in memory (shape {tuple(t.shape)}, "
-         f"strides {tuple(t.stride())}): several elements share an address, and the stores to it would "
-         f"race (torch refuses such a tensor in in-place operations too); pass a tensor without "
-         f"overlap (e.g. {name}.contiguous() or torch.empty_like({name}))")
+    fail(f"`{name}` is written by the kernel but its elements overlap in memory",
+         f"shape {tuple(t.shape)}, strides {tuple(t.stride())}: several elements share an address, and the "
+         "stores to it would race (torch refuses such a tensor in in-place operations too)",
+         f"pass a tensor without overlap (e.g. {name}.contiguous() or torch.empty_like({name}))")
 
 
 def _sorted_strides_disjoint(shape, strides):

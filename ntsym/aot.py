@@ -87,8 +87,8 @@ class Library:
         expected = len(self.params) + len(self.config_names)
         if len(args) != expected:
             names = [p[0] for p in self.params] + list(self.config_names)
-            raise LaunchError(f"kernel `{self.kernel_name}` takes {expected} arguments ({', '.join(names)}), "
-                              f"got {len(args)}")
+            raise LaunchError(f"kernel `{self.kernel_name}` takes {expected} arguments, got {len(args)}\n"
+                              f"its arguments are: {', '.join(names)}")
         out = []
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor) and i < len(self.params) and self.params[i][1] in ("tensor", "shape"):
@@ -118,7 +118,9 @@ class Library:
     def __call__(self, *args, stream=None):
         code, message = self.status(*args, stream=stream)
         if code:
-            raise LaunchError(f"kernel `{self.kernel_name}`: {message} (status {code})")
+            headline, _, explanation = message.partition("\n")
+            raise LaunchError(f"kernel `{self.kernel_name}`: {headline} (status {code})"
+                              + (f"\n{explanation}" if explanation else ""))
 
     def __repr__(self):
         return f"<ntsym library {self.path}>"
@@ -132,9 +134,10 @@ def _refuse_lazy_view(name, t):
     if not (t.is_neg() or t.is_conj()):
         return
     bit, resolve = ("negative", "resolve_neg") if t.is_neg() else ("conjugate", "resolve_conj")
-    raise LaunchError(f"`{name}` is a view with the {bit} bit set (torch applies it lazily, e.g. z.conj().imag): "
-                      f"the library would read and write the stored values, without the sign; pass "
-                      f"{name}.{resolve}() (for an output: write into a resolved tensor and copy back)")
+    raise LaunchError(f"`{name}` is a view with the {bit} bit set\n"
+                      "torch applies it lazily (e.g. z.conj().imag): the library would read and write the stored "
+                      f"values, without the sign\npass {name}.{resolve}() (for an output: write into a resolved "
+                      "tensor and copy back)")
 
 
 def _current_stream(args):

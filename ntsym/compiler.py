@@ -40,7 +40,8 @@ class Compiled:
 
     @property
     def name(self):
-        return self.ir.name
+        """The kernel's name in messages, caches and files (ntsym.kernel_names)."""
+        return self.ir.shown_name
 
     @property
     def source(self):

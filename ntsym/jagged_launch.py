@@ -81,8 +81,8 @@ def jagged(values: torch.Tensor, offsets: torch.Tensor, *, jagged_dim: int = 1,
     if not isinstance(values, torch.Tensor) or not isinstance(offsets, torch.Tensor):
         raise LaunchError("ntsym.jagged(values, offsets): both must be torch tensors")
     if getattr(values, "is_nested", False):
-        raise LaunchError("ntsym.jagged(values, offsets): values must be a dense tensor (pass a nested tensor "
-                          "of the jagged layout to the kernel directly)")
+        raise LaunchError("ntsym.jagged(values, offsets): values must be a dense tensor\n"
+                          "pass a nested tensor of the jagged layout to the kernel directly")
     if not isinstance(jagged_dim, int) or not 1 <= jagged_dim <= values.ndim:
         raise LaunchError(f"ntsym.jagged: jagged_dim={jagged_dim!r} must be in 1..{values.ndim} "
                           f"(values has {values.ndim} dimensions)")
@@ -95,20 +95,20 @@ def _offset_facts(name, offsets, rows):
     Read from the data (``_offset_stats_once``); the checks against the
     values' rows run on every call."""
     if offsets.numel() < 1:
-        raise LaunchError(f"`{name}`: the offsets are empty; a batch of B sequences has B + 1 offsets")
+        raise LaunchError(f"`{name}`: the offsets are empty\na batch of B sequences has B + 1 offsets")
     first, last, smallest, longest = _offset_stats_once(offsets)
     if smallest < 0:
         diff = offsets.diff()
         bad = int((diff < 0).nonzero()[0])
         raise LaunchError(
             f"`{name}`: the offsets must not decrease, but offsets[{bad + 1}] = "
-            f"{int(offsets[bad + 1])} < offsets[{bad}] = {int(offsets[bad])}: sequence {bad} "
+            f"{int(offsets[bad + 1])} < offsets[{bad}] = {int(offsets[bad])}\nsequence {bad} "
             "would have a negative length")
     if first < 0:
         raise LaunchError(f"`{name}`: offsets[0] = {first} is negative")
     if last > rows:
         raise LaunchError(
-            f"`{name}`: the last offset is {last} but the values hold {rows} rows: the sequences "
+            f"`{name}`: the last offset is {last} but the values hold {rows} rows\nthe sequences "
             "would read past the end of the values")
     return first, last, longest
 
@@ -184,7 +184,7 @@ def _unpack(name, a, dim, ndim):
     elif isinstance(a, torch.Tensor) and a.is_nested:
         if a.layout != torch.jagged:
             raise LaunchError(
-                f"`{name}` is a nested tensor in the {a.layout} layout; jagged parameters take nested "
+                f"`{name}` is a nested tensor in the {a.layout} layout\njagged parameters take nested "
                 "tensors of the jagged layout (torch.nested.nested_tensor(..., layout=torch.jagged)) or "
                 "ntsym.jagged(values, offsets)")
         if a._ragged_idx != dim:
@@ -193,13 +193,13 @@ def _unpack(name, a, dim, ndim):
                 f"{a._ragged_idx} (shape {tuple(a.shape)})")
         if a.lengths() is not None:
             raise LaunchError(
-                f"`{name}` is a nested tensor with holes (offsets and lengths, from narrow); pass "
+                f"`{name}` is a nested tensor with holes (offsets and lengths, from narrow)\npass "
                 "a contiguous one (.contiguous())")
         values, offsets = a.values(), a.offsets()
     elif isinstance(a, torch.Tensor):
         raise LaunchError(
             f"`{name}` is declared jagged, Tensor({ndim}, jagged_dim={dim}), but got a dense tensor of "
-            f"shape {tuple(a.shape)}; pass a nested tensor of the jagged layout, or packed rows as "
+            f"shape {tuple(a.shape)}\npass a nested tensor of the jagged layout, or packed rows as "
             "ntsym.jagged(values, offsets)")
     else:
         raise LaunchError(f"`{name}` is declared jagged but got {type(a).__name__}")
@@ -232,7 +232,8 @@ def prepare(ir, spec, args, kwargs):
     elif len(args) == len(names) and baked:
         args = tuple(a for n, a in zip(names, args) if n not in baked)
     if len(args) != len(own):
-        raise LaunchError(f"kernel `{ir.name}` takes {len(own)} arguments ({', '.join(own)}), got {len(args)}")
+        raise LaunchError(f"kernel `{ir.shown_name}` takes {len(own)} arguments, got {len(args)}\n"
+                          f"its arguments are: {', '.join(own)}")
     args = list(args)
     jagged = {j.name: j for j in ir.jagged}
     params = {p.name: p for p in ir.params}
@@ -257,7 +258,7 @@ def prepare(ir, spec, args, kwargs):
                 continue
             if o.shape != first.shape or not torch.equal(o.to(first.dtype), first):
                 raise LaunchError(
-                    f"`{group[0]}` and `{other}` must hold sequences of the same lengths (equal offsets): "
+                    f"`{group[0]}` and `{other}` must hold sequences of the same lengths (equal offsets)\n"
                     "the arrangement gives their ragged dimensions one size")
     _check_overlap(spec, own, args, packed, offsets)
     return tuple(args) + tuple(offsets[j.name] for j in ir.jagged), kwargs
@@ -289,8 +290,8 @@ def _check_overlap(spec, own, args, packed, offsets):
             addressed = sorted({na, nb} & spec.addressed)
             if addressed:
                 raise LaunchError(
-                    f"`{na}` and `{nb}` share memory and the kernel writes `{written}`: programs would read "
-                    f"elements that other programs write (the kernel addresses `{addressed[0]}` past its view); "
+                    f"`{na}` and `{nb}` share memory and the kernel writes `{written}`\nprograms would read "
+                    f"elements that other programs write (the kernel addresses `{addressed[0]}` past its view)\n"
                     "pass a separate output")
             shared = shared_elements(a, b)
             if shared is not None:

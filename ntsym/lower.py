@@ -20,6 +20,7 @@ from ntsym.kernel_params import meta_params
 from ntsym.outer_proof import OuterProof
 from ntsym.pairing import maybe_written, read_through_source, stored_only
 from ntsym.renaming import canonical_names, padded_twins, positive_twins, rename_hierarchy, rename_source
+from ntsym.kernel_names import shown_name
 from ntsym.tensor import Tensor
 
 
@@ -57,11 +58,13 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     jagged = proof.jagged_params(app_def)
     params += tuple(TensorParam(name=j.offsets, kind="offsets", ndim=1) for j in jagged)
     metas = meta_params(proof)
+    title = shown_name(arrangement, application, kernel_name)
     kernel_name = kernel_name or getattr(application, "__name__", "kernel")
     if not kernel_name.isidentifier():
         raise ArrangementError(f"kernel_name {kernel_name!r} is not an identifier")
     return KernelIR(
         name=kernel_name,
+        title=title,
         params=params,
         size_args=proof.size_args(),
         meta_params=metas,

@@ -247,8 +247,8 @@ def _traced_call(kernel, args, kwargs):
     args = _needed(kernel.ir, args)
     if kwargs:
         raise LaunchError(
-            f"kernel `{kernel.name}` was called inside torch.compile with keyword arguments "
-            f"({', '.join(kwargs)}): register it as an operator that takes them, "
+            f"kernel `{kernel.name}` was called inside torch.compile with keyword arguments ({', '.join(kwargs)})\n"
+            "register it as an operator that takes them, "
             f"ntsym.library.op('mylib::{kernel.name}', kernel, options={{...}}), and call that")
     return getattr(torch.ops.ntsym_kernels, _kernel_op(kernel._key))(*args)
 
@@ -286,7 +286,9 @@ def make(arrangement: Callable, application: Callable, tensors: Sequence[Any], c
     with ``aot_options`` (``meta``: block sizes, ``specialize``: compile-time
     values to compile, ``target``: a ``(backend, arch, warp_size)`` triple).
     ``kernel_name``: the name of the kernel, its generated module and its
-    cache entries (default: the application's ``__name__``).
+    cache entries (default: the application's ``__name__``; where that is
+    the generic ``application``, messages, caches and files show the
+    arrangement's file and name instead, e.g. ``conv2d_channels_last``).
     ``output_dir``: also write the generated module there, as ``<kernel_name>.py``.
     ``num_warps``, ``num_stages``: fix Triton's launch options instead of
     tuning them (a call's ``num_warps=`` / ``num_stages=`` overrides them).

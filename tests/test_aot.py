@@ -3,6 +3,7 @@ softmax built for sm_90 (cubins compiled without a device), the header in a C
 program, the C launcher's refusals through ctypes (all before any CUDA call),
 and exported standalone modules run through the interpreter without ntsym."""
 
+import ast
 import functools
 import os
 import pathlib
@@ -204,13 +205,18 @@ def test_exported_modules_run_without_ntsym(tmp_path):
         "try:\n"
         "    mm_standalone.launch(a, torch.randn(41, 30), c)\n"
         "except ValueError as e:\n"
-        "    print('refused:', e)\n"
+        "    print('refused:', repr(str(e)))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TRITON_INTERPRET"] = "1"
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "refused:" in done.stdout
+    refused = ast.literal_eval(done.stdout.split("refused: ", 1)[1].strip())
+    # Worded as the torch launcher words it: sizes by name, with their values.
+    with pytest.raises(ntsym.LaunchError) as caught:
+        mm.kernel(torch.randn(50, 40), torch.randn(41, 30), torch.empty(50, 30))
+    assert refused == str(caught.value)
+    assert refused.splitlines()[0] == "other.shape[0] (=41) must equal input.shape[1] (=40)"
 
 
 def _add_premake(BLOCK_SIZE):

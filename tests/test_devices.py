@@ -193,7 +193,7 @@ def test_tensors_on_two_devices_are_refused_before_anything_runs(devices):
     launch, cache = gpu_launcher(_add_kernel(), devices)
     x, _, _, _ = _operands(0)
     _, y, z, _ = _operands(1)
-    with pytest.raises(LaunchError, match=r"all tensors must be on one device: `x` is on cuda:0, `y` on cuda:1"):
+    with pytest.raises(LaunchError, match=r"`x` is on cuda:0, `y` on cuda:1\nall tensors must be on one device"):
         launch(x, y, z, BLOCK=64)
     assert not plain(z).any()
     assert devices.launches == [] and not cache.calls

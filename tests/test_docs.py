@@ -19,7 +19,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
 # Build C libraries; tune and register operators; draw (test_visualization.py
 # draws the same pictures in process).
-SLOW = {"aot.md", "README.md", "torch.md", "visualization.md"}
+SLOW = {"aot.md", "README.md", "torch.md", "visualization.md", "jagged.md"}
 
 
 def blocks(path):

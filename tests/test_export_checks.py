@@ -3,6 +3,7 @@ nothing more: their argument checks are the runtime's own, embedded
 (codegen/aot/embedded.py), and their launch checks are tested as the torch
 launcher tests them (``Check.tested``), as the C launcher's are."""
 
+import ast
 import importlib.util
 import os
 import subprocess
@@ -47,13 +48,13 @@ def test_exported_module_refuses_what_the_launcher_refuses(tmp_path):
              "b = torch.randn(20); e = b[1::2] * 2; add_standalone.launch(b[1::2], b[1::2], b[0::2])",
              "torch.testing.assert_close(b[0::2], e)"]
     for call, _ in CASES:
-        lines += ["try:", f"    {call}", "    print('ran')", "except ValueError as e:", "    print('refused:', e)"]
+        lines += ["try:", f"    {call}", "    print('ran')", "except ValueError as e:", "    print('refused:', repr(str(e)))"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TRITON_INTERPRET"] = "1"
     done = subprocess.run([sys.executable, "-c", "\n".join(lines)], cwd=tmp_path, env=env, capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    refusals = [line[len("refused: "):] for line in done.stdout.splitlines()]
+    refusals = [ast.literal_eval(line[len("refused: "):]) for line in done.stdout.splitlines()]
     assert refusals == expected, done.stdout
     for message, (_, words) in zip(refusals, CASES):
         assert words in message

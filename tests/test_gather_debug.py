@@ -5,9 +5,11 @@ under ``NTSYM_DEBUG=1`` the kernel checks each such index and raises
 
 import pytest
 import torch
+import triton
 
 import ntsym
 import ntsym.language as ntl
+from examples import mm
 from ntsym import Tensor
 
 
@@ -67,3 +69,47 @@ def _raises_in_a_subprocess():
                           env=dict(os.environ, NTSYM_DEBUG="1"), timeout=300)
     assert done.returncode != 0, done.stdout + done.stderr
     assert "is outside" in done.stdout + done.stderr, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+@triton.jit
+def _larger(a, b):
+    return ntl.maximum(a, b)
+
+
+def _scaled_mm_arrangement(input, other, index, scale, output, BLOCK_SIZE_M=ntsym.block_size(),
+                           BLOCK_SIZE_N=ntsym.block_size(), BLOCK_SIZE_K=ntsym.block_size()):
+    input, other, output = mm.arrangement(input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+    return input, other, index.tile((BLOCK_SIZE_M, BLOCK_SIZE_N)), scale, output
+
+
+def _scaled_mm(input, other, index, scale, output):
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+    for k in range(input.shape[0]):
+        accumulator += ntl.dot(input[k], other[k])
+    largest = ntl.reduce(ntl.zeros(output.shape, ntl.float32), 1, _larger, keep_dims=True)  # an ntsym_fn_ helper
+    output = accumulator * scale.source[index] + largest  # noqa: F841
+
+
+def test_the_persistent_variant_checks_indices_as_the_plain_kernel_does(monkeypatch):
+    monkeypatch.setenv("NTSYM_DEBUG", "1")
+    kernel = ntsym.make(_scaled_mm_arrangement, _scaled_mm,
+                        (Tensor(2), Tensor(2), Tensor(2, dtype=ntsym.int64), Tensor(1, shape_options={"constexpr": False}),
+                         Tensor(2)))
+    source = kernel.source
+    if "_persistent(" not in source:
+        pytest.skip("this Triton has no tensor descriptors: no persistent variant")
+    variant = source[source.index("def _scaled_mm_kernel_persistent"):source.index("def make_launch")]
+    assert "@triton.jit(debug=True)\ndef _scaled_mm_kernel_persistent" in source  # device asserts fire on a GPU
+    assert "ntsym_check_index(" in variant and "ntsym_fn__larger" in variant and "def ntsym_fn__larger(" in source
+    # The variant runs only under 32-bit index math, which an index read from data does not bound: the
+    # plain kernel runs here, checked, and computes torch's result.
+    a, b, scale = torch.randn(9, 12), torch.randn(12, 10), torch.randn(5)
+    index = torch.randint(0, 5, (9, 10))
+    out = torch.empty(9, 10)
+    kernel(a, b, index, scale, out)
+    torch.testing.assert_close(out, (a @ b) * scale[index], atol=1e-4, rtol=1e-4)
+    if torch.cuda.is_available():
+        return  # a device assert leaves the process's CUDA context unusable (the plain kernel's test runs it apart)
+    index[3, 4] = 5
+    with pytest.raises(Exception, match=r"scale.source\[...\]: the index `index` along dimension 0 is outside"):
+        kernel(a, b, index, scale, out)

@@ -263,7 +263,7 @@ def test_a_read_tensor_may_have_more_windows_than_programs():
         kernel(out, x)
         torch.testing.assert_close(out, x.unfold(0, 3, 1).sum(1)[:n])
     out = torch.full((9,), float("nan"))
-    with pytest.raises(ntsym.LaunchError, match=r"out.shape\[0\] \(=9\) must be <= x.shape\[0\] - 2 \(=8, "
+    with pytest.raises(ntsym.LaunchError, match=r"(?s)out.shape\[0\] \(=9\) must be <= x.shape\[0\] - 2 \(=8, "
                                                 r"x.shape\[0\]=10\).*would read none of its elements"):
         kernel(out, x)
     assert out.isnan().all()

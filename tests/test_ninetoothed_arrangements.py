@@ -186,7 +186,7 @@ def test_constexpr_padding_of_zero():
         torch.testing.assert_close(y, torch.nn.functional.pad(x, (p, p)) * 2)
     with pytest.raises(ntsym.LaunchError, match="`padding` must be non-negative, got -1"):
         kernel(x, torch.empty(8), padding=-1, BLOCK=4)
-    with pytest.raises(ntsym.LaunchError, match="`BLOCK` must be positive, got 0: .*tile size"):
+    with pytest.raises(ntsym.LaunchError, match="(?s)`BLOCK` must be positive, got 0: .*tile size"):
         kernel(x, torch.empty(10), padding=0, BLOCK=0)
 
 
@@ -268,7 +268,7 @@ def test_outer_shapes_differing_beyond_unit_dimensions_take_ninetoothed_split():
         return input.tile((B, 1)), output.tile((B,))
 
     kernel = ntsym.make(arrangement, scale_application, (Tensor(2), Tensor(1)))
-    with pytest.raises(ntsym.LaunchError, match=r"cdiv\(output.shape\[0\], B\) \(=1, .* must equal"):
+    with pytest.raises(ntsym.LaunchError, match=r"(?s)cdiv\(output.shape\[0\], B\) \(=1, .* must equal"):
         kernel(torch.randn(32, 3), torch.empty(32), B=32)
 
 

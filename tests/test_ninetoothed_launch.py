@@ -48,7 +48,8 @@ def test_compiled_value_passed_by_keyword():
 @pytest.mark.parametrize("given", [4, 3.0, True])
 def test_another_value_than_the_compiled_one_is_refused(given):
     x, y = torch.randn(8), torch.zeros(8)
-    pattern = rf"`factor` was compiled with the value 3 \(int.*the call gives {given!r} \({type(given).__name__}\)"
+    pattern = (rf"`factor` was compiled as 3 but the call gives {given!r} \({type(given).__name__}\)\n"
+               r"the kernel was made with Tensor\(0, constexpr=True, value=3\) \(int\)")
     with pytest.raises(LaunchError, match=pattern):
         scale(x, given, y)
     with pytest.raises(LaunchError, match=pattern):
@@ -58,9 +59,9 @@ def test_another_value_than_the_compiled_one_is_refused(given):
 
 def test_wrong_argument_counts_name_the_optional_value():
     x = torch.randn(8)
-    with pytest.raises(LaunchError, match=r"takes 2 arguments \(x, y\), got 4; `factor` \(compiled as 3\) may be passed"):
+    with pytest.raises(LaunchError, match=r"takes 2 arguments, got 4\nits arguments are: x, y\n`factor` \(compiled as 3\) may be passed"):
         scale(x, 3, x, x)
-    with pytest.raises(LaunchError, match="got unknown keyword argument.*z; its parameters are: x, factor, y"):
+    with pytest.raises(LaunchError, match="(?s)got unknown keyword argument.*z\nits parameters are: x, factor, y"):
         scale(x, x, z=1)
 
 
@@ -137,7 +138,7 @@ def test_scalar_takes_the_type_of_the_value_given():
 
 def test_dtype_triton_cannot_read_is_refused():
     x = torch.zeros(8, dtype=torch.complex64)
-    with pytest.raises(LaunchError, match="`x` has dtype torch.complex64, which Triton kernels cannot read"):
+    with pytest.raises(LaunchError, match="`x` has dtype torch.complex64\nTriton kernels cannot read that dtype"):
         add_one(x, torch.zeros(8, dtype=torch.int32))
 
 
@@ -204,7 +205,7 @@ def test_in_place_where_programs_share_elements_is_refused():
                            (Tensor(1), Tensor(1)))
     for k in (overlapping, broadcast):
         x = torch.zeros(10)
-        with pytest.raises(LaunchError, match="share memory.*several programs reach one element"):
+        with pytest.raises(LaunchError, match="(?s)share memory.*several programs reach one element"):
             k(x, x)
         assert (x == 0).all()
 
@@ -216,7 +217,7 @@ def test_in_place_with_source_indexing_is_refused():
 
     k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), rotate, (Tensor(1), Tensor(1)))
     x = torch.arange(16, dtype=torch.float32)
-    with pytest.raises(LaunchError, match=r"share memory.*indexes `x.source`"):
+    with pytest.raises(LaunchError, match=r"(?s)share memory.*indexes `x.source`"):
         k(x, x, B=4)
     y = torch.empty_like(x)
     k(x, y, B=4)

@@ -245,7 +245,7 @@ def test_more_programs_than_a_read_tensors_windows_is_refused():
     and 7 would read no window of the input."""
     k = _diagonal_kernel()
     out = torch.full((8,), float("nan"))
-    with pytest.raises(LaunchError, match=r"cdiv\(output.shape\[0\], B\) \(=8.*must be <= .*\(=6.*windows past "
+    with pytest.raises(LaunchError, match=r"(?s)cdiv\(output.shape\[0\], B\) \(=8.*must be <= .*\(=6.*windows past "
                                           r"the programs are not read"):
         k(torch.randn(6, 4), out, B=1)
     assert out.isnan().all()

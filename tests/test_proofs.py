@@ -99,7 +99,7 @@ def test_mm_checks():
 @pytest.mark.parametrize(
     "shapes, message",
     [
-        (((5, 40), (41, 3), (5, 3)), r"other.shape\[0\] \(=41\) must equal input.shape\[1\] \(=40\): the loop over `k`"),
+        (((5, 40), (41, 3), (5, 3)), r"other.shape\[0\] \(=41\) must equal input.shape\[1\] \(=40\)\nthe loop over `k`"),
         (((5, 4), (4, 3), (6, 3)), r"input.shape\[0\] \(=5\) must equal output.shape\[0\] \(=6\)"),
         (((5, 4), (4, 3), (5, 2)), r"output.shape\[1\] \(=2\) must equal other.shape\[1\] \(=3\)"),
     ],

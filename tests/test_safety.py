@@ -121,7 +121,7 @@ def test_writing_a_tensor_that_requires_grad_is_refused_under_grad_mode():
     x = torch.randn(6)
     k(x, torch.empty(6))  # warm: the refusal holds on the validated call shape too
     leaf = torch.zeros(6, requires_grad=True)
-    with pytest.raises(ntsym.LaunchError, match="`y` .* leaf tensor that requires grad"):
+    with pytest.raises(ntsym.LaunchError, match="(?s)`y` .* leaf tensor that requires grad"):
         k(x, leaf)
     with pytest.raises(ntsym.LaunchError, match="view of a leaf"):
         k(x, torch.zeros(12, requires_grad=True)[:6])
@@ -141,7 +141,7 @@ def test_an_output_whose_elements_overlap_in_memory_is_refused():
 
     k = ntsym.make(lambda x, y: (x.tile((2, 2)), y.tile((2, 2))), application, (Tensor(2), Tensor(2)))
     x = torch.randn(4, 4)
-    with pytest.raises(ntsym.LaunchError, match="`y` .* overlap in memory"):
+    with pytest.raises(ntsym.LaunchError, match="(?s)`y` .* overlap in memory"):
         k(x, torch.zeros(16).as_strided((4, 4), (1, 1)))
     y = torch.zeros(40).as_strided((4, 4), (1, 10))  # strided, without overlap: fine
     k(x, y)
@@ -157,7 +157,7 @@ def test_written_tiles_overlapping_across_programs_are_refused():
 
     windows = (lambda x, y: (x.tile((4,), strides=(2,)), y.tile((4,), strides=(2,))))
     k = ntsym.make(windows, application, (Tensor(1), Tensor(1)))
-    with pytest.raises(ntsym.LaunchError, match="`y` is written .* overlap"):
+    with pytest.raises(ntsym.LaunchError, match="(?s)`y` is written .* overlap"):
         k(torch.arange(8.0), torch.zeros(8))
     y = torch.zeros(4)
     k(torch.arange(4.0), y)  # one window: nothing overlaps
@@ -460,7 +460,7 @@ def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked():
     a, b, c = torch.randn(32, 32), torch.randn(32, 32), torch.empty(32, 32)
     k(a, b, c, BM=16, BN=16, BK1=16, BK2=16)
     torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
-    with pytest.raises(ntsym.LaunchError, match=r"BK1 \(=16\) must equal BK2 \(=32\).*ntl.dot\(a\[k\], b\[k\]\)"
+    with pytest.raises(ntsym.LaunchError, match=r"(?s)BK1 \(=16\) must equal BK2 \(=32\).*ntl.dot\(a\[k\], b\[k\]\)"
                        r"|cdiv\(b.shape\[0\], BK2\) \(=1.*must equal cdiv\(a.shape\[1\], BK1\) \(=2"):
         k(a, b, c, BM=16, BN=16, BK1=16, BK2=32)
 

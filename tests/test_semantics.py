@@ -144,7 +144,7 @@ def test_uint8_meeting_int8_is_refused_by_name():
     a = torch.tensor([200, 100, 0, 255], dtype=torch.uint8)
     b = torch.tensor([100, -100, -1, 1], dtype=torch.int8)
     out = torch.empty(4, dtype=torch.int32)
-    with pytest.raises(ntsym.LaunchError, match=r"`a` \(uint8\) and `b` \(int8\) meet in `a \+ b`.*int16"):
+    with pytest.raises(ntsym.LaunchError, match=r"(?s)`a` \(uint8\) and `b` \(int8\) meet in `a \+ b`.*int16"):
         elementwise(mixed_app)(a, b, out)
     with pytest.raises(ntsym.LaunchError, match=r"`a` \(uint8\) and `b` \(int8\) meet in `ntl.where\(low > 3, low, b\)`"):
         elementwise(through_locals_app)(a, b, out)

@@ -90,7 +90,7 @@ def test_flat_read_into_rows_as_ninetoothed_splits_them(shape, block):
 def test_a_written_tensor_with_other_than_one_tile_per_program_is_refused():
     k = ntsym.make(lambda x, y: rows_then_flat(x, y, B), double_app, (Tensor(2), Tensor(1)))
     y = torch.zeros(30)
-    with pytest.raises(LaunchError, match=r"cdiv\(y.shape\[0\], B\) \(=8.*must equal "
+    with pytest.raises(LaunchError, match=r"(?s)cdiv\(y.shape\[0\], B\) \(=8.*must equal "
                                           r"x.shape\[0\]\*cdiv\(x.shape\[1\], B\) \(=9.*pairs dimension by dimension "
                                           r"where x.shape\[0\] == 1, or cdiv\(x.shape\[1\], B\) == 1"):
         k(torch.randn(3, 10), y, B=4)  # rows of 10 in tiles of 4: 9 programs, 8 tiles of y
@@ -114,7 +114,7 @@ def test_a_read_tensor_may_have_more_tiles_than_programs_and_not_fewer():
     y = torch.zeros(8)
     k(y, x, B=4)
     torch.testing.assert_close(y, x.reshape(-1)[:8] * 2)
-    with pytest.raises(LaunchError, match=r"cdiv\(y.shape\[0\], B\) \(=4.*must be <= "
+    with pytest.raises(LaunchError, match=r"(?s)cdiv\(y.shape\[0\], B\) \(=4.*must be <= "
                                           r"x.shape\[0\]\*cdiv\(x.shape\[1\], B\) \(=3.*each program reads"):
         k(torch.zeros(16), x, B=4)
 

@@ -86,7 +86,7 @@ def test_a_cache_read_through_the_slot_it_writes_is_refused():
     before = k_cache.clone(), v_cache.clone()
     q, k_new, v_new = (torch.randn(3, 1, 4) for _ in range(3))
     out = torch.zeros(3, 1, 4)
-    with pytest.raises(LaunchError, match=r"`k_past` and `k_slot` share memory and the kernel writes `k_slot`: "
+    with pytest.raises(LaunchError, match=r"`k_past` and `k_slot` share memory and the kernel writes `k_slot`\n"
                                           r"`k_past`\[0, 5, 0\] is `k_slot`\[0, 0, 0\], one of 12 elements"):
         decode(q, k_new, v_new, k_cache, v_cache, k_cache[:, 5:6], v_cache[:, 5:6], out)
     assert torch.equal(k_cache, before[0]) and torch.equal(v_cache, before[1])
@@ -115,7 +115,7 @@ def test_a_read_view_that_reaches_other_programs_writes_is_refused():
     reads (or has read), in no fixed order."""
     buf = torch.randn(12)
     before = buf.clone()
-    with pytest.raises(LaunchError, match=r"`x` and `y` share memory and the kernel writes `y`: `x`\[0\] is "
+    with pytest.raises(LaunchError, match=r"`x` and `y` share memory and the kernel writes `y`\n`x`\[0\] is "
                                           r"`y`\[1\], one of 10 elements the two views share"):
         shift(buf[1:], buf[:-1][:11], B=4)
     assert torch.equal(buf, before)

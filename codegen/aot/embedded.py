@@ -31,8 +31,8 @@ class LaunchError(ValueError):
     """A call the kernel refuses (ntsym's LaunchError, in a standalone module)."""
 
 
-def fail(message):
-    raise LaunchError(message)
+def fail(headline, *explanation):
+    raise LaunchError("\\n".join((headline,) + tuple(line for line in explanation if line)))
 
 
 def traced(tensors):

@@ -223,26 +223,26 @@ def _size_checks(ir, params, sym_names, display, meta):
         for d, s in enumerate(p.source_sizes):
             if isinstance(s, sympy.Symbol) and getattr(s, "power_of_two", False):
                 prologue.append(f"if ({s.name} <= 0 || ({s.name} & ({s.name} - 1))) " + _fail(
-                    "NTSYM_ERROR_SHAPE", f"{p.name}.shape[{d}] (=%lld) must be a power of two: its shape_options "
+                    "NTSYM_ERROR_SHAPE", f"{p.name}.shape[{d}] (=%lld) must be a power of two\nits shape_options "
                     "say so (tiles over it are unpadded)", s.name))
     for p in shaped:
         for d, s in enumerate(p.source_sizes):
             if not isinstance(s, sympy.Symbol):
                 prologue.append(f"if ({p.name}.shape[{d}] != {c_expr(s)}) " + _fail(
-                    "NTSYM_ERROR_SHAPE", f"{p.name}.shape[{d}] (=%lld) must equal %lld: the arrangement fixes it",
+                    "NTSYM_ERROR_SHAPE", f"{p.name}.shape[{d}] (=%lld) must equal %lld\nthe arrangement fixes it",
                     f"{p.name}.shape[{d}]", c_expr(s)))
     for p in params:  # outputs: no expanded (stride 0) dimension
         if p.kind == "tensor" and p.written:
             prologue.append(f"for (int d = 0; d < {p.ndim}; ++d) if ({p.name}.strides[d] == 0 && "
                             f"{p.name}.shape[d] > 1) " + _fail(
                                 "NTSYM_ERROR_ARGUMENT", f"`{p.name}` is written by the kernel but dimension %lld "
-                                "has stride 0 (an expanded view): several programs would write one element; "
+                                "has stride 0 (an expanded view)\nseveral programs would write one element\n"
                                 "pass a contiguous tensor", "d"))
     for m in ir.meta_params:  # call-time compile-time sizes given a value for this build: the call must have it
         if not m.meta and m.symbol.name in sym_names:
             shown_as = display.get(m.symbol.name, m.symbol.name)
             prologue.append(f"if ({m.symbol.name} != {meta[m.symbol.name]}) " + _fail(
-                "NTSYM_ERROR_NO_VARIANT", f"{shown_as} (=%lld) has no compiled variant; the library was built for "
+                "NTSYM_ERROR_NO_VARIANT", f"{shown_as} (=%lld) has no compiled variant\nthe library was built for "
                 f"{meta[m.symbol.name]}", m.symbol.name))
     return prologue
 
@@ -295,8 +295,8 @@ def _aliasing_checks(spec, params):
         prologue.append(f"if (ntsym_overlap(&{a.name}, &{b.name}) && !({'1' if safe else '0'} && "
                         f"ntsym_identical(&{a.name}, &{b.name})) && {shared}) " + _fail(
                             "NTSYM_ERROR_ARGUMENT", f"`{a.name}` and `{b.name}` share memory and the kernel "
-                            f"writes `{w}`: {why}; a program may read such an element before or after a program "
-                            "writes it, in no fixed order; pass views that share no element or a separate output"))
+                            f"writes `{w}`\n{why}: a program may read such an element before or after a program "
+                            "writes it, in no fixed order\npass views that share no element or a separate output"))
     return prologue
 
 
@@ -388,35 +388,14 @@ def _by_name(expr, known):
 
 def _check_message(rel, check, display):
     """The format and values of a failed launch check, as ``runtime.fail_check``
-    words it: ``other.shape[0] (=41) must equal input.shape[1] (=40): why``."""
-    values = []
+    words it: ``other.shape[0] (=41) must equal input.shape[1] (=40)``, then
+    why on the next lines."""
+    from ntsym_codegen.runtime.checks import check_template
 
-    def side(expr):
-        text = str(expr)
-        for s in sorted(expr.free_symbols, key=lambda s: -len(s.name)):
-            text = text.replace(s.name, display.get(s.name, s.name))
-        text = text.replace("%", "%%")
-        if not expr.free_symbols:
-            return text
-        values.append(c_expr(expr))
-        if expr.is_Symbol:
-            return f"{text} (=%lld)"
-        given = []
-        for s in sorted(expr.free_symbols, key=lambda s: s.name):
-            given.append(f"{display.get(s.name, s.name)}=%lld")
-            values.append(s.name)
-        return f"{text} (=%lld, {', '.join(given)})"
-
-    words = {"Equality": "must equal", "GreaterThan": "must be >=", "StrictGreaterThan": "must be >",
-             "LessThan": "must be <=", "StrictLessThan": "must be <", "Unequality": "must differ from"}
-    kind = type(rel).__name__
-    if kind in words:
-        text = f"{side(rel.lhs)} {words[kind]} {side(rel.rhs)}"
-    else:
-        text = f"{str(rel).replace('%', '%%')} must hold"
-    reason = (check.reason or check.message).replace("%", "%%")
-    why = getattr(check, "why", "").replace("%", "%%")
-    return f"{text}: {reason}" + (f"; {why}" if why else ""), values
+    known = {s.name for s in rel.free_symbols}
+    lines, fills = check_template(check, display, known, "%lld", relation=rel)
+    values = [c_expr(x) if kind == "value" else x for kind, x in fills]
+    return "\n".join(line for line in lines if line), values
 
 
 def _variant(ir, generated, assignment, meta, known, choices, advance):

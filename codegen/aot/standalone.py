@@ -97,13 +97,24 @@ def _checks(ir, generated, display, own, metas):
     for m in metas:
         body.append(f"{m} = meta[{m!r}]")
     for check in generated.checks:
-        names = sorted({s.name for s in check.relation.free_symbols})
-        shown = ", ".join(f"{display.get(n, n)}=%r" for n in names)
-        reason = (check.reason or check.message).replace("%", "%%")
-        body.append(f"if not ({to_source(_HOST(check.tested))}):")  # as the torch launcher tests it
-        body.append(f"    raise ValueError({(str(check.relation) + ' must hold: ' + reason + ' (' + shown + ')')!r} % "
-                    f"({''.join(n + ', ' for n in names)}))")
+        body += _launch_check(check, display, to_source)
     return body
+
+
+def _launch_check(check, display, to_source):
+    """``if not (relation): fail(...)``, worded as the torch launcher words it
+    (``input.shape[0] (=5) must equal other.shape[0] (=6)``, then why), its
+    values filled in at run time; a check moot where no program runs
+    (``Check.unless``) is tested as the torch launcher tests it."""
+    from ntsym_codegen.runtime.checks import check_template
+
+    known = {s.name for s in check.relation.free_symbols}
+    lines, fills = check_template(check, display, known, "%s")
+    values = [to_source(_HOST(x)) if kind == "value" else x for kind, x in fills]
+    message = " ".join(f"{line!r}" for line in [lines[0]] + [f"\n{line}" for line in lines[1:] if line])
+    # Formatted even without values: the lines escape their own "%".
+    return [f"if not ({to_source(_HOST(check.tested))}):",
+            f"    fail(({message}) % ({''.join(v + ', ' for v in values)}))"]
 
 
 def _kernel_launch(ir, generated):

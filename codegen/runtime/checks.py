@@ -25,48 +25,85 @@ def scalar(value):
 
 def fail_check(check, values, display=None):
     """Raise for a failed launch check, in the user's terms:
-    ``input.shape[1] (=40) must equal other.shape[0] (=41): <why>``."""
-    display = display or {}
-    rel = check.relation
+    ``input.shape[1] (=40) must equal other.shape[0] (=41)``, then why."""
+    def value(expr):
+        return str(expr.xreplace({s: values[s.name] for s in expr.free_symbols if s.name in values}))
+
+    fail(*check_lines(check, display or {}, value, lambda name: str(values[name]), set(values)))
+
+
+def check_lines(check, display, value, given, known, relation=None):
+    """A failed check's headline and explanation.  ``value(expr)`` and
+    ``given(name)`` write a value, called in the order the values appear
+    (the standalone module and the C launcher pass placeholders they fill at
+    run time: ``check_template``); ``known``: the names that have values;
+    ``relation``: the check's relation as tested (default: its own)."""
+    rel = check.relation if relation is None else relation
+
+    def shown(name):
+        return display.get(name, name)
 
     def side(expr):
-        names = sorted(expr.free_symbols, key=lambda s: -len(s.name))
-        text = str(expr)
-        for s in names:
-            text = text.replace(s.name, display.get(s.name, s.name))
-        value = expr.xreplace({s: values[s.name] for s in expr.free_symbols if s.name in values})
+        text = side_free(expr, shown)
         if not expr.free_symbols:
             return text
+        result = value(expr)
         if expr.is_Symbol:
-            return f"{text} (={value})"
+            return f"{text} (={result})"
         # An expression: the sizes it was computed from too (cdiv(K, 16) (=3, K=40)).
-        given = ", ".join(f"{display.get(s.name, s.name)}={values[s.name]}"
-                          for s in sorted(expr.free_symbols, key=lambda s: s.name) if s.name in values)
-        return f"{text} (={value}, {given})" if given else f"{text} (={value})"
+        sizes = ", ".join(f"{shown(s.name)}={given(s.name)}"
+                          for s in sorted(expr.free_symbols, key=lambda s: s.name) if s.name in known)
+        return f"{text} (={result}, {sizes})" if sizes else f"{text} (={result})"
 
     kind = type(rel).__name__
     words = {"Equality": "must equal", "GreaterThan": "must be >=", "StrictGreaterThan": "must be >",
              "LessThan": "must be <=", "StrictLessThan": "must be <", "Unequality": "must differ from"}
     if kind in words:
-        text = f"{side(rel.lhs)} {words[kind]} {side(rel.rhs)}"
+        left = side(rel.lhs)
+        text = f"{left} {words[kind]} {side(rel.rhs)}"
     elif kind == "Or" and all(type(a).__name__ == "Equality" and a.lhs == rel.args[0].lhs for a in rel.args):
         # One value that must equal one of several (a count of windows, or
         # the count of those starting inside).
-        text = f"{side(rel.args[0].lhs)} must equal " + " or ".join(side(a.rhs) for a in rel.args)
+        left = side(rel.args[0].lhs)
+        text = f"{left} must equal " + " or ".join([side(a.rhs) for a in rel.args])
     else:
-        text = f"{rel} must hold; got " + ", ".join(f"{display.get(k, k)}={v}" for k, v in values.items())
-    reason = check.reason or check.message
-    why = getattr(check, "why", "")
-    fail(f"{text}: {reason}" + (f"; {why}" if why else ""))
+        names = sorted(s.name for s in rel.free_symbols if s.name in known)
+        text = f"{side_free(rel, shown)} must hold (" + ", ".join([f"{shown(n)}={given(n)}" for n in names]) + ")"
+    return text, check.reason or check.message, getattr(check, "why", "")
+
+
+def check_template(check, display, known, placeholder, relation=None):
+    """A failed check's lines with ``placeholder`` (``%r``, ``%lld``) where
+    each value goes, ``%`` elsewhere escaped, and what fills them in order:
+    ``("value", expr)`` or ``("given", name)``."""
+    fills = []
+
+    def value(expr):
+        fills.append(("value", expr))
+        return "\0"
+
+    def given(name):
+        fills.append(("given", name))
+        return "\0"
+
+    lines = check_lines(check, display, value, given, known, relation)
+    return [line.replace("%", "%%").replace("\0", placeholder) for line in lines], fills
+
+
+def side_free(rel, shown):
+    """A relation's text with its symbols as users write them."""
+    text = str(rel)
+    for s in sorted(rel.free_symbols, key=lambda s: -len(s.name)):
+        text = text.replace(s.name, shown(s.name))
+    return text
 
 
 def unknown_keywords(spec, unknown):
     known = ", ".join(sorted(spec.meta_by_name)) or "none"
     params = ", ".join(p.name for p in spec.params)
-    fail(
-        f"kernel `{spec.name}` got unknown keyword argument(s) {', '.join(sorted(unknown))}; "
-        f"its parameters are: {params}; its compile-time parameters are: {known} (and ntsym_options)"
-    )
+    fail(f"kernel `{spec.name}` got unknown keyword argument(s) {', '.join(sorted(unknown))}",
+         f"its parameters are: {params}",
+         f"its compile-time parameters are: {known} (and ntsym_options)")
 
 
 def bind_arguments(spec, args, keywords):
@@ -90,22 +127,22 @@ def bind_arguments(spec, args, keywords):
                 bound = candidate
                 break
     if bound is None:
-        text = f"kernel `{spec.name}` takes {len(own)} arguments ({', '.join(own)}), got {len(args)}"
+        text = f"kernel `{spec.name}` takes {len(own)} arguments, got {len(args)}"
         if keywords:
             text += f" and keyword argument(s) {', '.join(keywords)}"
+        more = ""
         if fixed:
             values = ", ".join(f"`{n}` (compiled as {v!r})" for n, v in fixed.items())
-            text += f"; {values} may be passed too, in its place or by keyword"
-        fail(text)
+            more = f"{values} may be passed too, in its place or by keyword"
+        fail(text, f"its arguments are: {', '.join(own)}", more)
     for name, value in fixed.items():
         if name in bound:
             given = bound[name]
             if not (type(given) is type(value) and (given == value or given != given and value != value)):
-                fail(
-                    f"`{name}` was compiled with the value {value!r} ({type(value).__name__}, from "
-                    f"Tensor(0, constexpr=True, value={value!r})) but the call gives {_shown(given)}: "
-                    f"the kernel would compute with {value!r}; make a kernel with the other value"
-                )
+                fail(f"`{name}` was compiled as {value!r} but the call gives {_shown(given)}",
+                     f"the kernel was made with Tensor(0, constexpr=True, value={value!r}) "
+                     f"({type(value).__name__}) and would compute with {value!r}",
+                     "make a kernel with the other value")
     return tuple(bound[n] for n in own)
 
 
@@ -126,12 +163,12 @@ def check_size(name, dim, value, lower, upper, power_of_two):
     registers than the configurations were chosen for: slower, not wrong)."""
     where = f"{name}.shape[{dim}] (={value})"
     if power_of_two and (value <= 0 or value & (value - 1)):
-        fail(f"{where} must be a power of two: its shape_options say so (tiles over it are unpadded)")
+        fail(f"{where} must be a power of two", "its shape_options say so (tiles over it are unpadded)")
 
 
 def check_shape(name, tensor, dim, expected):
     if tensor.shape[dim] != expected:
-        fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}: the arrangement fixes it")
+        fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}", "the arrangement fixes it")
 
 
 @functools.lru_cache(maxsize=None)
@@ -147,15 +184,16 @@ def check_arguments(spec, args):
     """Validate the call's arguments; return the tensors, in order."""
     params = spec.call_params
     if len(args) != len(params):
-        fail(f"kernel `{spec.name}` takes {len(params)} arguments ({', '.join(p[0] for p in params)}), got {len(args)}")
+        fail(f"kernel `{spec.name}` takes {len(params)} arguments, got {len(args)}",
+             f"its arguments are: {', '.join(p[0] for p in params)}")
     supported, bool_dtype, tensor_type, strided = _call_types()
     device = None
     tensors = []
     for (name, kind, ndim, written), a in zip(params, args):
         if kind in ("tensor", "shape") and getattr(a, "is_nested", False):
-            fail(_nested_refusal(name, a, ndim))
+            fail(*_nested_refusal(name, a, ndim))
         if kind == "tensor" and isinstance(a, tensor_type) and a.layout is not strided:
-            fail(f"`{name}` is a {a.layout} tensor; kernels read strided (dense) tensors only: "
+            fail(f"`{name}` is a {a.layout} tensor", "kernels read strided (dense) tensors only",
                  f"pass {name}.to_dense()")
         if kind == "offsets":
             if not isinstance(a, tensor_type) or a.ndim != 1 or a.dtype not in _offset_dtypes():
@@ -167,33 +205,30 @@ def check_arguments(spec, args):
             if a.ndim != ndim:
                 fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
             if a.dtype not in supported:
-                fail(f"`{name}` has dtype {a.dtype}, which Triton kernels cannot read")
+                fail(f"`{name}` has dtype {a.dtype}", "Triton kernels cannot read that dtype")
             if a.is_neg() or a.is_conj():
-                fail(_lazy_view_refusal(name, a, written))
+                fail(*_lazy_view_refusal(name, a, written))
             if a.dtype == bool_dtype and name in spec.arithmetic:
-                fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values: "
-                     "Triton adds booleans as 1-bit integers (True + True is False), torch does not; "
+                fail(f"`{name}` is a bool tensor and the application computes arithmetic on its values",
+                     "Triton adds booleans as 1-bit integers (True + True is False), torch does not",
                      f"pass `{name}` as an integer tensor (e.g. {name}.to(torch.int8))")
             if name in spec.untouched:
                 continue  # never read nor written: any device (codegen/placeholders.py)
             if device is None:
                 device = a.device
                 if device.type == "cpu" and not spec.interpreting:
-                    fail(f"`{name}` is on the CPU but kernels run on the GPU; move it with .cuda()")
+                    fail(f"`{name}` is on the CPU but kernels run on the GPU", "move it with .cuda()")
             elif a.device != device:
-                fail(f"all tensors must be on one device: `{tensors[0][0]}` is on {device}, `{name}` on {a.device}")
+                fail(f"`{tensors[0][0]}` is on {device}, `{name}` on {a.device}", "all tensors must be on one device")
             if a.device.type == "meta" and not is_fake(a):
-                fail(f"`{name}` is on the meta device: it holds no data for a kernel to read or write; "
+                fail(f"`{name}` is on the meta device: it holds no data for a kernel to read or write",
                      "give a tensor on the device the kernel runs on (a registered operator "
                      "(ntsym.library.op) computes the output shapes of meta tensors without a launch)")
             if written and 0 in a.stride() and name not in spec.jagged:
                 for d, (n, st) in enumerate(zip(a.shape, a.stride())):
                     if st == 0 and n > 1:
-                        fail(
-                            f"`{name}` is written by the kernel but dimension {d} has stride 0 "
-                            "(an expanded view): several programs would write one element; pass a "
-                            "contiguous tensor"
-                        )
+                        fail(f"`{name}` is written by the kernel but dimension {d} has stride 0 (an expanded view)",
+                             "several programs would write one element", "pass a contiguous tensor")
             if written and name not in spec.jagged and not is_fake(a):  # fake tensors have no memory
                 check_no_overlap(name, a)
             tensors.append((name, a))
@@ -205,13 +240,14 @@ def check_arguments(spec, args):
         elif kind == "scalar":
             if isinstance(a, tensor_type):
                 if a.numel() != 1:
-                    fail(f"`{name}` is a scalar parameter; got a tensor of shape {tuple(a.shape)}")
+                    fail(f"`{name}` is a scalar parameter but got a tensor of shape {tuple(a.shape)}",
+                         "pass a number or a one-element tensor")
             elif not isinstance(a, (int, float, bool)):
                 fail(f"`{name}` must be a number, got {type(a).__name__}")
     if spec.meetings:
         refused = promotion.refusal(spec.meetings, {name: t.dtype for name, t in tensors})
         if refused:
-            fail(refused)
+            fail(*refused.split("\n"))
     if spec.written and len(tensors) > 1 and not traced([t for _, t in tensors]):
         _check_aliasing(spec, tensors)  # fake tensors have no memory to share
 
@@ -221,10 +257,11 @@ def _lazy_view_refusal(name, a, written):
     (``z.conj().imag`` has the negative bit): kernels read and write the stored
     values, so the sign would be wrong."""
     bit, resolve = ("negative", "resolve_neg") if a.is_neg() else ("conjugate", "resolve_conj")
-    use = ("the kernel would write the stored values, which the view shows negated; write into a "
-           f"resolved tensor ({name}.{resolve}()) and copy back") if written else \
-        f"the kernel would read the stored values, without the sign; pass {name}.{resolve}()"
-    return f"`{name}` is a view with the {bit} bit set (torch applies it lazily, e.g. z.conj().imag): {use}"
+    use = ("the kernel would write the stored values, which the view shows negated",
+           f"write into a resolved tensor ({name}.{resolve}()) and copy back") if written else \
+        ("the kernel would read the stored values, without the sign", f"pass {name}.{resolve}()")
+    return (f"`{name}` is a view with the {bit} bit set",
+            "torch applies it lazily (e.g. z.conj().imag)") + use
 
 
 def _offset_dtypes():
@@ -237,12 +274,12 @@ def _nested_refusal(name, a, ndim):
     import torch
 
     if a.layout != torch.jagged:
-        return (f"`{name}` is a nested tensor in the {a.layout} layout; ntsym reads nested tensors of the "
-                "jagged layout only (torch.nested.nested_tensor(..., layout=torch.jagged)), declared "
-                "Tensor(ndim, jagged_dim=d)")
-    return (f"`{name}` is a jagged nested tensor (shape {tuple(a.shape)}) but the kernel declares it dense, "
-            f"Tensor({ndim}); declare it Tensor({a.ndim}, jagged_dim={a._ragged_idx}) to launch with "
-            "sequences of different lengths, or pass a dense tensor (e.g. nested.to_padded_tensor(0.0))")
+        return (f"`{name}` is a nested tensor in the {a.layout} layout",
+                "ntsym reads nested tensors of the jagged layout only "
+                "(torch.nested.nested_tensor(..., layout=torch.jagged)), declared Tensor(ndim, jagged_dim=d)")
+    return (f"`{name}` is a jagged nested tensor (shape {tuple(a.shape)}) but the kernel declares it dense",
+            f"the kernel declares Tensor({ndim}); declare it Tensor({a.ndim}, jagged_dim={a._ragged_idx}) to "
+            "launch with sequences of different lengths, or pass a dense tensor (e.g. nested.to_padded_tensor(0.0))")
 
 
 def byte_extent(t):
@@ -281,15 +318,12 @@ def _check_aliasing(spec, tensors):
         if shared is None and not raw:
             continue  # separate elements: no program reads what another writes
         if shared is not None and not identical and not raw:
-            fail(shared_region(na, nb, na if na in written else nb, shared))
+            fail(*shared_region(na, nb, na if na in written else nb, shared))
         why = "the views are not identical" if safe is True or not identical else safe
         if raw:
             why = f"the kernel addresses `{sorted(raw)[0]}` past its view"
-        fail(
-            f"`{na}` and `{nb}` share memory and the kernel writes "
-            f"`{na if na in written else nb}`: programs would read elements that other "
-            f"programs write ({why}); pass a separate output"
-        )
+        fail(f"`{na}` and `{nb}` share memory and the kernel writes `{na if na in written else nb}`",
+             f"programs would read elements that other programs write ({why})", "pass a separate output")
 
 
 def _supported():
@@ -307,7 +341,7 @@ def constexpr_value(spec, name, given):
     if given is None:
         if meta.meta:
             return None
-        fail(f"kernel `{spec.name}` needs the compile-time value `{name}`: call it with `{name}=...`")
+        fail(f"kernel `{spec.name}` needs the compile-time value `{name}`", f"call it with `{name}=...`")
     if isinstance(given, bool) or not isinstance(given, int):
         if hasattr(given, "__index__") and not isinstance(given, bool):
             given = given.__index__()

@@ -59,8 +59,9 @@ def capturing():
 
 def refuse_capture(spec):
     fail(
-        f"kernel `{spec.name}` was launched during CUDA graph capture with a call shape (shapes, strides, "
-        "dtypes, device, 16-byte alignment) it has not run before: a first launch validates the arguments, "
-        "compiles and may tune the kernel (timed runs, synchronisation), none of which a capture may contain; "
+        f"kernel `{spec.name}` was launched during CUDA graph capture with a call shape it has not run before",
+        "a call shape is the shapes, strides, dtypes, device and 16-byte alignment; a first launch validates "
+        "the arguments, compiles and may tune the kernel (timed runs, synchronisation), none of which a "
+        "capture may contain",
         "warm up first: run the captured code once on the same tensors before torch.cuda.graph"
     )

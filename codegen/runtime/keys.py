@@ -57,9 +57,10 @@ def refuse_transformed(args):
     for a in args:
         if isinstance(a, torch.Tensor) and wrapped is not None and wrapped(a):
             what = "torch.vmap" if batched is not None and batched(a) else "a torch.func transform (grad, jvp, vmap)"
-            fail(f"a kernel was called on a tensor inside {what}: ntsym kernels do not support torch.func "
-                 "transforms (the tensor has no memory of its own to launch on); call the kernel outside the "
-                 "transform, e.g. on the whole batch, with the batch as a dimension of the arrangement")
+            fail(f"a kernel was called on a tensor inside {what}",
+                 "ntsym kernels do not support torch.func transforms (the tensor has no memory of its own to "
+                 "launch on)", "call the kernel outside the transform, e.g. on the whole batch, with the batch "
+                 "as a dimension of the arrangement")
 
 
 def _hashable(value):

@@ -153,9 +153,9 @@ def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_che
     persistent variant's tensor descriptors need alignment a trace cannot see."""
     kernel, spec = facts.kernel, facts.spec
     if spec.interpreting:
-        fail(f"kernel `{spec.name}` is traced with fake tensors (torch.compile, torch.export), but kernels run "
-             "through Triton's interpreter here, which a compiled graph cannot call; register the kernel as an "
-             "operator (ntsym.library.op), which runs it eagerly inside the graph")
+        fail(f"kernel `{spec.name}` is traced with fake tensors (torch.compile, torch.export)",
+             "kernels run through Triton's interpreter here, which a compiled graph cannot call",
+             "register the kernel as an operator (ntsym.library.op), which runs it eagerly inside the graph")
     from torch.library import wrap_triton
 
     int64 = index_width(spec, tensors, metas)

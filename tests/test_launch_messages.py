@@ -1,0 +1,45 @@
+"""Launch refusals lead with one short line that says what is wrong (the
+tensor, dimension, expected and given values); the why and the fix follow on
+lines of their own."""
+
+import pytest
+import torch
+
+import ntsym
+from examples import add, mm
+
+x = torch.arange(5.0)
+z = torch.complex(torch.randn(4), torch.randn(4))
+CALLS = {
+    # name: (call, the headline's facts)
+    "shape": (lambda: mm.kernel(torch.randn(5, 4), torch.randn(6, 3), torch.empty(5, 3)),
+              "other.shape[0] (=6) must equal input.shape[1] (=4)"),
+    "stride 0": (lambda: add.kernel(torch.randn(4), torch.randn(4), torch.empty(1).expand(4)),
+                 "`output` is written by the kernel but dimension 0 has stride 0 (an expanded view)"),
+    "count": (lambda: add.kernel(torch.randn(4), torch.randn(4)), "kernel `add` takes 3 arguments, got 2"),
+    "shared": (lambda: add.kernel(x[:4], x[1:], x[1:]),
+               "`input` and `output` share memory and the kernel writes `output`"),
+    "negative bit": (lambda: add.kernel(z.conj().imag, torch.randn(4), torch.empty(4)),
+                     "`input` is a view with the negative bit set"),
+    "keyword": (lambda: add.kernel(torch.randn(4), torch.randn(4), torch.empty(4), BOGUS=3),
+                "kernel `add` got unknown keyword argument(s) BOGUS"),
+    "overlap": (lambda: mm.kernel(torch.randn(5, 4), torch.randn(4, 3), torch.empty(16).as_strided((5, 3), (1, 1))),
+                "`output` is written by the kernel but its elements overlap in memory"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_a_refusal_leads_with_what_is_wrong(name):
+    call, headline = CALLS[name]
+    with pytest.raises(ntsym.LaunchError) as caught:
+        call()
+    lines = str(caught.value).splitlines()
+    assert lines[0] == headline and len(lines[0]) <= 100
+    assert len(lines) >= 2 and all(lines[1:]), lines  # the why (and the fix) follow
+
+
+def test_the_refused_call_runs_once_fixed():
+    a, b = torch.randn(5, 4), torch.randn(4, 3)
+    c = torch.empty(5, 3)
+    mm.kernel(a, b, c)
+    torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
