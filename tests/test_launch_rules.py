@@ -147,7 +147,7 @@ def test_a_tensor_only_read_may_have_more_tiles_than_programs():
     with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] \(=2\) must be <= m.shape\[0\] \(=1\)"):
         kernel(x, torch.randn(1, 5), out, BLOCK=32)
     # A written tensor with more rows: no program would write the extra ones.
-    with pytest.raises(ntsym.LaunchError, match=r"out.shape\[0\] \(=4\) must be <= x.shape\[0\] \(=2\).*no program "
+    with pytest.raises(ntsym.LaunchError, match=r"(?s)out.shape\[0\] \(=4\) must be <= x.shape\[0\] \(=2\).*no program "
                                                 r"would write the extra ones"):
         kernel(x, m, torch.empty(4, 5), BLOCK=32)
 
