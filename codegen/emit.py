@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 import sympy
 
-from ntsym_codegen import triton_compat
+from ntsym_codegen import data_races, triton_compat
 from ntsym_codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
 from ntsym_codegen.arguments import kernel_arguments
 from ntsym_codegen.astutil import generated_assign
@@ -166,6 +166,7 @@ class Generated:
 def emit(ir):
     emitter = KernelEmitter(ir)
     body = emitter.emit_body()
+    data_races.check(emitter)
     loops = has_loops(body)
     written = sorted(emitter.records.stored)
     kernel_name = f"{ir.name}_kernel"
