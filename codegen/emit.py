@@ -17,6 +17,7 @@ from ntsym_codegen.launcher import launcher
 from ntsym_codegen.printer import Printer, to_source
 from ntsym_codegen.promotion import meetings
 from ntsym_codegen.semantics import HELPERS as SEMANTIC_HELPERS
+from ntsym_codegen.sorting import HELPERS as SORT_HELPERS
 from ntsym_codegen.semantics import INTERPRETING as SEMANTIC_INTERPRETING
 from ntsym_codegen.strategies import DESCRIPTORS
 from ntsym_codegen.signature import jit_function, kernel_args, param, positional
@@ -105,6 +106,7 @@ def ntsym_mod(a, b):
     return tl.where(r < 0, r + b, r)
 """,
     **SEMANTIC_HELPERS,
+    **SORT_HELPERS,
 }
 
 
