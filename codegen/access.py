@@ -13,7 +13,7 @@ import copy
 
 import sympy
 
-from ntsym_codegen import data_races, template
+from ntsym_codegen import data_races, lane_writes, template
 from ntsym_codegen.astutil import constant_node, generated_assign, masked_other
 from ntsym_codegen.lanes import masked, merge_factors, unknown
 from ntsym_codegen.printer import conjunction
@@ -63,6 +63,7 @@ class AccessMixin:
         """Write ``value`` to a tile, through the emitter's access strategy."""
         self.records.stored.add(ref.param.name)
         data_races.note(self.records, ref.param.name, "written", node)
+        lane_writes.check(self, ref, node)
         return self.access.write(self, ref, value, node)
 
     # -- x.source[i, ...]: gathered and scattered elements ---------------------
