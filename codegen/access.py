@@ -9,9 +9,14 @@ tensor the application never writes); ``gather``/``scatter`` read and write
 """
 
 import ast
+import copy
 
-from ntsym_codegen import template
+import sympy
+
+from ntsym_codegen import data_races, lane_writes, template
 from ntsym_codegen.astutil import constant_node, generated_assign, masked_other
+from ntsym_codegen.lanes import masked, merge_factors, unknown
+from ntsym_codegen.printer import conjunction
 from ntsym_codegen.template import expr
 
 
@@ -51,23 +56,61 @@ class AccessMixin:
         descriptor where that applies, else a masked pointer load, which
         always does: codegen/strategies.py)."""
         self.records.loaded.add(ref.param.name)
+        data_races.note(self.records, ref.param.name, "read", node)
         return self.access.read(self, ref, node)
 
     def store(self, ref, value, node):
         """Write ``value`` to a tile, through the emitter's access strategy."""
         self.records.stored.add(ref.param.name)
+        data_races.note(self.records, ref.param.name, "written", node)
+        lane_writes.check(self, ref, node)
         return self.access.write(self, ref, value, node)
 
     # -- x.source[i, ...]: gathered and scattered elements ---------------------
 
     def gather(self, sub, _):
+        """``x.source[i, ...]``: loaded where the index lanes lie inside the
+        index tiles and the tensor; the lanes past the end of an index tile
+        (which hold its ``other``, a valid index) read ``x``'s ``other`` and
+        carry the index's factors, so a reduction leaves them out."""
         p, pointer, mask = self.source_address(sub)
         self.records.loaded.add(p.name)
-        other = constant_node(masked_other(p.other))
-        return expr("tl.load({pointer}, mask={mask}, other={other})", pointer=pointer, mask=mask, other=other)
+        data_races.note(self.records, p.name, "gathered", sub)
+        factors, rank = self._index_lanes(sub)
+        mask = self._with_index_mask(mask, factors)
+        other = masked_other(p.other)
+        try:
+            value = sympy.sympify(other)
+        except (sympy.SympifyError, TypeError):
+            value = None
+        self.lanes.nodes[id(sub)] = (sub, unknown(rank) if factors is None else masked(factors, value, rank))
+        return expr("tl.load({pointer}, mask={mask}, other={other})", pointer=pointer, mask=mask,
+                    other=constant_node(other))
 
     def scatter(self, sub, value, stmt):
+        """``x.source[i, ...] = v``: stored where the index lanes lie inside
+        the index tiles and the tensor; the lanes past the end of an index
+        tile hold its ``other`` (a valid index) and must not store."""
         p, pointer, mask = self.source_address(sub)
         self.records.stored.add(p.name)
+        data_races.note(self.records, p.name, "scattered", sub)
+        factors, _ = self._index_lanes(sub)
+        mask = self._with_index_mask(mask, factors)
         call = template.stmt("tl.store({pointer}, {value}, mask={mask})", pointer=pointer, value=value, mask=mask)
         return ast.copy_location(call, stmt)
+
+    def _index_lanes(self, sub):
+        """The factors saying which lanes of the indices of ``sub`` (``x.source[...]``)
+        lie inside their tensors (None where not known), and the rank of
+        the indexed value (None where not known)."""
+        keys = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+        lanes = [self.lanes_of(k) for k in keys]
+        ranks = [l.rank for l in lanes]
+        rank = None if any(r is None for r in ranks) else max(ranks, default=0)
+        return merge_factors(*(l.factors for l in lanes)), rank
+
+    @staticmethod
+    def _with_index_mask(mask, factors):
+        """``mask`` and the index lanes' factors that have a mask block."""
+        blocks = [copy.deepcopy(f.node) for f in factors or () if f.node is not None]
+        return conjunction([mask, *blocks]) if blocks else mask

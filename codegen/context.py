@@ -44,6 +44,9 @@ class ModuleRecords:
       pointer it takes (``x.source.data_ptr()``).  Written by ``access`` and
       the visitor; ``loaded`` is also read by ``access`` (a tensor the kernel
       reads is not stored through a descriptor).
+    - ``accesses``: tensor -> how the application reaches it (``gathered``,
+      ``scattered``, ``read``, ``written``) -> the first node doing so.
+      Written by ``access``, read by ``codegen/data_races.py``.
     - ``uses_libdevice``: the kernel names ``libdevice`` (an import).
     - ``helpers``: functions of the generated module the kernel calls
       (``ntsym_math_arg``).
@@ -65,6 +68,7 @@ class ModuleRecords:
     stored: set = field(default_factory=set)
     sourced: set = field(default_factory=set)
     addressed: set = field(default_factory=set)
+    accesses: dict = field(default_factory=dict)  # tensor -> kind of access -> node (codegen/data_races.py)
     uses_libdevice: bool = False
     helpers: set = field(default_factory=set)
     functions: dict = field(default_factory=dict)

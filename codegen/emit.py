@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 import sympy
 
-from ntsym_codegen import triton_compat
+from ntsym_codegen import data_races, triton_compat
 from ntsym_codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
 from ntsym_codegen.arguments import kernel_arguments
 from ntsym_codegen.astutil import generated_assign
@@ -18,6 +18,7 @@ from ntsym_codegen.printer import Printer, to_source
 from ntsym_codegen.promotion import meetings
 from ntsym_codegen.reshaping import HELPERS as RESHAPE_HELPERS
 from ntsym_codegen.semantics import HELPERS as SEMANTIC_HELPERS
+from ntsym_codegen.sorting import HELPERS as SORT_HELPERS
 from ntsym_codegen.semantics import INTERPRETING as SEMANTIC_INTERPRETING
 from ntsym_codegen.strategies import DESCRIPTORS
 from ntsym_codegen.signature import jit_function, kernel_args, param, positional
@@ -107,6 +108,7 @@ def ntsym_mod(a, b):
 """,
     **SEMANTIC_HELPERS,
     **RESHAPE_HELPERS,
+    **SORT_HELPERS,
 }
 
 
@@ -169,6 +171,7 @@ class Generated:
 def emit(ir):
     emitter = KernelEmitter(ir)
     body = emitter.emit_body()
+    data_races.check(emitter)
     loops = has_loops(body)
     written = sorted(emitter.records.stored)
     kernel_name = f"{ir.name}_kernel"

@@ -78,7 +78,7 @@ def _mix(em, node, name):
         if descending is None:
             raise em.error("`sort` of a tile with lanes outside the tensor needs a constant `descending`", node)
         mixed, _ = _split(lanes, _argument(node, 1, "dim", ast.Constant(-1)))
-        identity = -sympy.oo if descending.value else sympy.oo
+        identity = -sympy.oo if descending.value else sympy.nan  # NaN: after a row's NaN (codegen/sorting.py)
         operand = em.select(operand, lanes, mixed, identity, node, name)
         result = masked(lanes.factors, None, lanes.rank)
     elif name == "flip":

@@ -51,7 +51,7 @@ _COMPARE = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: symp
 REDUCTIONS = {"sum": (sympy.S.Zero, 2), "xor_sum": (sympy.S.Zero, 2), "max": (-sympy.oo, 4),
               "min": (sympy.oo, 4), "argmax": (-sympy.oo, 3), "argmin": (sympy.oo, 3), "reduce": (None, 3)}
 SCANS = {"cumsum": sympy.S.Zero, "cumprod": sympy.S.One, "associative_scan": None}
-_FILLS = {-sympy.oo: "ntsym_lowest", sympy.oo: "ntsym_highest"}
+_FILLS = {-sympy.oo: "ntsym_lowest", sympy.oo: "ntsym_highest", sympy.nan: "ntsym_sort_fill"}
 
 
 @dataclass

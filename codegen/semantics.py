@@ -22,6 +22,7 @@
 import ast
 
 from ntsym_codegen import bounds, debug_checks
+from ntsym_codegen.sorting import SORTS
 
 def _nan_reduction(name, combine):
     """The source of ``ntsym_<name>``: ``tl.<name>`` returning NaN where the
@@ -183,6 +184,9 @@ class SemanticsMixin:
         if not (isinstance(emitted, ast.Call) and isinstance(emitted.func, ast.Attribute)
                 and isinstance(emitted.func.value, ast.Name) and emitted.func.value.id == "tl"):
             return emitted
+        if emitted.func.attr in SORTS:  # NaN the largest, signed zeros kept (codegen/sorting.py)
+            return ast.Call(func=ast.Name(id=SORTS[emitted.func.attr], ctx=ast.Load()), args=emitted.args,
+                            keywords=emitted.keywords)
         from_application = self.alias(node.func.value) == "tl" if isinstance(node.func, ast.Attribute) else (
             isinstance(node.func, ast.Name) and node.func.id in ("max", "min"))
         if not from_application or self.index_value(node) is not None:

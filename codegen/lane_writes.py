@@ -1,0 +1,102 @@
+"""Stores whose lanes share an element: an output expanded inside its tile.
+
+A written tile whose innermost level is expanded (``t.dtype.expand((2, -1))``)
+maps several lanes of one store to each element.  Which lane's value lands
+is up to the hardware (the interpreter keeps the last), so the store is
+refused unless the value is provably the same on those lanes, as writes
+shared across programs are (``ntsym/disjoint.py``).  The proof is
+syntactic: constants, scalars, tiles broadcast or themselves expanded along
+the axis, and elementwise operations of those; anything else (a scan, a
+sort, a local, ``arange``) may differ between the lanes.
+"""
+
+import ast
+
+import sympy
+
+# Elementwise functions of ``ntl``: equal operands on two lanes give equal results.
+_ELEMENTWISE = {"where", "maximum", "minimum", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sigmoid",
+                "sin", "cos", "floor", "ceil", "fma", "clamp", "erf", "cast"}
+
+
+def shared_axes(ref):
+    """The axes of the store of ``ref`` (positions in ``ref.dims``) whose
+    lanes share elements: a level variable of extent above 1 that no source
+    index reads.  Only a store of the innermost level is followed."""
+    if not ref.innermost:
+        return []
+    p = ref.param
+    used = set().union(*(sympy.sympify(e).free_symbols for e in p.index))
+    vars, level = p.level_vars[ref.depth], p.levels[ref.depth]
+    return [a for a, j in enumerate(ref.dims) if vars[j] not in used and sympy.sympify(level[j]) != 1]
+
+
+def stored_value(stmt):
+    """The application's expression a store of ``stmt`` writes."""
+    if isinstance(stmt, ast.AugAssign):
+        read = ast.Name(id=stmt.target.id, ctx=ast.Load()) if isinstance(stmt.target, ast.Name) else stmt.target
+        return ast.BinOp(left=read, op=stmt.op, right=stmt.value)
+    return getattr(stmt, "value", None)
+
+
+def check(em, ref, stmt):
+    """Refuse the store of ``ref`` for ``stmt`` where lanes sharing an
+    element may hold different values."""
+    axes = shared_axes(ref)
+    if not axes:
+        return
+    value, rank = stored_value(stmt), len(ref.dims)
+    for a in axes:
+        if value is None or not _uniform(em, value, a - rank):
+            name = ref.param.name
+            raise em.error(
+                f"`{name}` is written through a tile whose dimension {a} is expanded (its level variable "
+                f"`{ref.param.level_vars[ref.depth][ref.dims[a]]}` reads no element of `{name}`), so "
+                f"{ref.shape()[a]} lanes of one store write each element, and the value "
+                f"`{ast.unparse(value) if value is not None else '?'}` may differ between them (which lane "
+                f"lands is unspecified); write a value equal along that dimension, or arrange `{name}` "
+                f"without the expand", stmt)
+
+
+def _uniform(em, node, offset):
+    """Whether ``node`` provably holds one value along the axis ``offset``
+    (counted from the last, -1) of the stored block."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return _uniform_name(em, node, offset)
+    if isinstance(node, ast.BinOp):
+        return _uniform(em, node.left, offset) and _uniform(em, node.right, offset)
+    if isinstance(node, ast.UnaryOp):
+        return _uniform(em, node.operand, offset)
+    if isinstance(node, ast.Compare):
+        return all(_uniform(em, n, offset) for n in [node.left, *node.comparators])
+    if isinstance(node, ast.BoolOp):
+        return all(_uniform(em, n, offset) for n in node.values)
+    if isinstance(node, ast.IfExp):
+        return all(_uniform(em, n, offset) for n in (node.test, node.body, node.orelse))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "to" and em._tl_function(node.func) is None:
+            return _uniform(em, node.func.value, offset)
+        if em._tl_function(node.func) in _ELEMENTWISE:
+            return all(_uniform(em, n, offset) for n in [*node.args, *(k.value for k in node.keywords)])
+    return False
+
+
+def _uniform_name(em, node, offset):
+    """A tile is uniform along the axis where it is broadcast or its level
+    variable there reads no element; a scalar parameter everywhere; a local
+    is not followed."""
+    if node.id in em.names.locals:
+        return False
+    ref = em.resolve(node)
+    if ref is None:
+        return node.id not in em.tensors
+    if not hasattr(ref, "dims") or not ref.innermost or ref.fixed:
+        return False
+    position = len(ref.dims) + offset
+    if position < 0:
+        return True  # broadcast along the axis
+    p = ref.param
+    var, extent = p.level_vars[ref.depth][ref.dims[position]], p.levels[ref.depth][ref.dims[position]]
+    return sympy.sympify(extent) == 1 or not any(var in sympy.sympify(e).free_symbols for e in p.index)

@@ -1,0 +1,63 @@
+"""A written tile whose inner level is expanded (``t.dtype.expand((2, -1))``)
+maps two lanes of one store to each element: refused where the value may
+differ between them (which lane lands is unspecified), run where it is
+provably the same (codegen/lane_writes.py)."""
+
+import pytest
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def _expanded_rows(x, out):
+    tile = x.tile((1, 8))
+    tile.dtype = tile.dtype.expand((2, -1))
+    written = out.tile((1, 8))
+    written.dtype = written.dtype.expand((2, -1))
+    return tile, written
+
+
+def _plain_rows(x, out):
+    written = out.tile((1, 8))
+    written.dtype = written.dtype.expand((2, -1))
+    return x.tile((1, 8)), written
+
+
+def test_an_inner_expanded_output_written_with_different_lane_values_is_refused():
+    def application(x, out):
+        out = ntl.cumsum(x, 0)  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match=r"`out` is written through a tile whose dimension 0 is "
+                       r"expanded.*2 lanes of one store write each element.*ntl.cumsum\(x, 0\)"):
+        ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))
+
+
+def test_an_inner_expanded_output_written_with_a_value_equal_on_its_lanes_runs():
+    def application(x, out):
+        out = ntl.exp(x) * 2.0 + 1.0  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, torch.exp(x) * 2.0 + 1.0)
+
+
+def test_an_inner_expanded_output_written_from_a_row_tile_runs():
+    def application(x, out):
+        out = x - 1.0  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    ntsym.make(_plain_rows, application, (Tensor(2), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, x - 1.0)
+
+
+def test_an_inner_expanded_output_written_from_a_local_is_refused():
+    def application(x, out):
+        y = ntl.cumsum(x, 0)
+        out = y  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match="`out` is written through a tile whose dimension 0"):
+        ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))
