@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import sympy
 
 from ntsym_codegen.astutil import constant_node
-from ntsym_codegen.lanes import CLEAN, Factor, Lanes, combine, equals, join, masked, same_everywhere, unknown, widen
+from ntsym_codegen.lanes import (CLEAN, Factor, Lanes, combine, equals, join, masked, meeting, same_everywhere, unknown,
+                                 widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -388,6 +389,8 @@ class PaddingMixin:
         if not frames or not reads or not lanes.known:
             self.lanes.locals[name] = lanes
             return unchanged
+        with meeting():  # a lane outside this iteration's tiles keeps the carried value
+            lanes = self.lanes_of(value_node)
         changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned)
                                   for f in self.loops.frames))
         varying = [f for f in lanes.factors if f.node is None or f.names & changing]
