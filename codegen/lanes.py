@@ -140,9 +140,8 @@ def combine(fn, lanes, rank=None):
 
     Factors along different axes meet (a broadcast: a lane outside one
     operand's rows is outside the result).  Where two operands each have
-    factors along the same axes, with different conditions (tiles at two
-    positions along a row, two tensors of different lengths in one block), a
-    lane inside either is inside the result, holding the function of one
+    factors along the same axes, with different conditions on one tensor's
+    block (its tiles at two positions along a row), a lane inside either is inside the result, holding the function of one
     operand's element and the other's ``other``, as NineToothed computes: the
     two groups give one factor, their disjunction.  On the lanes a factor
     excludes, the function of what each operand holds there."""
@@ -177,9 +176,24 @@ def _joined(fn, lanes, rank):
             a, b = _groups(lanes[i]), _groups(lanes[j])
             for axes in set(a) & set(b):
                 keys_a, keys_b = {f.key for f in a[axes]}, {f.key for f in b[axes]}
-                if keys_a != keys_b:
+                if keys_a != keys_b and _one_block(a[axes], b[axes]):
                     lanes[i], lanes[j] = _disjunction(lanes[i], a[axes], lanes[j], b[axes], axes, rank)
     return lanes
+
+
+def _one_block(group_a, group_b):
+    """Whether both groups are conditions on one tensor's block along the
+    same axes (two tiles of it at different positions): of the same
+    symbols.  Blocks of two tensors may differ in extent, one broadcasting
+    along the other (a block of one row against one of many), where a lane
+    inside the one-row block's mask is not an element of the combination."""
+    def symbols(group):
+        if any(f.cond is None for f in group):
+            return None
+        return frozenset().union(*(f.cond.free_symbols for f in group))
+
+    a, b = symbols(group_a), symbols(group_b)
+    return a is not None and a == b
 
 
 def _disjunction(a, group_a, b, group_b, axes, rank):
