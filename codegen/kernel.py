@@ -54,6 +54,7 @@ from ntsym_codegen.emit_error import EmitError, source_lines
 from ntsym_codegen.ir import Check
 from ntsym_codegen.inline import InliningMixin
 from ntsym_codegen.loops import LoopsMixin
+from ntsym_codegen.mixing import refuse_unfollowed
 from ntsym_codegen.lanes import unknown
 from ntsym_codegen.padding import LaneState, PaddingMixin
 from ntsym_codegen.printer import Printer
@@ -333,9 +334,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             value = self.expr(value_node)
-            value_lanes = self.lanes_of(value_node)
-            unpacked = value_lanes if value_lanes.clean else unknown()
-            for e in target.elts:
+            parts = self._unpacked_lanes(target, value_node)
+            for e, unpacked in zip(target.elts, parts):
                 if e.id in self.tensors and e.id not in self.names.locals:
                     raise self.error(f"unpacking into the parameter `{e.id}` is not supported; assign it alone", stmt)
                 self.names.locals.add(e.id)
@@ -347,6 +347,18 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 self.shapes.padded_sizes.pop(e.id, None)
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)
+
+    def _unpacked_lanes(self, target, value_node):
+        """The lanes of each name of ``a, b = x, y``: each element's own,
+        where the elements read none of the names (a value a loop carries is
+        assigned alone, through ``carried``); else those of the whole."""
+        names = {e.id for e in target.elts}
+        reads = any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value_node))
+        if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts) and not reads \
+                and not any(isinstance(e, ast.Starred) for e in value_node.elts):
+            return [self.lanes_of(e) for e in value_node.elts]
+        whole = self.lanes_of(value_node)
+        return [whole if whole.clean else unknown()] * len(target.elts)
 
     # -- expressions -----------------------------------------------------------
 
@@ -499,6 +511,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 for i, a in enumerate(node.args)]
         kwargs = [ast.keyword(arg=k.arg, value=self.shape_argument(k.value)) if k.arg in keywords else self.keyword(k)
                   for k in node.keywords]
+        if isinstance(func, ast.Attribute) and self.alias(func.value) == "tl":
+            refuse_unfollowed(self, node, func.attr)  # lanes outside the tensor never reach it unseen
         if isinstance(func, ast.Attribute) and func.attr == "store" and args:
             # A store the application writes itself (``ntl.store``), through
             # pointers made from ``x.source.data_ptr()``.

@@ -11,6 +11,9 @@ tensor, reading ``other``.
 """
 
 import ast
+import contextlib
+import contextvars
+import copy
 from dataclasses import dataclass
 
 import sympy
@@ -117,18 +120,105 @@ def merge_factors(*groups):
     return tuple(out)
 
 
+_MEET = contextvars.ContextVar("ntsym_lanes_meet", default=False)
+
+
+@contextlib.contextmanager
+def meeting():
+    """Within: ``combine`` takes a lane outside one operand as outside the
+    result (the conjunction of every factor), as a value a loop carries needs
+    (the lanes outside this iteration's tiles keep the carried value)."""
+    token = _MEET.set(True)
+    try:
+        yield
+    finally:
+        _MEET.reset(token)
+
+
 def combine(fn, lanes, rank=None):
-    """The lanes of an elementwise function of values with ``lanes``: a lane
-    lies inside where it does in every operand; on the lanes a factor
+    """The lanes of an elementwise function of values with ``lanes``.
+
+    Factors along different axes meet (a broadcast: a lane outside one
+    operand's rows is outside the result).  Where two operands each have
+    factors along the same axes, with different conditions on one tensor's
+    block (its tiles at two positions along a row), a lane inside either is inside the result, holding the function of one
+    operand's element and the other's ``other``, as NineToothed computes: the
+    two groups give one factor, their disjunction.  On the lanes a factor
     excludes, the function of what each operand holds there."""
-    factors = merge_factors(*(l.factors for l in lanes))
     ranks = [l.rank for l in lanes]
     if rank is None:
         rank = None if any(r is None for r in ranks) else max(ranks, default=0)
-    if factors is None:
+    if any(l.factors is None for l in lanes):
         return unknown(rank)
+    if not _MEET.get():
+        lanes = _joined(fn, lanes, rank)
+    factors = merge_factors(*(l.factors for l in lanes))
     outside = tuple(apply(fn, *[l.at(f) for l in lanes]) for f in factors)
     return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside)
+
+
+def _groups(lanes):
+    """The factors of ``lanes`` by the axes they vary along (those along no
+    axis, or unknown axes, or without a mask to read, left out)."""
+    groups = {}
+    for f in lanes.factors:
+        if f.axes and f.node is not None:
+            groups.setdefault(f.axes, []).append(f)
+    return groups
+
+
+def _joined(fn, lanes, rank):
+    """``lanes`` where the first two operands with different factors along
+    the same axes have them replaced, in both, by their disjunction."""
+    lanes = list(lanes)
+    for i in range(len(lanes)):
+        for j in range(i + 1, len(lanes)):
+            a, b = _groups(lanes[i]), _groups(lanes[j])
+            for axes in set(a) & set(b):
+                keys_a, keys_b = {f.key for f in a[axes]}, {f.key for f in b[axes]}
+                if keys_a != keys_b and _one_block(a[axes], b[axes]):
+                    lanes[i], lanes[j] = _disjunction(lanes[i], a[axes], lanes[j], b[axes], axes, rank)
+    return lanes
+
+
+def _one_block(group_a, group_b):
+    """Whether both groups are conditions on one tensor's block along the
+    same axes (two tiles of it at different positions): of the same
+    symbols.  Blocks of two tensors may differ in extent, one broadcasting
+    along the other (a block of one row against one of many), where a lane
+    inside the one-row block's mask is not an element of the combination."""
+    def symbols(group):
+        if any(f.cond is None for f in group):
+            return None
+        return frozenset().union(*(f.cond.free_symbols for f in group))
+
+    a, b = symbols(group_a), symbols(group_b)
+    return a is not None and a == b
+
+
+def _disjunction(a, group_a, b, group_b, axes, rank):
+    """``a`` and ``b`` with ``group_a`` and ``group_b`` replaced by one factor:
+    a lane inside either group is inside.  On the lanes it excludes (outside
+    both), each holds what its group's factors exclude, where they agree."""
+    node = ast.BinOp(left=_conjunction(group_a), op=ast.BitOr(), right=_conjunction(group_b))
+    ranks = [f.rank for f in group_a + group_b]
+    factor = Factor.of(node, axes, None if any(r is None for r in ranks) else max(ranks))
+
+    def replaced(lanes, group):
+        values = {lanes.at(f) for f in group}
+        held = values.pop() if len(values) == 1 else None
+        keys = {f.key for f in group}
+        kept = [f for f in lanes.factors if f.key not in keys]
+        return Lanes(lanes.value, tuple(kept) + (factor,), lanes.rank, tuple(lanes.at(f) for f in kept) + (held,))
+
+    return replaced(a, group_a), replaced(b, group_b)
+
+
+def _conjunction(group):
+    node = copy.deepcopy(group[0].node)
+    for f in group[1:]:
+        node = ast.BinOp(left=node, op=ast.BitAnd(), right=copy.deepcopy(f.node))
+    return node
 
 
 def apply(fn, *values):

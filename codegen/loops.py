@@ -46,6 +46,7 @@ class LoopsMixin:
     def for_loop(self, stmt):
         """``for v in range(...)``: the loop, peeled where it runs over the
         blocks of a size, with the pointers it carries set before it."""
+        stmt = self._plain_range(stmt)
         self._check_loop(stmt)
         it = stmt.iter
         var = sympy.Symbol(stmt.target.id, integer=True)
@@ -81,6 +82,19 @@ class LoopsMixin:
             before = self.loops.lanes_before.pop()
             self.lanes.locals = dict(before)
             self.lane_join(assigned, [before] + self.loops.lanes_after.pop(), assigned | {var.name})
+
+    def _plain_range(self, stmt):
+        """``for k in ntl.range(a, b, c, num_stages=...)`` as ``for k in
+        range(a, b, c)``: the same iterations (the keywords are scheduling
+        hints for the compiler)."""
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "range"
+                and self.alias(it.func.value) == "tl"):
+            return stmt
+        stmt = copy.copy(stmt)
+        stmt.iter = ast.copy_location(ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=list(it.args),
+                                               keywords=[]), it)
+        return stmt
 
     def _check_loop(self, stmt):
         """Refuse a loop ntsym cannot emit: not over ``range`` (or

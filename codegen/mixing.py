@@ -18,13 +18,13 @@ import sympy
 
 from ntsym_codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
 from ntsym_codegen.printer import conjunction
-from ntsym_codegen.padding import REDUCTIONS, SCANS, literal
+from ntsym_codegen.padding import OTHER_MIXING, REDUCTIONS, SCANS, literal
 from ntsym_codegen.template import expr
 
 _UNKNOWN_AXIS = object()
 
 
-MIXING = set(REDUCTIONS) | set(SCANS) | {"sort", "flip", "dot", "softmax"}
+MIXING = set(REDUCTIONS) | set(SCANS) | OTHER_MIXING
 
 
 def mix(em, node):
@@ -37,6 +37,43 @@ def mix(em, node):
         return None
     em.lanes.nodes[("result", id(original))] = (original, em.lanes.nodes[("result", id(node))][1])
     return call
+
+
+# ``tl`` functions that keep each lane's value in its lane, or move lanes
+# without combining them (shape changes: the lanes are followed, or left
+# unknown and a mixing operation on them refused), or read no lanes.
+LANE_PRESERVING = {
+    "add", "sub", "mul", "cast", "inline_asm_elementwise", "map_elementwise", "philox", "philox_impl",
+    "pair_uniform_to_normal", "uint_to_uniform_float", "rand4x", "randn4x", "randint4x", "swizzle2d", "to_tensor",
+    "assume", "expect_zero", "broadcast", "broadcast_to", "cat", "expand_dims", "unsqueeze", "squeeze", "interleave",
+    "join", "split", "permute", "trans", "ravel", "reshape", "view", "multiple_of", "max_contiguous", "max_constancy",
+    "static_print", "static_assert", "device_print", "device_assert", "debug_barrier", "store", "atomic_add",
+    "atomic_and", "atomic_cas", "atomic_load", "atomic_max", "atomic_min", "atomic_or", "atomic_store", "atomic_xchg",
+    "atomic_xor", "atomic_poll", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
+    "store_tensor_descriptor", "str_to_ty", "aggregate_replace", "libdevice", "math", "extra",
+}
+
+
+def refuse_unfollowed(em, node, name):
+    """A ``tl`` function that may combine lanes and is not read through the
+    mask here (``gather``, ``dot_scaled``, ``bitonic_merge``, any other):
+    refused where an operand may hold lanes outside the tensor, which it
+    would take in."""
+    from ntsym_codegen.padding import _ELEMENTWISE, _FRESH, _FUNCTIONS
+
+    if name in MIXING or name in LANE_PRESERVING or name in _ELEMENTWISE or name in _FRESH or name in _FUNCTIONS:
+        return
+    operands = list(node.args) + [k.value for k in node.keywords]
+    if name == "gather":  # each lane of the index picks its own lane of the result
+        operands = [_argument(node, 0, "src", None)]
+    for operand in operands:
+        if not em.lanes_of(operand).clean:
+            raise em.error(
+                f"`tl.{name}` may combine the lanes of its operand `{ast.unparse(operand)}`, which holds lanes "
+                "outside the tensor (a tile padded to its block or past the tensor's end) that ntsym does not keep "
+                f"out of `{name}`: they would enter its result. Arrange tiles whose block divides the tensor's size, "
+                "or compute the operand with an operation ntsym reads through the mask (a reduction, `sort`, "
+                "`topk`)", node)
 
 
 def _function_form(em, node):
@@ -58,6 +95,8 @@ def _mix(em, node, name):
     lanes = em.lanes_of(node.args[0])
     if name == "dot":
         return _dot(em, node, operand, lanes)
+    if name == "histogram":
+        return _histogram(em, node, operand, lanes)
     if not lanes.clean:
         em.require_known(lanes, node, name)
     if name == "reduce" and _split(lanes, _argument(node, 1, "axis", ast.Constant(None)))[0]:
@@ -69,18 +108,8 @@ def _mix(em, node, name):
         mixed, _ = _split(lanes, axis)
         operand = em.select(operand, lanes, mixed, SCANS[name], node, name)
         result = masked(lanes.factors, None, lanes.rank)
-    elif name == "sort":
-        descending = _argument(node, 2, "descending", ast.Constant(False))
-        if not isinstance(descending, ast.Constant):
-            descending = em.expr(descending)  # a global constant becomes a literal
-        if not isinstance(descending, ast.Constant):
-            descending = ast.Constant(True) if lanes.clean else None
-        if descending is None:
-            raise em.error("`sort` of a tile with lanes outside the tensor needs a constant `descending`", node)
-        mixed, _ = _split(lanes, _argument(node, 1, "dim", ast.Constant(-1)))
-        identity = -sympy.oo if descending.value else sympy.nan  # NaN: after a row's NaN (codegen/sorting.py)
-        operand = em.select(operand, lanes, mixed, identity, node, name)
-        result = masked(lanes.factors, None, lanes.rank)
+    elif name in ("sort", "topk"):
+        return _sort(em, node, name, operand, lanes)
     elif name == "flip":
         operand = _flip(em, node, operand, lanes)
         return _record(em, node, operand, lanes)
@@ -92,6 +121,53 @@ def _mix(em, node, name):
                     keywords=[em.keyword(k) for k in node.keywords])
     em.lanes.nodes[("result", id(node))] = (node, result)
     return call
+
+
+def _sort(em, node, name, operand, lanes):
+    """``sort`` and ``topk``: the lanes outside hold the identity of the
+    direction (the end for ``sort``, where they were; never among the ``k``
+    largest of ``topk`` while the row holds ``k`` elements)."""
+    default = ast.Constant(name == "topk")  # topk's descending is True, sort's False
+    descending = _argument(node, 2 if name == "sort" else 3, "descending", default)
+    if not isinstance(descending, ast.Constant):
+        descending = em.expr(descending)  # a global constant becomes a literal
+    if not isinstance(descending, ast.Constant):
+        descending = ast.Constant(True) if lanes.clean else None
+    if descending is None:
+        raise em.error(f"`{name}` of a tile with lanes outside the tensor needs a constant `descending`", node)
+    dim = _argument(node, 1 if name == "sort" else 2, "dim", ast.Constant(-1))
+    if isinstance(dim, ast.Constant) and dim.value is None:
+        dim = ast.Constant(-1)  # the last axis
+    mixed, passing = _split(lanes, dim)
+    identity = -sympy.oo if descending.value else sympy.nan  # NaN: after a row's NaN (codegen/sorting.py)
+    operand = em.select(operand, lanes, mixed, identity, node, name)
+    if name == "sort" or lanes.clean:
+        result = lanes if lanes.clean else masked(lanes.factors, None, lanes.rank)
+    elif any(f.axes is None or f.mixes({_axis(dim, lanes.rank)}) for f in passing) or \
+            any(f.axes - {_axis(dim, lanes.rank)} for f in mixed if f.axes is not None):
+        result = unknown(lanes.rank)  # a factor along the axis and others: not followed
+    else:  # the k values of a row lie inside where the row does
+        result = masked(passing, None, lanes.rank)
+    call = ast.Call(func=em.module_function(name), args=[operand] + [em.expr(a) for a in node.args[1:]],
+                    keywords=[em.keyword(k) for k in node.keywords])
+    return _record(em, node, call, result)
+
+
+def _histogram(em, node, operand, lanes):
+    """``histogram(x, bins)`` counts the lanes inside only: the mask of the
+    lanes inside is Triton's ``mask=`` (with the application's own, if any)."""
+    if not lanes.clean:
+        em.require_known(lanes, node, "histogram")
+        if any(f.node is None for f in lanes.factors):
+            raise em.error("`histogram` would count the zeros a tensor descriptor loads past the tensor", node)
+    keywords = [em.keyword(k) for k in node.keywords if k.arg != "mask"]
+    given = _argument(node, 2, "mask", None)
+    masks = [copy.deepcopy(f.node) for f in lanes.factors] + ([em.expr(given)] if given is not None else [])
+    if masks:
+        keywords.append(ast.keyword(arg="mask", value=conjunction(masks)))
+    call = ast.Call(func=em.module_function("histogram"), args=[operand] + [em.expr(a) for a in node.args[1:2]],
+                    keywords=keywords)
+    return _record(em, node, call, Lanes(None, (), 1))
 
 
 def _record(em, node, call, lanes):

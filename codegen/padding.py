@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import sympy
 
 from ntsym_codegen.astutil import constant_node
-from ntsym_codegen.lanes import CLEAN, Factor, Lanes, combine, equals, join, masked, same_everywhere, unknown, widen
+from ntsym_codegen.lanes import (CLEAN, Factor, Lanes, combine, equals, join, masked, meeting, same_everywhere, unknown,
+                                 widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -49,8 +50,11 @@ _COMPARE = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: symp
             ast.NotEq: sympy.Ne}
 # Reductions: their identity, and the position of ``keep_dims`` among the arguments.
 REDUCTIONS = {"sum": (sympy.S.Zero, 2), "xor_sum": (sympy.S.Zero, 2), "max": (-sympy.oo, 4),
-              "min": (sympy.oo, 4), "argmax": (-sympy.oo, 3), "argmin": (sympy.oo, 3), "reduce": (None, 3)}
+              "min": (sympy.oo, 4), "argmax": (-sympy.oo, 3), "argmin": (sympy.oo, 3), "reduce": (None, 3),
+              "reduce_or": (sympy.S.Zero, 2)}
 SCANS = {"cumsum": sympy.S.Zero, "cumprod": sympy.S.One, "associative_scan": None}
+# Other operations that mix lanes, read through the mask (``codegen/mixing.py``).
+OTHER_MIXING = {"sort", "flip", "dot", "softmax", "topk", "histogram"}
 _FILLS = {-sympy.oo: "ntsym_lowest", sympy.oo: "ntsym_highest", sympy.nan: "ntsym_sort_fill"}
 
 
@@ -157,6 +161,22 @@ class PaddingMixin:
             return unknown()
         return same_everywhere()  # a scalar parameter or constant
 
+    def _new_axes_lanes(self, operand, axis_node):
+        """``expand_dims(v, axis)`` (``unsqueeze``): ``v`` with new axes of
+        one lane at ``axis``, as ``v[:, None]`` is."""
+        base = self.lanes_of(operand)
+        axes = [literal(e) for e in axis_node.elts] if isinstance(axis_node, (ast.Tuple, ast.List)) \
+            else [literal(axis_node)]
+        if base.rank is None or any(a is None for a in axes):
+            return base if base.clean else unknown()
+        rank = base.rank + len(axes)
+        new = {a + rank if a < 0 else a for a in axes}
+        if len(new) != len(axes) or not all(0 <= a < rank for a in new):
+            return unknown()
+        keys = [ast.Constant(None) if i in new else ast.Slice() for i in range(rank)]
+        return self._subscript_lanes(ast.Subscript(value=operand, slice=ast.Tuple(elts=keys, ctx=ast.Load()),
+                                                   ctx=ast.Load()))
+
     def _subscript_lanes(self, node):
         """``v[:, None]`` and the like: the factors' axes and blocks follow."""
         base = self.lanes_of(node.value)
@@ -212,8 +232,8 @@ class PaddingMixin:
         if name is None and isinstance(func, ast.Attribute) and self.alias(func.value) == "libdevice":
             return combine(None, [self.lanes_of(a) for a in node.args])
         method = isinstance(func, ast.Attribute) and self.alias(func.value) is None
-        if name in REDUCTIONS or name in SCANS or name in ("sort", "flip", "dot", "softmax") or (
-                method and func.attr in set(REDUCTIONS) | set(SCANS) | {"sort", "flip", "dot", "softmax"}):
+        if name in REDUCTIONS or name in SCANS or name in OTHER_MIXING or (
+                method and func.attr in set(REDUCTIONS) | set(SCANS) | OTHER_MIXING):
             entry = self.lanes.nodes.get(("result", id(node)))
             if entry is not None and entry[0] is node:
                 return entry[1]
@@ -223,7 +243,11 @@ class PaddingMixin:
         if name in _FRESH:
             return Lanes(None, (), self._fresh_rank(name, node))
         if name in ("trans", "permute"):
-            return self._permuted_lanes(name, node)
+            return self._permuted_lanes(node.args[0] if node.args else None, node.args[1:], node)
+        if method and func.attr in ("trans", "permute"):  # ``x.trans()``, ``x.permute(1, 0)``
+            return self._permuted_lanes(func.value, node.args, node)
+        if name in ("expand_dims", "unsqueeze") and len(node.args) == 2 and not node.keywords:
+            return self._new_axes_lanes(node.args[0], node.args[1])
         if name == "where" and len(node.args) == 3 and not node.keywords:
             return self._where_lanes(node)
         fn = _FUNCTIONS.get(name)
@@ -275,13 +299,13 @@ class PaddingMixin:
             return len(self.ref_shape(ref)) if isinstance(ref, TileRef) else self.lanes_of(shape.value).rank
         return None
 
-    def _permuted_lanes(self, name, node):
-        base = self.lanes_of(node.args[0]) if node.args else unknown()
+    def _permuted_lanes(self, operand, dim_nodes, node):
+        base = self.lanes_of(operand) if operand is not None else unknown()
         if base.clean:
             return base
-        dims = [literal(a) for a in node.args[1:]]
-        if len(dims) == 1 and isinstance(node.args[1], (ast.Tuple, ast.List)):
-            dims = [literal(e) for e in node.args[1].elts]
+        dims = [literal(a) for a in dim_nodes]
+        if len(dims) == 1 and isinstance(dim_nodes[0], (ast.Tuple, ast.List)):
+            dims = [literal(e) for e in dim_nodes[0].elts]
         if not dims and base.rank == 2:
             dims = [1, 0]
         if not base.known or base.rank is None or sorted(dims) != list(range(base.rank)) or node.keywords:
@@ -365,6 +389,8 @@ class PaddingMixin:
         if not frames or not reads or not lanes.known:
             self.lanes.locals[name] = lanes
             return unchanged
+        with meeting():  # a lane outside this iteration's tiles keeps the carried value
+            lanes = self.lanes_of(value_node)
         changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned)
                                   for f in self.loops.frames))
         varying = [f for f in lanes.factors if f.node is None or f.names & changing]

@@ -11,10 +11,14 @@ launcher refuses a call that passes a ``uint8`` tensor for one side and an
 ``int8`` tensor for the other, by name, with the cast that fixes it.
 
 Values are followed through locals (to a fixed point: loops) and through
-operations that keep their dtype; a cast (``x.to(...)``), a reduction (which
+operations that keep their dtype, and element by element through tuple
+assignments (``a, b = x, y``); a cast (``x.to(...)``), a reduction (which
 widens small integers), a true division, a math function or a float literal
-ends the flow, since what comes out has another type. Functions the
-application calls (inlined) are not followed."""
+ends the flow, since what comes out has another type. A function of the
+application's own (a plain helper or a ``@triton.jit`` one, inlined) is not
+followed inside: its arguments are taken to meet there, and its result to
+hold any of their values (refused at launch for a uint8 and an int8
+argument, which it may combine)."""
 
 import ast
 
@@ -22,6 +26,9 @@ import ast
 _KEEPING = {"where", "maximum", "minimum", "clamp", "abs", "trans", "reshape", "view", "permute", "broadcast_to",
             "expand_dims", "ravel", "flip", "join"}
 _MEETING = {"where", "maximum", "minimum"}
+# Calls by name that are not the application's own functions.
+_BUILTINS = {"range", "static_range", "float", "int", "bool", "len", "print", "isinstance", "tuple", "list",
+             "getattr", "hasattr", "type", "abs"}
 _NOT_VALUES = {"shape", "dtype", "source", "offsets", "stride", "ndim", "data_ptr"}
 
 
@@ -38,9 +45,8 @@ def meetings(func, params):
                 held = _values(node.value, carried)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
-                    for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
-                            carried.setdefault(name.id, set()).update(held)
+                    for name, values in _unpacked(target, node.value, held, carried):
+                        carried.setdefault(name, set()).update(values)
         if before == {k: frozenset(v) for k, v in carried.items()}:
             break
     found = {}
@@ -53,6 +59,20 @@ def meetings(func, params):
     return tuple((a, b, text) for (a, b), text in found.items())
 
 
+def _unpacked(target, value, held, carried):
+    """(name, the parameters it may hold) for each name ``target`` binds:
+    ``a, b = x, y`` element by element, else every name all of ``held``."""
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and \
+            len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        return [pair for t, v in zip(target.elts, value.elts) for pair in _unpacked(t, v, _values(v, carried), carried)]
+    return [(name.id, held) for name in ast.walk(target) if isinstance(name, ast.Name)]
+
+
+def _helper(node):
+    """Whether ``node`` calls a function of the application's own."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in _BUILTINS
+
+
 def _sides(node):
     """The pairs of operands ``node`` combines into one type."""
     if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Div):
@@ -62,6 +82,11 @@ def _sides(node):
     if isinstance(node, ast.Compare):
         operands = [node.left] + node.comparators
         return list(zip(operands, operands[1:]))
+    if _helper(node):  # not followed inside: any two arguments may meet there
+        args = list(node.args) + [k.value for k in node.keywords]
+        return [(a, b) for i, a in enumerate(args) for b in args[i + 1:]]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min"):
+        return [(node.args[0], node.args[1])] if len(node.args) == 2 else []
     if isinstance(node, ast.Call) and _name(node.func) in _MEETING:
         args = node.args[1:] if _name(node.func) == "where" else node.args
         return [(args[0], args[1])] if len(args) >= 2 else []
@@ -85,6 +110,10 @@ def _values(node, carried):
         return _values(node.left, carried) | _values(node.right, carried)
     if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
         return _values(node.operand, carried)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return set().union(*(_values(e, carried) for e in node.elts))
+    if _helper(node) or isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min"):
+        return set().union(*(_values(a, carried) for a in list(node.args) + [k.value for k in node.keywords]))
     if isinstance(node, ast.IfExp):
         return _values(node.body, carried) | _values(node.orelse, carried)
     if isinstance(node, ast.Subscript):

@@ -26,7 +26,7 @@ from ntsym_codegen.lanes import Factor, Lanes
 from ntsym_codegen.printer import conjunction
 from ntsym_codegen.template import expr
 
-_FOLLOWED = ("reshape", "broadcast_to")
+_FOLLOWED = ("reshape", "broadcast_to", "ravel")
 
 HELPERS = {
     "ntsym_reshape": """
@@ -51,7 +51,7 @@ def reshaped(em, node):
     operand = em.expr(operand_node)  # loads the tiles it reads, noting their lanes
     lanes = em.lanes_of(operand_node)
     following = lanes.known and not lanes.clean and all(f.node is not None for f in lanes.factors)
-    if following and name == "reshape" and not isinstance(operand, ast.Name):
+    if following and name in ("reshape", "ravel") and not isinstance(operand, ast.Name):
         operand = named(em, operand)  # the mask reads its shape
     call = _call(em, node, operand)
     if not following:
@@ -61,8 +61,9 @@ def reshaped(em, node):
     if name == "broadcast_to":
         result = Lanes(lanes.value, lanes.factors, rank, lanes.outside)
     else:
-        mask = expr("tl.reshape(tl.broadcast_to({mask}, {value}.shape), {shape})",
-                    mask=conjunction(copy.deepcopy(f.node) for f in lanes.factors),
+        template = "tl.ravel(tl.broadcast_to({mask}, {value}.shape))" if name == "ravel" else \
+            "tl.reshape(tl.broadcast_to({mask}, {value}.shape), {shape})"
+        mask = expr(template, mask=conjunction(copy.deepcopy(f.node) for f in lanes.factors),
                     value=copy.deepcopy(operand), shape=copy.deepcopy(shape_node))
         outside = lanes.outside[0] if len(set(lanes.outside)) == 1 else None
         result = Lanes(lanes.value, (Factor.of(mask, set(range(-rank, 0)), rank),), rank, (outside,))
@@ -82,6 +83,9 @@ def _form(em, node):
         args = [func.value] + list(node.args)
     else:
         return None, None, None
+    if func.attr == "ravel":  # the elements in order, one axis: ``reshape(v, (-1,))``
+        return (func.attr, args[0], ast.Tuple(elts=[ast.Constant(-1)], ctx=ast.Load())) if len(args) == 1 \
+            else (None, None, None)
     if len(args) == 2 and isinstance(args[1], (ast.Tuple, ast.List)):
         return func.attr, args[0], ast.Tuple(elts=list(args[1].elts), ctx=ast.Load())
     if len(args) > 2 and func.attr == "reshape":  # ``v.reshape(a, b)``

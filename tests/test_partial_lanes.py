@@ -1,0 +1,117 @@
+"""Two values whose lanes outside the tensor differ, combined elementwise
+before a reduction.  Two tiles of one tensor along the same axis (two chunks
+of one row): a lane inside either operand is an element of the combination,
+the operand it lies outside of contributing its ``other``, as NineToothed
+computes.  Along different axes (a broadcast) a lane outside one operand's
+rows or columns is outside the result.  Two tensors of different lengths in
+one block still meet (strict xfail: the lanes inside the longer only are
+dropped)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def _chunks(x, out):
+    return x.tile((1, 4)).tile((1, -1)), out.tile((1, 1))
+
+
+def _run(application, x, other=None):
+    out = torch.empty(x.shape[0], 1)
+    ntsym.make(_chunks, application, (Tensor(2, other=other), Tensor(2)))(x, out)
+    return out
+
+
+def _rows_whose_maximum_is_element_3():
+    x = -(torch.rand(3, 7) + 1)
+    x[:, 3] = -0.5
+    return x
+
+
+def _unrolled_maximum(x, out):
+    acc = ntl.maximum(x[0, 0], x[0, 1])
+    out = ntl.max(acc, 1, keep_dims=True)  # noqa: F841
+
+
+def test_the_loop_over_chunks_takes_every_element():
+    def application(x, out):
+        acc = x[0, 0]
+        for k in range(1, x.shape[1]):
+            acc = ntl.maximum(acc, x[0, k])
+        out = ntl.max(acc, 1, keep_dims=True)  # noqa: F841
+
+    x = _rows_whose_maximum_is_element_3()
+    torch.testing.assert_close(_run(application, x), x.amax(1, keepdim=True))
+
+
+def test_the_unrolled_maximum_of_two_chunks_takes_every_element():
+    x = _rows_whose_maximum_is_element_3()
+    torch.testing.assert_close(_run(_unrolled_maximum, x, other=float("-inf")), x.amax(1, keepdim=True))
+
+
+def test_the_unrolled_maximum_reads_the_second_chunks_other_as_ninetoothed_does():
+    x = _rows_whose_maximum_is_element_3()
+    padded = F.pad(x, (0, 1))  # the second chunk's lane 3 reads other = 0
+    expected = torch.maximum(padded[:, :4], padded[:, 4:]).amax(1, keepdim=True)
+    torch.testing.assert_close(_run(_unrolled_maximum, x), expected)
+
+
+def test_the_unrolled_sum_of_two_chunks_adds_every_element():
+    def application(x, out):
+        acc = ntl.exp(x[0, 0])
+        acc += ntl.exp(x[0, 1])
+        out = ntl.sum(acc, 1, keep_dims=True)  # noqa: F841
+
+    x = torch.randn(3, 7)
+    torch.testing.assert_close(_run(application, x, other=float("-inf")), x.exp().sum(1, keepdim=True))
+
+
+def test_a_broadcast_of_two_padded_vectors_keeps_the_lanes_outside_either_out():
+    def arrangement(x, y, out):
+        return x.tile((4,)), y.tile((4,)), out.tile((4,))
+
+    def application(x, y, out):
+        out = ntl.max(ntl.expand_dims(x, 1) + ntl.expand_dims(y, 0), 1)  # noqa: F841
+
+    x = -(torch.rand(3) + 1)
+    y = -(torch.rand(3) + 1)
+    out = torch.empty(3)
+    ntsym.make(arrangement, application, (Tensor(1), Tensor(1), Tensor(1)))(x, y, out)
+    torch.testing.assert_close(out, (x[:, None] + y[None, :]).amax(1))
+
+
+def _two_lengths(application):
+    def arrangement(x, z, out):
+        return x.tile((1, -1)), z.tile((1, -1)), out.tile((1, 1))  # blocks of 8 for 5 and 7
+
+    x = -(torch.rand(1, 5) + 1)
+    z = -(torch.rand(1, 7) + 1)
+    out = torch.empty(1, 1)
+    ntsym.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2)))(x, z, out)
+    return out, F.pad(x, (0, 2)) + z  # lanes 5 and 6: x's other (0) with z's elements
+
+
+_TWO_TENSORS = ("the masks of two tensors along one axis still meet (their blocks may differ in extent, one "
+                "broadcasting): lanes 5 and 6, inside z only, are dropped")
+
+
+@pytest.mark.xfail(strict=True, reason=_TWO_TENSORS)
+def test_two_tensors_of_different_lengths_in_one_block_sum_over_the_longer():
+    def application(x, z, out):
+        out = ntl.sum(x + z, 1, keep_dims=True)  # noqa: F841
+
+    out, combined = _two_lengths(application)
+    torch.testing.assert_close(out, combined.sum().reshape(1, 1))
+
+
+@pytest.mark.xfail(strict=True, reason=_TWO_TENSORS)
+def test_two_tensors_of_different_lengths_in_one_block_max_over_the_longer():
+    def application(x, z, out):
+        out = ntl.max(x + z, 1, keep_dims=True)  # noqa: F841
+
+    out, combined = _two_lengths(application)
+    torch.testing.assert_close(out, combined.max().reshape(1, 1))
