@@ -120,7 +120,7 @@ def test_a_table_read_by_tiles_and_scattered_into_by_several_programs_is_refused
 def test_a_launch_of_several_programs_reading_and_scattering_into_one_table_is_refused():
     kernel = _read_and_scattered(2)
     table = torch.arange(4.0)
-    with pytest.raises(ntsym.LaunchError, match=r"must be <= 1: `table` is scattered into"):
+    with pytest.raises(ntsym.LaunchError, match=r"must be <= 1\n`table` is scattered into"):
         kernel(torch.tensor([2, 3, 0, 1]), table)
     torch.testing.assert_close(table, torch.arange(4.0))
 
