@@ -61,11 +61,20 @@ def ntsym_sort(x, dim: tl.constexpr = None, descending: tl.constexpr = 0):
     "ntsym_topk": """
 @triton.jit
 def ntsym_topk(x, k: tl.constexpr, dim: tl.constexpr = None, descending: tl.constexpr = True):
-    \"\"\"tl.topk that orders floats as torch.topk does: NaN the largest.\"\"\"
+    \"\"\"tl.topk that orders floats as torch.topk does: NaN the largest.
+    The k smallest are the k largest of the keys' bitwise complement (Triton
+    3.6's tl.topk takes no ``descending``).\"\"\"
     if tl.constexpr(x.dtype.is_floating()):
-        y = ntsym_sort_unkey(tl.topk(ntsym_sort_key(x), k, dim, descending), x)
+        key = ntsym_sort_key(x)
+        if descending:
+            y = ntsym_sort_unkey(tl.topk(key, k, dim), x)
+        else:
+            y = ntsym_sort_unkey(~tl.topk(~key, k, dim), x)
     else:
-        y = tl.topk(x, k, dim, descending)
+        if descending:
+            y = tl.topk(x, k, dim)
+        else:
+            y = ~tl.topk(~x, k, dim)
     return y
 """,
     "ntsym_sort_fill": """
