@@ -21,11 +21,11 @@ def softmax_application(input, output):
     output = numerator / ntl.sum(numerator)  # noqa: F841
 
 
-def softmax_kernel(constexpr_rows):
+def softmax_kernel(constexpr_rows, **make_options):
     rows = (None, {"constexpr": True, "upper_bound": 128}) if constexpr_rows else None
     options = {"shape_options": rows} if rows else {}
     return ntsym.make(softmax_arrangement, softmax_application,
-                      (Tensor(2, other=float("-inf"), **options), Tensor(2, **options)))
+                      (Tensor(2, other=float("-inf"), **options), Tensor(2, **options)), **make_options)
 
 
 def run_softmax(kernel, n):
@@ -68,11 +68,12 @@ def test_scalar_arguments_count_the_variants_they_make():
     def application(x, s, y):
         y = x * s  # noqa: F841
 
-    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(0), Tensor(1)))
+    # Warps and block fixed: on a GPU a search would build its candidates too.
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(0), Tensor(1)), num_warps=4)
     x = torch.randn(20)
     y = torch.empty_like(x)
     for s, variants in ((3, 1), (5, 1), (16, 2), (1, 3), (7, 3)):
-        kernel(x, s, y)
+        kernel(x, s, y, B=32)
         torch.testing.assert_close(y, x * s)
         assert kernel.stats.compiles == variants, s
 
@@ -169,7 +170,7 @@ def test_an_unknown_tuning_mode_is_refused(mocked_timer, monkeypatch):
 
 
 def test_warmup_compiles_and_remembers_without_touching_the_examples():
-    kernel = softmax_kernel(constexpr_rows=False)
+    kernel = softmax_kernel(constexpr_rows=False, num_warps=4)  # nothing to tune, on a GPU too
     x = torch.randn(2, 40)
     y = torch.zeros(2, 40)
     cost = kernel.warmup((x, y), ((2, 50), (2, 50)), (((3, 36), torch.float64), ((3, 36), torch.float64)),

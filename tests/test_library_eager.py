@@ -92,7 +92,7 @@ def test_calls_the_dispatcher_could_change_go_through_it():
     # A negative view and an efficient zero tensor (no memory: a null data
     # pointer): the dispatcher materializes them for the implementation.
     torch.testing.assert_close(op(torch._neg_view(x), y), y - x)
-    torch.testing.assert_close(op(x, torch._efficientzerotensor(9)), x)
+    torch.testing.assert_close(op(x, torch._efficientzerotensor(9, device=x.device)), x)
     assert spy.calls == 8
 
 
