@@ -18,7 +18,7 @@ import sympy
 
 from ntsym_codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
 from ntsym_codegen.printer import conjunction
-from ntsym_codegen.padding import OTHER_MIXING, REDUCTIONS, SCANS, literal
+from ntsym_codegen.lane_tables import OTHER_MIXING, REDUCTIONS, SCANS, literal
 from ntsym_codegen.template import expr
 
 _UNKNOWN_AXIS = object()
@@ -59,7 +59,7 @@ def refuse_unfollowed(em, node, name):
     mask here (``gather``, ``dot_scaled``, ``bitonic_merge``, any other):
     refused where an operand may hold lanes outside the tensor, which it
     would take in."""
-    from ntsym_codegen.padding import _ELEMENTWISE, _FRESH, _FUNCTIONS
+    from ntsym_codegen.lane_tables import ELEMENTWISE as _ELEMENTWISE, FRESH as _FRESH, FUNCTIONS as _FUNCTIONS
 
     if name in MIXING or name in LANE_PRESERVING or name in _ELEMENTWISE or name in _FRESH or name in _FUNCTIONS:
         return

@@ -25,37 +25,15 @@ from dataclasses import dataclass, field
 import sympy
 
 from ntsym_codegen.astutil import constant_node
+from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
+                                       FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS,
+                                       OTHER_MIXING, REDUCTIONS, SCANS, literal)
 from ntsym_codegen.lanes import (CLEAN, Factor, Lanes, combine, equals, join, masked, meeting, same_everywhere, unknown,
                                  widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
 
-# Elementwise functions whose value on a known lane value SymPy computes.
-_FUNCTIONS = {
-    "exp": sympy.exp, "exp2": lambda x: 2**x, "log": sympy.log, "log2": lambda x: sympy.log(x, 2), "abs": sympy.Abs,
-    "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos, "sigmoid": lambda x: 1 / (1 + sympy.exp(-x)),
-    "maximum": sympy.Max, "minimum": sympy.Min,
-    "where": lambda c, a, b: a if c is sympy.true else b if c is sympy.false else None,
-    "cast": lambda x, *_: x,
-}
-# Elementwise functions whose lane value is not followed (the mask is).
-_ELEMENTWISE = {"fma", "erf", "rsqrt", "floor", "ceil", "tanh", "clamp", "fdiv", "div_rn", "sqrt_rn", "cdiv", "log1p",
-                "expm1", "umulhi", "isnan", "isinf"}
-# Functions whose result has no lanes from their operands (fresh values).
-_FRESH = {"zeros", "full", "arange", "zeros_like", "program_id", "num_programs", "load", "rand", "randn", "randint"}
-_OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-              ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b}
-_COMPARE = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge, ast.Eq: sympy.Eq,
-            ast.NotEq: sympy.Ne}
-# Reductions: their identity, and the position of ``keep_dims`` among the arguments.
-REDUCTIONS = {"sum": (sympy.S.Zero, 2), "xor_sum": (sympy.S.Zero, 2), "max": (-sympy.oo, 4),
-              "min": (sympy.oo, 4), "argmax": (-sympy.oo, 3), "argmin": (sympy.oo, 3), "reduce": (None, 3),
-              "reduce_or": (sympy.S.Zero, 2)}
-SCANS = {"cumsum": sympy.S.Zero, "cumprod": sympy.S.One, "associative_scan": None}
-# Other operations that mix lanes, read through the mask (``codegen/mixing.py``).
-OTHER_MIXING = {"sort", "flip", "dot", "softmax", "topk", "histogram"}
-_FILLS = {-sympy.oo: "ntsym_lowest", sympy.oo: "ntsym_highest", sympy.nan: "ntsym_sort_fill"}
 
 
 @dataclass
@@ -557,16 +535,6 @@ def _offsets_rank(ref, node):
     index = p.index[d].xreplace({var: value for var, (value, _, _) in ref.fixed.items()})
     vars = p.level_vars[ref.depth]
     return 1 if sum(vars[j] in index.free_symbols for j in ref.dims) == 1 else len(ref.dims)
-
-
-def literal(node):
-    """An integer literal (negative too), or None."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        value = literal(node.operand)
-        return None if value is None else -value
-    return None
 
 
 __all__ = ["DESCRIPTOR", "LaneState", "PaddingMixin", "literal"]

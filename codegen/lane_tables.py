@@ -1,0 +1,45 @@
+"""What the lanes rule knows of the application's functions
+(``codegen/padding.py`` follows lanes with them, ``codegen/mixing.py`` reads
+mixing operations through masks with them): which compute a known lane value
+(SymPy), which are elementwise, which make fresh values, which reductions and
+scans mix lanes and their identities, and the fills of those identities."""
+
+import ast
+
+import sympy
+
+# Elementwise functions whose value on a known lane value SymPy computes.
+FUNCTIONS = {
+    "exp": sympy.exp, "exp2": lambda x: 2**x, "log": sympy.log, "log2": lambda x: sympy.log(x, 2), "abs": sympy.Abs,
+    "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos, "sigmoid": lambda x: 1 / (1 + sympy.exp(-x)),
+    "maximum": sympy.Max, "minimum": sympy.Min,
+    "where": lambda c, a, b: a if c is sympy.true else b if c is sympy.false else None,
+    "cast": lambda x, *_: x,
+}
+# Elementwise functions whose lane value is not followed (the mask is).
+ELEMENTWISE = {"fma", "erf", "rsqrt", "floor", "ceil", "tanh", "clamp", "fdiv", "div_rn", "sqrt_rn", "cdiv", "log1p",
+                "expm1", "umulhi", "isnan", "isinf"}
+# Functions whose result has no lanes from their operands (fresh values).
+FRESH = {"zeros", "full", "arange", "zeros_like", "program_id", "num_programs", "load", "rand", "randn", "randint"}
+OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+              ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b}
+COMPARE = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge, ast.Eq: sympy.Eq,
+            ast.NotEq: sympy.Ne}
+# Reductions: their identity, and the position of ``keep_dims`` among the arguments.
+REDUCTIONS = {"sum": (sympy.S.Zero, 2), "xor_sum": (sympy.S.Zero, 2), "max": (-sympy.oo, 4),
+              "min": (sympy.oo, 4), "argmax": (-sympy.oo, 3), "argmin": (sympy.oo, 3), "reduce": (None, 3),
+              "reduce_or": (sympy.S.Zero, 2)}
+SCANS = {"cumsum": sympy.S.Zero, "cumprod": sympy.S.One, "associative_scan": None}
+# Other operations that mix lanes, read through the mask (``codegen/mixing.py``).
+OTHER_MIXING = {"sort", "flip", "dot", "softmax", "topk", "histogram"}
+FILLS = {-sympy.oo: "ntsym_lowest", sympy.oo: "ntsym_highest", sympy.nan: "ntsym_sort_fill"}
+
+
+def literal(node):
+    """An integer literal (negative too), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = literal(node.operand)
+        return None if value is None else -value
+    return None
