@@ -109,8 +109,9 @@ class _Search:
         # times a few numbers of warps unless they are given.
         warps_only = not any(m.meta for m in spec.metas) and not (options.get("num_warps") or spec.num_warps)
         if all(m.symbol.name in self.fixed for m in spec.metas if m.meta) and (spec.interpreting or not warps_only):
-            return Config(self.fixed_items, options.get("num_warps") or spec.num_warps or 4,
-                          options.get("num_stages") or spec.num_stages or 3, bool(self.wanted), bool(self.advance))
+            warps = options.get("num_warps") or spec.num_warps or launch_options.NUM_WARPS.default
+            stages = options.get("num_stages") or spec.num_stages or launch_options.NUM_STAGES.default
+            return Config(self.fixed_items, warps, stages, bool(self.wanted), bool(self.advance))
         if spec.interpreting and not _tune_in_interpreter():
             # The interpreter times nothing meaningful: no tuning.
             return Config(probe.meta, self.launch.get("num_warps", probe.num_warps),

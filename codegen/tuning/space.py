@@ -8,6 +8,7 @@ import functools
 import itertools
 import math
 
+from ntsym_codegen.options import NUM_STAGES, NUM_WARPS
 from ntsym_codegen.tuning.config import Config
 
 
@@ -192,7 +193,7 @@ def _spread_candidates(spec, fixed):
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
     if not free:
         meta = tuple(sorted(fixed.items()))
-        return [Config(meta, w, spec.num_stages or 3) for w in ([spec.num_warps] if spec.num_warps else WARPS_ONLY)]
+        return [Config(meta, w, spec.num_stages or NUM_STAGES.default) for w in ([spec.num_warps] if spec.num_warps else WARPS_ONLY)]
     values = [m.candidates for m in free]
     warps = [spec.num_warps] if spec.num_warps else [4, 8]
     stages = [spec.num_stages] if spec.num_stages else [2, 3, 4]
@@ -217,7 +218,7 @@ def _spread_candidates(spec, fixed):
             # No loop to pipeline: the stages change nothing, so the budget
             # goes to the warps (the default for the block size and twice it).
             combos = _evenly(combos, limit // 2)
-            stage = spec.num_stages or 3
+            stage = spec.num_stages or NUM_STAGES.default
             configs = []
             for _, meta in combos:
                 warps = _warps_for(pair(meta))
@@ -252,7 +253,7 @@ def default_config(spec, fixed):
         target = (2**15) ** (1 / len(free))
         for m in free:
             meta[m.symbol.name] = min(m.candidates, key=lambda v: (abs(math.log2(v) - math.log2(target)), v))
-    return Config(tuple(sorted(meta.items())), spec.num_warps or 4, spec.num_stages or 3)
+    return Config(tuple(sorted(meta.items())), spec.num_warps or NUM_WARPS.default, spec.num_stages or NUM_STAGES.default)
 
 
 @functools.lru_cache(maxsize=None)
