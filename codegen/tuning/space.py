@@ -193,7 +193,8 @@ def _spread_candidates(spec, fixed):
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
     if not free:
         meta = tuple(sorted(fixed.items()))
-        return [Config(meta, w, spec.num_stages or NUM_STAGES.default) for w in ([spec.num_warps] if spec.num_warps else WARPS_ONLY)]
+        stages = spec.num_stages or NUM_STAGES.default
+        return [Config(meta, w, stages) for w in ([spec.num_warps] if spec.num_warps else WARPS_ONLY)]
     values = [m.candidates for m in free]
     warps = [spec.num_warps] if spec.num_warps else [4, 8]
     stages = [spec.num_stages] if spec.num_stages else [2, 3, 4]
@@ -253,7 +254,8 @@ def default_config(spec, fixed):
         target = (2**15) ** (1 / len(free))
         for m in free:
             meta[m.symbol.name] = min(m.candidates, key=lambda v: (abs(math.log2(v) - math.log2(target)), v))
-    return Config(tuple(sorted(meta.items())), spec.num_warps or NUM_WARPS.default, spec.num_stages or NUM_STAGES.default)
+    warps, stages = spec.num_warps or NUM_WARPS.default, spec.num_stages or NUM_STAGES.default
+    return Config(tuple(sorted(meta.items())), warps, stages)
 
 
 @functools.lru_cache(maxsize=None)
