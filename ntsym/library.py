@@ -157,7 +157,7 @@ def _check_name(name, kernel):
 def _call_params(kernel):
     """The parameters a call passes, in order (compile-time values fixed at
     make() left out)."""
-    return [p for p in kernel.ir.params if not (p.kind == "constexpr" and p.value is not None)]
+    return list(kernel.ir.call_params)
 
 
 def _display(kernel):

@@ -359,7 +359,7 @@ def _needed(ir, args):
 def _call_arity(ir):
     """How many arguments the launcher takes: every parameter but the
     compile-time values fixed at make()."""
-    return sum(1 for p in ir.params if not (p.kind == "constexpr" and p.value is not None))
+    return len(ir.call_params)
 
 
 def jit(func: Optional[Callable] = None, *, caller: str = "torch", kernel_name: Optional[str] = None,
