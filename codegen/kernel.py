@@ -54,7 +54,7 @@ from ntsym_codegen.emit_error import EmitError, source_lines
 from ntsym_codegen.ir import Check
 from ntsym_codegen.inline import InliningMixin
 from ntsym_codegen.loops import LoopsMixin
-from ntsym_codegen.mixing import refuse_unfollowed
+from ntsym_codegen.mixing import UNFOLLOWED_METHODS, refuse_unfollowed
 from ntsym_codegen.lanes import unknown
 from ntsym_codegen.padding import LaneState, PaddingMixin
 from ntsym_codegen.printer import Printer
@@ -513,6 +513,10 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                   for k in node.keywords]
         if isinstance(func, ast.Attribute) and self.alias(func.value) == "tl":
             refuse_unfollowed(self, node, func.attr)  # lanes outside the tensor never reach it unseen
+        elif isinstance(func, ast.Attribute) and func.attr in UNFOLLOWED_METHODS and self.alias(func.value) is None:
+            call = ast.Call(func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=func.attr, ctx=ast.Load()),
+                            args=[func.value] + list(node.args), keywords=list(node.keywords))
+            refuse_unfollowed(self, ast.copy_location(call, node), func.attr)  # x.gather(i, 0) as tl.gather(x, i, 0)
         if isinstance(func, ast.Attribute) and func.attr == "store" and args:
             # A store the application writes itself (``ntl.store``), through
             # pointers made from ``x.source.data_ptr()``.

@@ -54,6 +54,11 @@ LANE_PRESERVING = {
 }
 
 
+# Tile methods (Triton's member functions) that combine lanes and are not read
+# through the mask: refused as their ``tl`` forms are (``refuse_unfollowed``).
+UNFOLLOWED_METHODS = {"gather"}
+
+
 def refuse_unfollowed(em, node, name):
     """A ``tl`` function that may combine lanes and is not read through the
     mask here (``gather``, ``dot_scaled``, ``bitonic_merge``, any other):

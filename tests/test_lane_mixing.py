@@ -81,6 +81,18 @@ def test_gather_of_a_padded_tile_is_refused_by_name():
         kernel(torch.rand(5), torch.zeros(5, dtype=torch.int32), torch.empty(5))
 
 
+def test_gather_method_of_a_padded_tile_is_refused_by_name():
+    def arrangement(x, i, out):
+        return x.tile((8,)), i.tile((8,)), out.tile((8,))
+
+    def application(x, i, out):
+        out = x.gather(i, 0)  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match=r"`tl.gather` may combine the lanes of its operand `x`"):
+        kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1), Tensor(1)))
+        kernel(torch.rand(5), torch.zeros(5, dtype=torch.int32), torch.empty(5))
+
+
 def test_gather_by_a_padded_index_runs():
     def arrangement(i, out):
         return i.tile((8,)), out.tile((8,))
