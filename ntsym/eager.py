@@ -24,6 +24,8 @@ torch.compile's tracing, or an argument of another type than the schema's)
 goes through the dispatcher, as ``torch.ops.namespace.name`` always does."""
 
 import torch
+from torch.overrides import _get_current_function_mode_stack
+from torch.utils._device import DeviceContext
 
 _C = torch._C
 _TENSORS = (torch.Tensor, torch.nn.Parameter)
@@ -71,9 +73,6 @@ def _function_mode():
     like its inputs, so that mode changes nothing here."""
     if not _C._is_torch_function_mode_enabled():
         return False
-    from torch.overrides import _get_current_function_mode_stack
-    from torch.utils._device import DeviceContext
-
     return any(type(mode) is not DeviceContext for mode in _get_current_function_mode_stack())
 
 

@@ -228,6 +228,8 @@ class _Plan:
                     for p in params]
             self.schema = f"({', '.join(args)}) -> ()"
             self.taken = params
+            tensors = [i for i, p in enumerate(params) if p.kind in ("tensor", "shape")]
+            self.first = tensors[0] if tensors else None
             self.impl = self._mutating
             self.fake = _nothing
             return
@@ -458,8 +460,7 @@ class _Plan:
     # - mutating form -
 
     def _mutating(self, *args):
-        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
-        if first is not None and first.is_meta:  # no data to write
+        if self.first is not None and args[self.first].is_meta:  # no data to write
             return None
         try:
             self.kernel(*args, **self.options)
