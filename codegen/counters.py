@@ -96,8 +96,8 @@ def note_variant(counter, kernel, args, kwargs, options=()):
     if counter is None:
         return
     constexprs = _constexpr_positions(kernel)
-    key = (id(kernel), tuple(_value(a) if i in constexprs else _specialization(a) for i, a in enumerate(args)),
-           tuple(sorted((k, _value(v)) for k, v in kwargs.items())), options)
+    key = (id(kernel), tuple(hashable(a) if i in constexprs else _specialization(a) for i, a in enumerate(args)),
+           tuple(sorted((k, hashable(v)) for k, v in kwargs.items())), options)
     if key in counter.variants:
         return
     with _LOCK:  # warm-up compiles calls in threads
@@ -159,7 +159,9 @@ def _specialization(value):
     return (type(value),)
 
 
-def _value(value):
+def hashable(value):
+    """``value`` as a compile-time value keys a variant (also the runtime's
+    call keys): itself with its type, or its repr where it cannot be hashed."""
     try:
         hash(value)
     except TypeError:

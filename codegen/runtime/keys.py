@@ -1,6 +1,7 @@
 """The key a validated call is remembered under: what its validation and
 configuration depend on, except the data pointers."""
 
+from ntsym_codegen.counters import hashable as _hashable
 from ntsym_codegen.errors import fail
 from ntsym_codegen.runtime.checks import _call_types
 from ntsym_codegen.tracing import is_fake
@@ -61,11 +62,3 @@ def refuse_transformed(args):
                  "ntsym kernels do not support torch.func transforms (the tensor has no memory of its own to "
                  "launch on)", "call the kernel outside the transform, e.g. on the whole batch, with the batch "
                  "as a dimension of the arrangement")
-
-
-def _hashable(value):
-    try:
-        hash(value)
-    except TypeError:
-        return (type(value), repr(value))
-    return (type(value), value)  # True and 1 differ as constexprs
