@@ -94,6 +94,10 @@ def process_group():
                                     timeout=timeout)
     try:
         yield dist.get_rank(), dist.get_world_size(), device
+        if created and dist.get_world_size() > 1:
+            # Every rank past its last collective before any rank closes its
+            # connections: a peer torn down mid-exchange aborts the process (gloo).
+            barrier(device)
     finally:
         if created:
             dist.destroy_process_group()
