@@ -28,7 +28,9 @@ class Factor:
     varies along, counted from the last (-1) so that broadcasting lines them
     up, or None where not known; ``names``: the names it reads (a factor
     reading a loop's variable changes from one iteration to the next);
-    ``rank``: the number of axes of its block (it broadcasts to the value)."""
+    ``rank``: the number of axes of its block (it broadcasts to the value);
+    ``extents``: per axis it varies along, the block's extent there (SymPy,
+    and its printed AST), where known."""
 
     node: object
     axes: frozenset
@@ -36,12 +38,30 @@ class Factor:
     key: str
     rank: object = None  # the number of axes of ``node`` (0: a scalar)
     cond: object = None  # the condition as SymPy index math, where known
+    extents: tuple = None  # ((axis, extent, its AST), ...) over ``axes``, where known
 
     @staticmethod
-    def of(node, axes, rank=None, cond=None):
+    def of(node, axes, rank=None, cond=None, extents=None):
         names = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name)) if node is not None else frozenset()
-        return Factor(node, None if axes is None else frozenset(axes), names,
-                      ast.dump(node) if node is not None else "descriptor", rank, cond)
+        axes = None if axes is None else frozenset(axes)
+        if extents is not None and (axes is None or {a for a, _, _ in extents} != axes):
+            extents = None
+        return Factor(node, axes, names, ast.dump(node) if node is not None else "descriptor", rank, cond,
+                      None if extents is None else tuple(sorted(extents, key=lambda e: e[0])))
+
+    def extent(self, axis):
+        """(SymPy extent, its AST) of the block along ``axis``, or None."""
+        for a, value, node in self.extents or ():
+            if a == axis:
+                return value, node
+        return None
+
+    def moved(self, mapping):
+        """``extents`` with each axis ``a`` at ``mapping[a]`` (an axis not in
+        ``mapping`` dropped): for a factor whose axes move."""
+        if self.extents is None:
+            return None
+        return tuple((mapping[a], v, n) for a, v, n in self.extents if a in mapping)
 
     def mixes(self, axes):
         """Whether an operation mixing lanes along ``axes`` (None: all) meets
@@ -176,9 +196,48 @@ def _joined(fn, lanes, rank):
             a, b = _groups(lanes[i]), _groups(lanes[j])
             for axes in set(a) & set(b):
                 keys_a, keys_b = {f.key for f in a[axes]}, {f.key for f in b[axes]}
-                if keys_a != keys_b and _one_block(a[axes], b[axes]):
-                    lanes[i], lanes[j] = _disjunction(lanes[i], a[axes], lanes[j], b[axes], axes, rank)
+                if keys_a == keys_b:
+                    continue
+                same = True if _one_block(a[axes], b[axes]) else _same_extent(a[axes], b[axes], axes)
+                if same is not None and same is not False:
+                    lanes[i], lanes[j] = _disjunction(lanes[i], a[axes], lanes[j], b[axes], axes, rank,
+                                                      None if same is True else same)
     return lanes
+
+
+def _same_extent(group_a, group_b, axes):
+    """Whether the blocks of two groups of factors (two tensors' tiles) have
+    one extent along ``axes``: True or False where SymPy tells, else the test
+    as an AST of compile-time values (block sizes, or the masks' shapes),
+    None where not known.  Of one extent, a lane inside either operand is an
+    element of their combination (NineToothed computes it with the other's
+    ``other``); where one block broadcasts along the other (an extent of 1
+    against many), its lane is no element of the longer row, and the lanes
+    outside either are outside."""
+    fa, fb = group_a[0], group_b[0]
+    tests = []
+    for axis in sorted(axes):
+        ea, eb = fa.extent(axis), fb.extent(axis)
+        if ea is not None and eb is not None:
+            difference = sympy.simplify(ea[0] - eb[0])
+            if difference == 0:
+                continue
+            if difference.is_number:
+                return False
+            tests.append(ast.Compare(left=copy.deepcopy(ea[1]), ops=[ast.Eq()], comparators=[copy.deepcopy(eb[1])]))
+        elif fa.rank and fb.rank and fa.rank >= -axis and fb.rank >= -axis:
+            tests.append(ast.Compare(left=_shape(fa, axis), ops=[ast.Eq()], comparators=[_shape(fb, axis)]))
+        else:
+            return None
+    if not tests:
+        return True
+    return tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)
+
+
+def _shape(factor, axis):
+    """``factor``'s block extent along ``axis``: its mask's shape there."""
+    shape = ast.Attribute(value=copy.deepcopy(factor.node), attr="shape", ctx=ast.Load())
+    return ast.Subscript(value=shape, slice=ast.Constant(factor.rank + axis), ctx=ast.Load())
 
 
 def _one_block(group_a, group_b):
@@ -196,17 +255,26 @@ def _one_block(group_a, group_b):
     return a is not None and a == b
 
 
-def _disjunction(a, group_a, b, group_b, axes, rank):
+def _disjunction(a, group_a, b, group_b, axes, rank, test=None):
     """``a`` and ``b`` with ``group_a`` and ``group_b`` replaced by one factor:
     a lane inside either group is inside.  On the lanes it excludes (outside
-    both), each holds what its group's factors exclude, where they agree."""
-    node = ast.BinOp(left=_conjunction(group_a), op=ast.BitOr(), right=_conjunction(group_b))
+    both), each holds what its group's factors exclude, where they agree.
+    With ``test`` (a compile-time condition: the blocks have one extent), the
+    factor is the disjunction where it holds and the conjunction where not;
+    what the lanes it excludes hold is then not known."""
+    either = ast.BinOp(left=_conjunction(group_a), op=ast.BitOr(), right=_conjunction(group_b))
+    if test is None:
+        node = either
+    else:
+        both = ast.BinOp(left=_conjunction(group_a), op=ast.BitAnd(), right=_conjunction(group_b))
+        node = ast.IfExp(test=test, body=either, orelse=both)
     ranks = [f.rank for f in group_a + group_b]
-    factor = Factor.of(node, axes, None if any(r is None for r in ranks) else max(ranks))
+    extents = group_a[0].extents if test is None else None
+    factor = Factor.of(node, axes, None if any(r is None for r in ranks) else max(ranks), None, extents)
 
     def replaced(lanes, group):
         values = {lanes.at(f) for f in group}
-        held = values.pop() if len(values) == 1 else None
+        held = values.pop() if len(values) == 1 and test is None else None
         keys = {f.key for f in group}
         kept = [f for f in lanes.factors if f.key not in keys]
         return Lanes(lanes.value, tuple(kept) + (factor,), lanes.rank, tuple(lanes.at(f) for f in kept) + (held,))

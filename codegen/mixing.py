@@ -274,7 +274,7 @@ def _kept(factor, axis):
     """A factor along ``axis`` and others, reduced along ``axis`` with the
     axis kept (``keep_dims``)."""
     node = expr("tl.sum({f}.to(tl.int32), axis={axis}, keep_dims=True) > 0", f=factor.node, axis=axis + factor.rank)
-    return Factor.of(node, factor.axes - {axis}, factor.rank, None)
+    return Factor.of(node, factor.axes - {axis}, factor.rank, None, factor.moved({a: a for a in factor.axes - {axis}}))
 
 
 def _reduced(factor, axis, across=False):
@@ -282,11 +282,12 @@ def _reduced(factor, axis, across=False):
     and others too), with that axis removed."""
     if factor.axes is None:
         return factor
-    axes = {a + 1 if a < axis else a for a in factor.axes - {axis}}
+    moved = {a: a + 1 if a < axis else a for a in factor.axes - {axis}}
+    axes = set(moved.values())
     if not factor.rank or factor.rank < -axis:
-        return Factor.of(factor.node, axes, factor.rank, factor.cond)
+        return Factor.of(factor.node, axes, factor.rank, factor.cond, factor.moved(moved))
     node = expr("tl.sum({f}.to(tl.int32), axis={axis}) > 0", f=factor.node, axis=axis + factor.rank)
-    return Factor.of(node, axes, factor.rank - 1, None if across else factor.cond)
+    return Factor.of(node, axes, factor.rank - 1, None if across else factor.cond, factor.moved(moved))
 
 
 def _flip(em, node, operand, lanes):

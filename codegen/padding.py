@@ -85,8 +85,23 @@ class PaddingMixin:
                 node = ast.Constant(False) if c is sympy.false else printer(c)
             except PrintError:
                 return None
-            factors.append(Factor.of(node, axes, rank if axes else 0, c))
+            factors.append(Factor.of(node, axes, rank if axes else 0, c, self._extents(address, rank, axes, printer)))
         return tuple(factors)
+
+    @staticmethod
+    def _extents(address, rank, axes, printer):
+        """The block's extent along each of ``axes`` (SymPy, printed), or None."""
+        extents = []
+        for pos, v in enumerate(address.vars):
+            if pos - rank in axes:
+                extent = address.ranges.get(v)
+                if extent is None:
+                    return None
+                try:
+                    extents.append((pos - rank, sympy.sympify(extent), printer(sympy.sympify(extent))))
+                except (PrintError, sympy.SympifyError, TypeError):
+                    return None
+        return extents
 
     def note_local(self, name, value_node):
         self.lanes.locals[name] = self.lanes_of(value_node)
@@ -177,9 +192,9 @@ class PaddingMixin:
                 continue
             if f.axes is None or f.rank != base.rank:
                 return unknown(rank)
-            axes = {old[a + base.rank] - rank for a in f.axes}
+            moved = {a: old[a + base.rank] - rank for a in f.axes}
             sub = ast.Subscript(value=copy.deepcopy(f.node), slice=copy.deepcopy(node.slice), ctx=ast.Load())
-            factors.append(Factor.of(sub, axes, rank, f.cond))
+            factors.append(Factor.of(sub, set(moved.values()), rank, f.cond, f.moved(moved)))
         return Lanes(base.value, tuple(factors), rank, base.outside)
 
     def note_result(self, node, lanes):
@@ -296,9 +311,9 @@ class PaddingMixin:
                 continue
             if f.axes is None or f.rank != rank:
                 return unknown(rank)
-            axes = {dims.index(a + rank) - rank for a in f.axes}
+            moved = {a: dims.index(a + rank) - rank for a in f.axes}
             factors.append(Factor.of(expr("tl.permute({f}, {dims})", f=copy.deepcopy(f.node), dims=tuple(dims)),
-                                     axes, rank, f.cond))
+                                     set(moved.values()), rank, f.cond, f.moved(moved)))
         return Lanes(base.value, tuple(factors), rank, base.outside)
 
     def module_function(self, name):

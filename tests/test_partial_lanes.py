@@ -4,8 +4,9 @@ of one row): a lane inside either operand is an element of the combination,
 the operand it lies outside of contributing its ``other``, as NineToothed
 computes.  Along different axes (a broadcast) a lane outside one operand's
 rows or columns is outside the result.  Two tensors of different lengths in
-one block still meet (strict xfail: the lanes inside the longer only are
-dropped)."""
+blocks of one extent: a lane inside either is an element (the shorter giving
+its ``other``); where one block broadcasts along the other (an extent of 1),
+only the lanes inside both are."""
 
 import pytest
 import torch
@@ -95,11 +96,6 @@ def _two_lengths(application):
     return out, F.pad(x, (0, 2)) + z  # lanes 5 and 6: x's other (0) with z's elements
 
 
-_TWO_TENSORS = ("the masks of two tensors along one axis still meet (their blocks may differ in extent, one "
-                "broadcasting): lanes 5 and 6, inside z only, are dropped")
-
-
-@pytest.mark.xfail(strict=True, reason=_TWO_TENSORS)
 def test_two_tensors_of_different_lengths_in_one_block_sum_over_the_longer():
     def application(x, z, out):
         out = ntl.sum(x + z, 1, keep_dims=True)  # noqa: F841
@@ -108,10 +104,50 @@ def test_two_tensors_of_different_lengths_in_one_block_sum_over_the_longer():
     torch.testing.assert_close(out, combined.sum().reshape(1, 1))
 
 
-@pytest.mark.xfail(strict=True, reason=_TWO_TENSORS)
 def test_two_tensors_of_different_lengths_in_one_block_max_over_the_longer():
     def application(x, z, out):
         out = ntl.max(x + z, 1, keep_dims=True)  # noqa: F841
 
     out, combined = _two_lengths(application)
     torch.testing.assert_close(out, combined.max().reshape(1, 1))
+
+
+def _broadcast(application, length):
+    """x (1, 5) in a block of 8 against y (1, length) in blocks of 1 that
+    broadcast along x's row: lanes 5..7 lie outside x, whatever y holds."""
+    def arrangement(x, y, out):
+        return x.tile((1, -1)), y.tile((1, 1)), out.tile((1, 1))
+
+    x = -(torch.rand(1, 5) + 1)
+    y = torch.full((1, length), -0.25)
+    out = torch.empty(1, 1)
+    ntsym.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2)))(x, y, out)
+    return out, x + y[:, :1]
+
+
+def test_a_block_of_one_broadcast_along_a_row_keeps_the_lanes_outside_the_row_out():
+    def application(x, y, out):
+        out = ntl.max(x + y, 1, keep_dims=True)  # noqa: F841
+
+    out, combined = _broadcast(application, 1)
+    torch.testing.assert_close(out, combined.max().reshape(1, 1))
+
+
+@pytest.mark.parametrize("lengths", [(5, 7), (7, 5), (4, 4), (5, 8)])
+def test_two_vectors_of_different_lengths_in_one_block_sum_as_ninetoothed(lengths):
+    """A sum over x + z and x * z: the lanes inside either operand count, the
+    other's ``other`` (0) standing in for its missing elements."""
+    def arrangement(x, z, out, prod):
+        return x.tile((-1,)), z.tile((-1,)), out.tile((1,)), prod.tile((1,))
+
+    def application(x, z, out, prod):
+        out = ntl.sum(x + z, 0)  # noqa: F841
+        prod = ntl.sum(x * z, 0)  # noqa: F841
+
+    x, z = torch.randn(lengths[0]), torch.randn(lengths[1])
+    out, prod = torch.empty(1), torch.empty(1)
+    ntsym.make(arrangement, application, tuple(Tensor(1) for _ in range(4)))(x, z, out, prod)
+    n = max(lengths)
+    xp, zp = F.pad(x, (0, n - len(x))), F.pad(z, (0, n - len(z)))
+    torch.testing.assert_close(out, (xp + zp).sum().reshape(1))
+    torch.testing.assert_close(prod, (xp * zp).sum().reshape(1))
