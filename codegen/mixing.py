@@ -57,6 +57,10 @@ LANE_PRESERVING = {
 # Tile methods (Triton's member functions) that combine lanes and are not read
 # through the mask: refused as their ``tl`` forms are (``refuse_unfollowed``).
 UNFOLLOWED_METHODS = {"gather"}
+# Tile members that move no lane across another: a cast (``to``), the
+# transpose ``T`` and ``item`` (their lanes not followed: a later mixing
+# operation over them is refused), lane-wise logic.
+NOT_MIXING_MEMBERS = {"T", "item", "logical_and", "logical_or", "to"}
 
 
 def refuse_unfollowed(em, node, name):
@@ -69,8 +73,8 @@ def refuse_unfollowed(em, node, name):
     if name in MIXING or name in LANE_PRESERVING or name in _ELEMENTWISE or name in _FRESH or name in _FUNCTIONS:
         return
     operands = list(node.args) + [k.value for k in node.keywords]
-    if name == "gather":  # each lane of the index picks its own lane of the result
-        operands = [_argument(node, 0, "src", None)]
+    if name == "gather":
+        return _gather(em, node)
     for operand in operands:
         if not em.lanes_of(operand).clean:
             raise em.error(
@@ -79,6 +83,44 @@ def refuse_unfollowed(em, node, name):
                 f"out of `{name}`: they would enter its result. Arrange tiles whose block divides the tensor's size, "
                 "or compute the operand with an operation ntsym reads through the mask (a reduction, `sort`, "
                 "`topk`)", node)
+
+
+def _gather(em, node):
+    """``tl.gather(src, index, axis)``: each lane of the result is the lane of
+    ``src`` its index names, so the result's lanes are the index's.  An index
+    naming a lane of ``src`` outside the tensor (in its block, past the
+    tensor's end) is out of range, as torch's ``gather`` would say: it reads
+    what that lane holds (``other`` for a loaded tile), as a gather through
+    ``x.source[...]`` reads ``other``; under ``NTSYM_DEBUG=1`` the kernel
+    checks, before the statement, that every index of a lane inside names a
+    lane of ``src`` inside (``codegen/debug_checks.py``)."""
+    from ntsym_codegen import debug_checks, template
+
+    src, index = _argument(node, 0, "src", None), _argument(node, 1, "index", None)
+    axis = _argument(node, 2, "axis", None)
+    if src is None or index is None or axis is None or not debug_checks.enabled():
+        return
+    value = em.expr(src)  # loads the tile it reads, noting its lanes
+    lanes = em.lanes_of(src)
+    if lanes.clean:
+        return
+    if not lanes.known or any(f.node is None for f in lanes.factors):
+        raise em.error(
+            f"`tl.gather` reads `{ast.unparse(src)}`, whose lanes outside the tensor ntsym does not follow here, "
+            "so NTSYM_DEBUG cannot check that its indices stay inside the tensor", node)
+    inside = conjunction(copy.deepcopy(f.node) for f in lanes.factors)
+    shape = expr("{v}.shape", v=copy.deepcopy(value))
+    picked = expr("tl.gather(tl.broadcast_to({inside}, {shape}).to(tl.int8), {index}, {axis}) != 0",
+                  inside=inside, shape=shape, index=em.expr(index), axis=em.expr(axis))
+    index_lanes = em.lanes_of(index)
+    if index_lanes.known and index_lanes.factors and all(f.node is not None for f in index_lanes.factors):
+        picked = expr("{picked} | ~({lane})", picked=picked,
+                      lane=conjunction(copy.deepcopy(f.node) for f in index_lanes.factors))
+    message = (f"tl.gather: an index in `{ast.unparse(index)}` names a lane of `{ast.unparse(src)}` outside the "
+               "tensor (past its end, in the padding of its block)")
+    em.records.helpers.add("ntsym_check_index")
+    em.blocks.pre.append(template.stmt("ntsym_check_index({inside}, {message})", inside=picked,
+                                       message=ast.Constant(message)))
 
 
 def _function_form(em, node):

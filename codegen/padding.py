@@ -243,6 +243,10 @@ class PaddingMixin:
             return self._new_axes_lanes(node.args[0], node.args[1])
         if name == "where" and len(node.args) == 3 and not node.keywords:
             return self._where_lanes(node)
+        if name == "gather" or (method and func.attr == "gather"):  # each lane is the lane its index names
+            index = _argument(node, 1 if name == "gather" else 0, "index")
+            lanes = self.lanes_of(index) if index is not None else unknown()
+            return masked(lanes.factors, None, lanes.rank) if lanes.known else lanes
         fn = _FUNCTIONS.get(name)
         if fn is not None or name in _ELEMENTWISE:
             values = [a for a in node.args if not (name == "cast" and a is not node.args[0])]
@@ -553,3 +557,11 @@ def _offsets_rank(ref, node):
 
 
 __all__ = ["DESCRIPTOR", "LaneState", "PaddingMixin", "literal"]
+
+
+def _argument(node, position, keyword):
+    """The call's argument at ``position`` or named ``keyword``, else None."""
+    for k in node.keywords:
+        if k.arg == keyword:
+            return k.value
+    return node.args[position] if len(node.args) > position else None
