@@ -89,12 +89,16 @@ class ApplicationFacts:
     - ``maybe_written``: tensor parameters the application may write.
     - ``stored_once``: tensors written in one statement, outside loops.
     - ``user_names``: every name the application (and what it inlines) uses.
+    - ``defined_once``: locals assigned once, by a statement of the
+      application's own body (no loop, branch or other binding), with the
+      expression they hold (``codegen/lane_writes.py``).
     """
 
     read: set = field(default_factory=set)
     maybe_written: set = field(default_factory=set)
     stored_once: set = field(default_factory=set)
     user_names: set = field(default_factory=set)
+    defined_once: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -25,7 +25,7 @@ import copy
 
 import sympy
 
-from ntsym_codegen import bounds
+from ntsym_codegen import bounds, lane_writes
 from ntsym_codegen.access import AccessMixin
 from ntsym_codegen.functions import FunctionValuesMixin
 from ntsym_codegen.reshaping import reshaped
@@ -180,8 +180,9 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                     "next: compiled Triton runs such a loop with the bound's value from before the enclosing "
                     "loop (its interpreter follows the change), a wrong result on a GPU; compute the bound "
                     "from the enclosing loop's index (`range(n - j)`) instead", bound)
-        body = self.statements(copy.deepcopy(func.body))
-        return body
+        body = copy.deepcopy(func.body)
+        self.facts.defined_once = lane_writes.defined_once(body)
+        return self.statements(body)
 
     def statements(self, stmts):
         out = []

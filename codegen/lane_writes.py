@@ -6,8 +6,10 @@ is up to the hardware (the interpreter keeps the last), so the store is
 refused unless the value is provably the same on those lanes, as writes
 shared across programs are (``ntsym/disjoint.py``).  The proof is
 syntactic: constants, scalars, tiles broadcast or themselves expanded along
-the axis, and elementwise operations of those; anything else (a scan, a
-sort, a local, ``arange``) may differ between the lanes.
+the axis, and elementwise operations of those, and locals assigned once by
+the application's own body from such values; anything else (a scan, a sort,
+``arange``, a local assigned in a loop, a branch or twice) may differ between
+the lanes.
 """
 
 import ast
@@ -58,37 +60,63 @@ def check(em, ref, stmt):
                 f"without the expand", stmt)
 
 
-def _uniform(em, node, offset):
+def _uniform(em, node, offset, seen=frozenset()):
     """Whether ``node`` provably holds one value along the axis ``offset``
     (counted from the last, -1) of the stored block."""
     if isinstance(node, ast.Constant):
         return True
     if isinstance(node, ast.Name):
-        return _uniform_name(em, node, offset)
+        return _uniform_name(em, node, offset, seen)
     if isinstance(node, ast.BinOp):
-        return _uniform(em, node.left, offset) and _uniform(em, node.right, offset)
+        return _uniform(em, node.left, offset, seen) and _uniform(em, node.right, offset, seen)
     if isinstance(node, ast.UnaryOp):
-        return _uniform(em, node.operand, offset)
+        return _uniform(em, node.operand, offset, seen)
     if isinstance(node, ast.Compare):
-        return all(_uniform(em, n, offset) for n in [node.left, *node.comparators])
+        return all(_uniform(em, n, offset, seen) for n in [node.left, *node.comparators])
     if isinstance(node, ast.BoolOp):
-        return all(_uniform(em, n, offset) for n in node.values)
+        return all(_uniform(em, n, offset, seen) for n in node.values)
     if isinstance(node, ast.IfExp):
-        return all(_uniform(em, n, offset) for n in (node.test, node.body, node.orelse))
+        return all(_uniform(em, n, offset, seen) for n in (node.test, node.body, node.orelse))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if node.func.attr == "to" and em._tl_function(node.func) is None:
-            return _uniform(em, node.func.value, offset)
+            return _uniform(em, node.func.value, offset, seen)
         if em._tl_function(node.func) in _ELEMENTWISE:
-            return all(_uniform(em, n, offset) for n in [*node.args, *(k.value for k in node.keywords)])
+            return all(_uniform(em, n, offset, seen) for n in [*node.args, *(k.value for k in node.keywords)])
     return False
 
 
-def _uniform_name(em, node, offset):
+def defined_once(body):
+    """Locals of the application's ``body`` bound by exactly one statement,
+    an assignment of the body itself (``y = x * 2``, not in a loop or a
+    branch, not a loop variable, not augmented): name -> its value."""
+    bindings = {}
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.comprehension, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    bindings[name.id] = bindings.get(name.id, 0) + 1
+    once = {}
+    for stmt in body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(
+                stmt, "target", None)
+            if isinstance(target, ast.Name) and bindings.get(target.id) == 1:
+                once[target.id] = stmt.value
+    return once
+
+
+def _uniform_name(em, node, offset, seen=frozenset()):
     """A tile is uniform along the axis where it is broadcast or its level
     variable there reads no element; a scalar parameter everywhere; a local
-    is not followed."""
+    where it is assigned once (``defined_once``) from a uniform value."""
     if node.id in em.names.locals:
-        return False
+        value = em.facts.defined_once.get(node.id)
+        return value is not None and node.id not in seen and _uniform(em, value, offset, seen | {node.id})
     ref = em.resolve(node)
     if ref is None:
         return node.id not in em.tensors

@@ -61,3 +61,38 @@ def test_an_inner_expanded_output_written_from_a_local_is_refused():
 
     with pytest.raises(ntsym.ApplicationError, match="`out` is written through a tile whose dimension 0"):
         ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))
+
+
+def test_an_inner_expanded_output_written_from_locals_of_equal_lane_values_runs():
+    def application(x, out):
+        y = ntl.exp(x)
+        z: ntl.float32 = y * 2.0
+        out = z + 1.0  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, torch.exp(x) * 2.0 + 1.0)
+
+
+def test_an_inner_expanded_output_written_from_a_local_assigned_twice_or_in_a_loop_is_refused():
+    def twice(x, out):
+        y = x * 2.0
+        y = ntl.cumsum(x, 0)
+        out = y  # noqa: F841
+
+    def in_a_loop(x, out):
+        y = x * 2.0
+        for _ in range(2):
+            y += 1.0
+        out = y  # noqa: F841
+
+    def through_a_local_assigned_twice(x, out):
+        a = x
+        y = a * 2.0
+        a = ntl.cumsum(x, 0)
+        out = y + a  # noqa: F841
+
+    for application in (twice, in_a_loop, through_a_local_assigned_twice):
+        with pytest.raises(ntsym.ApplicationError, match="`out` is written through a tile whose dimension 0"):
+            ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))
