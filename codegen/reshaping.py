@@ -8,8 +8,11 @@ every axis: an operation that mixes lanes reads through it as through any
 other (a bincount written with ``reshape`` and a comparison counts the
 elements of the tensor, not the padding of its last block).  ``broadcast_to``
 keeps the factors as they are: their blocks broadcast the same way.
-``view`` may reorder elements and is not followed (the lanes stay unknown,
-and a mixing operation on them is refused).
+``view`` (and ``reshape(..., can_reorder=True)``) may put the elements in
+any order; of a value with lanes outside, it is emitted as a reshape that
+keeps their order (one of the orders it allows) and followed as one, so a
+mixing operation after it reads through the mask reshaped alike.  Of a
+value whose lanes all lie inside it is emitted as written.
 
 ``reshape`` is emitted as ``ntsym_reshape``: torch reshapes a 0-d value (a
 reduction's result) to any shape of one element, where Triton's reshape
@@ -48,9 +51,15 @@ def reshaped(em, node):
     name, operand_node, shape = _form(em, node)
     if name is None:
         return None
+    reorders = name == "view" or any(k.arg == "can_reorder" for k in node.keywords)
+    if reorders and em.lanes_of(operand_node).clean:
+        return None  # emitted as written
     operand = em.expr(operand_node)  # loads the tiles it reads, noting their lanes
     lanes = em.lanes_of(operand_node)
     following = lanes.known and not lanes.clean and all(f.node is not None for f in lanes.factors)
+    if reorders and not following:
+        return None  # the lanes stay unknown: a mixing operation after it is refused
+    name = "reshape" if name == "view" else name
     if following and name in ("reshape", "ravel") and not isinstance(operand, ast.Name):
         operand = named(em, operand)  # the mask reads its shape
     call = _call(em, node, operand)
@@ -75,7 +84,9 @@ def _form(em, node):
     """(``reshape`` or ``broadcast_to``, the operand, the shape as a tuple
     literal), or Nones where ``node`` is not such a call."""
     func = node.func
-    if not isinstance(func, ast.Attribute) or func.attr not in _FOLLOWED or node.keywords:
+    if not isinstance(func, ast.Attribute) or func.attr not in _FOLLOWED + ("view",):
+        return None, None, None
+    if node.keywords and (func.attr != "reshape" or [k.arg for k in node.keywords] != ["can_reorder"]):
         return None, None, None
     if em.alias(func.value) == "tl":
         args = node.args
@@ -88,9 +99,10 @@ def _form(em, node):
             else (None, None, None)
     if len(args) == 2 and isinstance(args[1], (ast.Tuple, ast.List)):
         return func.attr, args[0], ast.Tuple(elts=list(args[1].elts), ctx=ast.Load())
-    if len(args) > 2 and func.attr == "reshape":  # ``v.reshape(a, b)``
+    if len(args) > 2 and func.attr in ("reshape", "view"):  # ``v.reshape(a, b)``
         return func.attr, args[0], ast.Tuple(elts=list(args[1:]), ctx=ast.Load())
-    if len(args) == 2 and func.attr == "reshape" and isinstance(args[1], (ast.Constant, ast.BinOp, ast.Subscript)):
+    if len(args) == 2 and func.attr in ("reshape", "view") and isinstance(args[1], (ast.Constant, ast.BinOp,
+                                                                               ast.Subscript)):
         return func.attr, args[0], ast.Tuple(elts=[args[1]], ctx=ast.Load())  # ``v.reshape(n)``: a size, no tuple
     return None, None, None
 
@@ -102,7 +114,7 @@ def _is_module(em, node):
 def _call(em, node, operand):
     """``node`` emitted as the visitor does, its operand already emitted."""
     func = node.func
-    if func.attr == "reshape":
+    if func.attr in ("reshape", "view"):  # a view of lanes outside: in order (see the module's text)
         _, _, shape = _form(em, node)
         return ast.Call(func=ast.Name(id="ntsym_reshape", ctx=ast.Load()),
                         args=[operand, em.shape_argument(shape)], keywords=[])

@@ -37,7 +37,7 @@ def _bincount(exact, cleared=False, reorder=False):
     """exact: an input of 8 values, a tile without padded lanes; else any
     length, padded to a power of two.  cleared: the padded lanes set to -1
     through the tile's offsets first; reorder: a reshape that may reorder
-    elements (not followed)."""
+    elements, or a view (of lanes outside: emitted in order, followed)."""
     def arrangement(input, output):
         out = output.tile((B,))
         return input.tile((-1,)).expand(out.shape), out
@@ -58,7 +58,11 @@ def _bincount(exact, cleared=False, reorder=False):
         column = ntl.reshape(input, (input.shape[0], 1), can_reorder=True)
         output = ntl.sum((column == output.offsets(0)[None, :]).to(ntl.int64), 0)  # noqa: F841
 
-    application = reordered if reorder else where_first if cleared else raw
+    def viewed(input, output):
+        column = input.view(input.shape[0], 1)
+        output = ntl.sum((column == output.offsets(0)[None, :]).to(ntl.int64), 0)  # noqa: F841
+
+    application = {True: reordered, "view": viewed}.get(reorder) or (where_first if cleared else raw)
     input = Tensor(shape=(8,), dtype=ntsym.int64) if exact else Tensor(1, dtype=ntsym.int64)
     return ntsym.make(arrangement, application, (input, Tensor(1, dtype=ntsym.int64)))
 
@@ -84,10 +88,32 @@ def test_bincount_counts_the_elements_not_the_padding(cleared, length):
     assert torch.equal(y, torch.bincount(x, minlength=5))
 
 
-def test_bincount_through_a_reshape_that_may_reorder_is_refused():
-    # Lanes a reshape may reorder are not followed: padded zeros could be counted.
-    with pytest.raises(ntsym.ApplicationError, match="mixes the lanes"):
-        _bincount(exact=False, reorder=True)
+@pytest.mark.parametrize("reorder", [True, "view"])
+@pytest.mark.parametrize("length", [5, 8])
+def test_bincount_through_a_reshape_that_may_reorder_counts_the_elements(reorder, length):
+    # A reshape that may reorder (or a view) of lanes outside is emitted as one
+    # that keeps the order, its mask reshaped alike: padded zeros are not counted.
+    k = _bincount(exact=False, reorder=reorder)
+    assert "can_reorder" not in k.source and ".view(" not in k.source
+    x = torch.tensor([0, 3, 1, 1, 4, 3, 1, 2])[:length]
+    y = torch.empty(5, dtype=torch.int64)
+    k(x, y, B=4)
+    assert torch.equal(y, torch.bincount(x, minlength=5))
+
+
+def test_a_view_of_a_tile_without_lanes_outside_is_emitted_as_written():
+    def arrangement(x, y):
+        return x.tile((4, 4)), y.tile((4, 4))
+
+    def application(x, y):
+        y = ntl.view(x, (4, 4)) * 2  # noqa: F841
+
+    k = ntsym.make(arrangement, application, (Tensor(shape=(8, 8)), Tensor(shape=(8, 8))))
+    assert "tl.view(" in k.source
+    x = torch.randn(8, 8)
+    y = torch.empty(8, 8)
+    k(x, y)
+    torch.testing.assert_close(y, x * 2)
 
 
 # -- version counters and autograd -----------------------------------------------------------
