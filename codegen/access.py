@@ -17,6 +17,7 @@ from ntsym_codegen import data_races, lane_writes, template
 from ntsym_codegen.astutil import constant_node, generated_assign, masked_other
 from ntsym_codegen.lanes import masked, merge_factors, unknown
 from ntsym_codegen.printer import conjunction
+from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
 
 
@@ -75,7 +76,7 @@ class AccessMixin:
         carry the index's factors, so a reduction leaves them out."""
         p, pointer, mask = self.source_address(sub)
         self.records.loaded.add(p.name)
-        data_races.note(self.records, p.name, "gathered", sub)
+        data_races.note(self.records, p.name, "read" if self._own_tile_indices(sub, p) else "gathered", sub)
         factors, rank = self._index_lanes(sub)
         mask = self._with_index_mask(mask, factors)
         other = masked_other(p.other)
@@ -86,6 +87,24 @@ class AccessMixin:
         self.lanes.nodes[id(sub)] = (sub, unknown(rank) if factors is None else masked(factors, value, rank))
         return expr("tl.load({pointer}, mask={mask}, other={other})", pointer=pointer, mask=mask,
                     other=constant_node(other))
+
+    def _own_tile_indices(self, sub, p):
+        """Whether the indices of ``p.source[...]`` are the offsets of ``p``'s
+        own whole tile along each dimension in order (``x.source[x.offsets(0),
+        x.offsets(1)]``): the elements of the program's tile, as a read of
+        ``x`` reaches them, not data."""
+        keys = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+        if len(keys) != p.ndim:
+            return False
+        for d, key in enumerate(keys):
+            if not (isinstance(key, ast.Call) and isinstance(key.func, ast.Attribute) and key.func.attr == "offsets"
+                    and len(key.args) == 1 and not key.keywords and isinstance(key.args[0], ast.Constant)
+                    and key.args[0].value in (d, d - p.ndim)):
+                return False
+            ref = self.resolve(key.func.value)
+            if not isinstance(ref, TileRef) or ref.param is not p or ref.depth != 1 or ref.fixed:
+                return False
+        return True
 
     def scatter(self, sub, value, stmt):
         """``x.source[i, ...] = v``: stored where the index lanes lie inside

@@ -73,6 +73,23 @@ def assigned_parameters(func, inline_functions, params, depth=0):
     return written
 
 
+def read_parameters(func, inline_functions, params):
+    """Parameters the application may read the elements of: named anywhere
+    but as the base of ``.shape``, ``.dtype``, ``.ndim`` or ``.offsets(...)``
+    and as an assignment's target (an augmented assignment reads its
+    target; a parameter passed to an inlined function counts as read)."""
+    skipped = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "offsets") \
+                and isinstance(node.value, ast.Name):
+            skipped.add(id(node.value))
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    skipped.add(id(target))
+    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in params and id(n) not in skipped}
+
+
 def stored_once(func, written, inline_functions):
     """Parameters the application assigns in exactly one statement, outside
     any loop, and passes to no inlined function: a tensor descriptor may write

@@ -11,7 +11,7 @@ pruning the masks SymPy proves always true (kernel_params.py); fill in
 import sympy
 
 from ntsym_codegen.ir import KernelIR, TensorParam
-from ntsym_codegen.analysis import assigned_parameters
+from ntsym_codegen.analysis import assigned_parameters, read_parameters
 from ntsym.application import _resolve_globals, parse_application
 from ntsym.arranging import arrange
 from ntsym.disjoint import overlap_checks
@@ -97,10 +97,16 @@ def _refuse_overlapping_writes(proof, params, app_def, inline):
     for p in params:
         if p.kind == "tensor":
             varying.update(*(sympy.sympify(e).free_symbols for e in p.index))
+    # Programs that write the same elements from the same tiles agree only
+    # where none reads what they write: a read of a written tensor sees
+    # whichever programs stored before it.
+    read_written = sorted(written & read_parameters(app_def, inline, tensors))
+    if read_written:
+        varying = None
     for p in params:
         if p.kind != "tensor" or p.name not in written or p.name in jagged:
             continue
-        for relation, g, reason in overlap_checks(p, proof.grid, proof.program_vars, varying):
+        for relation, g, reason in overlap_checks(p, proof.grid, proof.program_vars, varying, read_written):
             extent = proof.describe(proof.grid[g])
             proof._require(
                 relation,

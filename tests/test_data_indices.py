@@ -148,3 +148,42 @@ def test_a_gather_from_a_table_read_by_tiles_and_never_written_runs():
     out = torch.empty(5)
     kernel(index, table, out)
     torch.testing.assert_close(out, table[index] + table)
+
+
+def test_a_gather_of_a_written_tensor_at_its_own_tile_offsets_is_a_read_of_the_tile():
+    """``y.source[y.offsets(0)]`` names the elements of the program's own
+    tile of ``y``, as reading ``y`` does: no data index, no race with the
+    tile's write, any number of programs."""
+    def arrangement(x, y):
+        return x.tile((4,)), y.tile((4,))
+
+    def application(x, y):
+        y = x + y.source[y.offsets(0)]  # noqa: F841
+
+    x = torch.arange(10.0)
+    y = torch.ones(10)
+    ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))(x, y)
+    torch.testing.assert_close(y, torch.arange(10.0) + 1)
+
+
+@pytest.mark.parametrize("index", ["x.offsets(0)", "y.offsets(0) + 1", "9 - y.offsets(0)"])
+def test_a_gather_of_a_written_tensor_at_other_indices_is_still_refused(index):
+    """Offsets of another tensor's tile, or shifted ones: elements another
+    program may write."""
+    import linecache
+    import tempfile
+
+    source = f"def application(x, y):\n    y = x + y.source[{index}]  # noqa: F841\n"
+    path = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
+    path.write(source)
+    path.close()
+    linecache.checkcache(path.name)
+    namespace = {}
+    exec(compile(source, path.name, "exec"), namespace)
+
+    def arrangement(x, y):
+        return x.tile((4,)), y.tile((4,))
+
+    k = ntsym.make(arrangement, namespace["application"], (Tensor(1), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match="gathered from through `y.source"):
+        k(torch.arange(10.0), torch.ones(10))

@@ -2,6 +2,8 @@
 overlapping writes, tuning entries, the cache directory, interrupted tuning,
 jagged offsets rewritten between calls, concurrent launches."""
 
+import os
+
 import pytest
 import torch
 
@@ -209,6 +211,39 @@ def test_written_tiles_overlapping_across_programs_are_refused():
     y = torch.zeros(8)
     k(torch.arange(8.0), y)
     torch.testing.assert_close(y, torch.arange(8.0) * 2)
+
+
+@pytest.mark.parametrize("read", ["y = y + x", "y += x", "y = x + y.source[y.offsets(0)]"])
+def test_programs_writing_the_same_elements_and_reading_them_are_refused(read):
+    """Every program reads the same tiles, but also the tensor they all
+    write: each reads what others stored before it, in no fixed order."""
+    source = f"def application(x, y):\n    {read}  # noqa: F841\n"
+    namespace = {}
+    exec(compile(source, _source_file(source), "exec"), namespace)
+    same = (lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)), y.tile((-1,)).unsqueeze(0).expand((3, -1))))
+    with pytest.raises(ntsym.ArrangementError, match="the kernel reads `y`, which they write"):
+        ntsym.make(same, namespace["application"], (Tensor(1), Tensor(1)))
+    expanded = (lambda x, y: (x.tile((4,)), y.tile((4,)).expand(x.tile((4,)).shape)))
+    k = ntsym.make(expanded, namespace["application"], (Tensor(1), Tensor(1)))
+    y = torch.ones(4)
+    k(torch.arange(4.0), y)  # one program: its statements in order
+    torch.testing.assert_close(y, torch.arange(4.0) + 1)
+    with pytest.raises(ntsym.LaunchError, match="the kernel reads `y`, which they write"):
+        k(torch.arange(8.0), y)
+
+
+def _source_file(source):
+    """A file holding ``source``, so that make() can read the application."""
+    import hashlib
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), f"ntsym_app_{hashlib.sha1(source.encode()).hexdigest()[:12]}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    import linecache
+
+    linecache.checkcache(path)
+    return path
 
 
 # -- stored tuning entries and the cache directory -------------------------------------------
