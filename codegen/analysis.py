@@ -90,6 +90,25 @@ def read_parameters(func, inline_functions, params):
     return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in params and id(n) not in skipped}
 
 
+def program_dependent_calls(func, inline_functions, seen=frozenset()):
+    """The functions the application (or a function it inlines) calls whose
+    result differs between programs that read the same tiles:
+    ``program_id``, and the atomics, whose old values depend on which
+    program came first.  Programs that write the same elements agree only
+    where none is called."""
+    found = set()
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name == "program_id" or (name or "").startswith("atomic_"):
+            found.add(name)
+        callee = ast.unparse(node.func)
+        if callee in inline_functions and callee not in seen:
+            found |= program_dependent_calls(inline_functions[callee][0], inline_functions, seen | {callee})
+    return found
+
+
 def stored_once(func, written, inline_functions):
     """Parameters the application assigns in exactly one statement, outside
     any loop, and passes to no inlined function: a tensor descriptor may write

@@ -232,6 +232,24 @@ def test_programs_writing_the_same_elements_and_reading_them_are_refused(read):
         k(torch.arange(8.0), y)
 
 
+def test_programs_writing_the_same_elements_from_their_program_id_are_refused():
+    """Every program reads the same tiles, but ``program_id`` gives each its
+    own value: the element ends with whichever program stored last."""
+    def application(x, y):
+        y = x + ntl.program_id(0)  # noqa: F841
+
+    same = (lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)), y.tile((-1,)).unsqueeze(0).expand((3, -1))))
+    with pytest.raises(ntsym.ArrangementError, match="the kernel calls `program_id`, whose value differs"):
+        ntsym.make(same, application, (Tensor(1), Tensor(1)))
+    expanded = (lambda x, y: (x.tile((4,)), y.tile((4,)).expand(x.tile((4,)).shape)))
+    k = ntsym.make(expanded, application, (Tensor(1), Tensor(1)))
+    y = torch.ones(4)
+    k(torch.arange(4.0), y)  # one program
+    torch.testing.assert_close(y, torch.arange(4.0))
+    with pytest.raises(ntsym.LaunchError, match="the kernel calls `program_id`"):
+        k(torch.arange(8.0), y)
+
+
 def _source_file(source):
     """A file holding ``source``, so that make() can read the application."""
     import hashlib
