@@ -76,8 +76,9 @@ def assigned_parameters(func, inline_functions, params, depth=0):
 def read_parameters(func, inline_functions, params):
     """Parameters the application may read the elements of: named anywhere
     but as the base of ``.shape``, ``.dtype``, ``.ndim`` or ``.offsets(...)``
-    and as an assignment's target (an augmented assignment reads its
-    target; a parameter passed to an inlined function counts as read)."""
+    and as an assignment's target, whole or indexed (``y[k] = v``; an
+    augmented assignment reads its target; a parameter passed to an inlined
+    function counts as read)."""
     skipped = set()
     for node in ast.walk(func):
         if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "offsets") \
@@ -85,6 +86,8 @@ def read_parameters(func, inline_functions, params):
             skipped.add(id(node.value))
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                while isinstance(target, ast.Subscript):  # y[k] = v writes part of y's tile
+                    target = target.value
                 if isinstance(target, ast.Name):
                     skipped.add(id(target))
     return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in params and id(n) not in skipped}

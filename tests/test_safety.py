@@ -250,6 +250,20 @@ def test_programs_writing_the_same_elements_from_their_program_id_are_refused():
         k(torch.arange(8.0), y)
 
 
+def test_programs_writing_the_same_elements_through_an_index_of_the_tile_run():
+    """``y[0] = x[0]`` writes part of each program's tile of ``y`` and reads
+    no element of it: the programs store the same values, in any order."""
+    def application(x, y):
+        y[0] = x[0]
+
+    def same(x, y):
+        return tuple(t.tile((2,)).tile((-1,)).unsqueeze(0).expand((3, -1)) for t in (x, y))
+
+    y = torch.ones(4)
+    ntsym.make(same, application, (Tensor(1), Tensor(1)))(torch.arange(4.0), y)
+    torch.testing.assert_close(y, torch.tensor([0.0, 1.0, 1.0, 1.0]))
+
+
 def _source_file(source):
     """A file holding ``source``, so that make() can read the application."""
     import hashlib
