@@ -386,6 +386,7 @@ class PaddingMixin:
         if not frames or not reads or not lanes.known:
             self.lanes.locals[name] = lanes
             return unchanged
+        wide, prior = lanes, self.lanes.locals.get(name)
         with meeting():  # a lane outside this iteration's tiles keeps the carried value
             lanes = self.lanes_of(value_node)
         changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned)
@@ -395,6 +396,7 @@ class PaddingMixin:
         # identity, the carried value is unchanged and no select is needed
         # (lanes read through a descriptor stay marked: their axes are not known).
         term, identity = _accumulation(name, value_node)
+        lanes = _absorbed(lanes, wide, prior, changing)
         if term is not None:
             operand = self.lanes_of(term)
             proved = [f for f in varying if equals(operand.at(f), identity)]
@@ -476,6 +478,27 @@ class PaddingMixin:
                 self.lanes.locals.pop(name, None)
             else:
                 self.lanes.locals[name] = state
+
+
+def _absorbed(lanes, wide, prior, changing):
+    """``lanes`` (met) without the factors that read no changing name but
+    that the value's ``wide`` lanes join with a tile of this iteration (two
+    tensors' blocks of one extent: a lane inside either is an element, as
+    outside a loop), unless the carried value (``prior``) holds them too.
+    ``acc += x[0, k] + z`` with z shorter than the chunk: a lane past z's end
+    inside chunk k holds x's element and z's ``other``, and stays in the
+    sum.  Only factors are dropped, none made: the loop's states settle."""
+    joined = [f for f in wide.factors if f.node is not None and f.names & changing]
+    if not wide.known or not joined or any(isinstance(f.node, ast.IfExp) for f in joined):
+        return lanes  # a compile-time choice of union (blocks that may broadcast): met, as before
+    keys = {f.key for f in wide.factors}
+    held = {f.key for f in prior.factors} if prior is not None and prior.known else set()
+    absorbed = [f for f in lanes.factors if f.node is not None and not f.names & changing
+                and f.key not in keys and f.key not in held]
+    if not absorbed:
+        return lanes
+    return masked([f for f in lanes.factors if f not in absorbed],
+                  [v for f, v in zip(lanes.factors, lanes.outside) if f not in absorbed], lanes.rank)
 
 
 def _accumulation(name, node):
