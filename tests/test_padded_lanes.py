@@ -490,3 +490,29 @@ def test_a_carried_value_scaled_by_an_inner_loop_variable(outer):
     out = torch.empty(3)
     ntsym.make(arrangement, for_app if outer == "for" else while_app, (Tensor(2, other=2.0), Tensor(1)))(x, out, B=4)
     torch.testing.assert_close(out, 3 * x.sum(1))
+
+
+@pytest.mark.parametrize("form", ["ntl.reshape(x, (32,))", "x.view(32)"])
+def test_a_sort_of_a_flattened_tile_counts_the_elements_it_moved(form):
+    """A (3, 5) tile in a block of (4, 8), flattened: its lanes outside lie
+    at scattered positions.  The sort sends them (NaN, the identity) to the
+    end; the lanes inside after it are the first 15, not the positions they
+    had (which counted NaNs: a max of nan)."""
+    source = ("def application(x, out):\n"
+              f"    y = ntl.sort({form}, 0)\n"
+              "    top = ntl.max(y, 0) + ntl.sum(y * 0.0 + 1.0, 0) * 100.0\n"
+              "    out = top[None, None] + ntl.zeros((1, 1), ntl.float32)  # noqa: F841\n")
+    path = os.path.join(tempfile.gettempdir(), f"ntsym_sorted_{abs(hash(source))}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    linecache.checkcache(path)
+    namespace = {"ntl": ntl}
+    exec(compile(source, path, "exec"), namespace)
+
+    def arrangement(x, out):
+        return x.tile((-1, -1)), out.tile((1, 1))
+
+    x = -(torch.rand(3, 5) + 1)
+    out = torch.empty(1, 1)
+    ntsym.make(arrangement, namespace["application"], (Tensor(2, other=3.0), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, (x.max() + 1500.0).reshape(1, 1))
