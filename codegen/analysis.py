@@ -75,15 +75,18 @@ def assigned_parameters(func, inline_functions, params, depth=0):
 
 def read_parameters(func, inline_functions, params):
     """Parameters the application may read the elements of: named anywhere
-    but as the base of ``.shape``, ``.dtype``, ``.ndim`` or ``.offsets(...)``
-    and as an assignment's target, whole or indexed (``y[k] = v``; an
+    but as the base of ``.shape``, ``.dtype``, ``.ndim``, ``.offsets(...)``,
+    ``.stride(...)`` or ``.size(...)`` (of the tile or of ``.source``) and
+    as an assignment's target, whole or indexed (``y[k] = v``; an
     augmented assignment reads its target; a parameter passed to an inlined
     function counts as read)."""
     skipped = set()
     for node in ast.walk(func):
-        if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "offsets") \
-                and isinstance(node.value, ast.Name):
-            skipped.add(id(node.value))
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "offsets", "stride", "size"):
+            base = node.value.value if isinstance(node.value, ast.Attribute) and node.value.attr == "source" \
+                else node.value  # y.source.shape[0], y.source.stride(0): sizes, not elements
+            if isinstance(base, ast.Name):
+                skipped.add(id(base))
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 while isinstance(target, ast.Subscript):  # y[k] = v writes part of y's tile

@@ -264,6 +264,19 @@ def test_programs_writing_the_same_elements_through_an_index_of_the_tile_run():
     torch.testing.assert_close(y, torch.tensor([0.0, 1.0, 1.0, 1.0]))
 
 
+@pytest.mark.parametrize("read", ["y = x * y.source.shape[0]", "y = x * y.source.stride(0) * 4"])
+def test_programs_writing_the_same_elements_and_reading_only_their_sizes_run(read):
+    """``y.source.shape[0]`` and ``y.source.stride(0)`` read no element of
+    ``y``: the programs store the same values, in any order."""
+    source = f"def application(x, y):\n    {read}  # noqa: F841\n"
+    namespace = {}
+    exec(compile(source, _source_file(source), "exec"), namespace)
+    same = (lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)), y.tile((-1,)).unsqueeze(0).expand((3, -1))))
+    y = torch.ones(4)
+    ntsym.make(same, namespace["application"], (Tensor(1), Tensor(1)))(torch.arange(4.0), y)
+    torch.testing.assert_close(y, torch.arange(4.0) * 4)
+
+
 def _source_file(source):
     """A file holding ``source``, so that make() can read the application."""
     import hashlib
