@@ -86,6 +86,7 @@ class Lanes:
     factors: tuple = ()
     rank: object = None
     outside: tuple = ()
+    blocks: tuple = None  # ((axis, extent), ...): a tile's block, where known (``_joined``)
 
     @property
     def known(self):
@@ -170,11 +171,13 @@ def combine(fn, lanes, rank=None):
         rank = None if any(r is None for r in ranks) else max(ranks, default=0)
     if any(l.factors is None for l in lanes):
         return unknown(rank)
+    blocks = {l.blocks for l in lanes if l.rank}
+    blocks = blocks.pop() if len(blocks) == 1 else None  # one tile's block and scalars
     if not _MEET.get():
         lanes = _joined(fn, lanes, rank)
     factors = merge_factors(*(l.factors for l in lanes))
     outside = tuple(apply(fn, *[l.at(f) for l in lanes]) for f in factors)
-    return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside)
+    return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside, blocks)
 
 
 def _groups(lanes):
@@ -192,6 +195,10 @@ def _joined(fn, lanes, rank):
     the same axes have them replaced, in both, by their disjunction."""
     lanes = list(lanes)
     for i in range(len(lanes)):
+        for j in range(len(lanes)):
+            if i != j:
+                lanes[i] = _beside_a_full_block(lanes[i], lanes[j])
+    for i in range(len(lanes)):
         for j in range(i + 1, len(lanes)):
             a, b = _groups(lanes[i]), _groups(lanes[j])
             for axes in set(a) & set(b):
@@ -203,6 +210,31 @@ def _joined(fn, lanes, rank):
                     lanes[i], lanes[j] = _disjunction(lanes[i], a[axes], lanes[j], b[axes], axes, rank,
                                                       None if same is True else same)
     return lanes
+
+
+def _beside_a_full_block(a, b):
+    """``a`` without its factors along axes where ``b`` is a tile whose block
+    of the same extent holds no lane outside (``b.blocks``, no factor of
+    ``b`` along them): a lane of the combination is an element of ``b``
+    there, ``a`` contributing its ``other``, as two tiles' masks of one
+    extent join.  A block of 1 (a broadcast) or of unknown extent: ``a``
+    as it is."""
+    if not a.factors or b.blocks is None or b.factors is None:
+        return a
+    extents = dict(b.blocks)
+    b_axes = set().union(*(f.axes or set() for f in b.factors)) if b.factors else set()
+    if any(f.axes is None for f in b.factors):
+        return a
+    dropped = []
+    for f in a.factors:
+        if f.node is None or not f.axes or f.axes & b_axes or f.extents is None:
+            continue
+        if all(axis in extents and sympy.simplify(extent - extents[axis]) == 0 for axis, extent, _ in f.extents):
+            dropped.append(f)
+    if not dropped:
+        return a
+    kept = [(f, v) for f, v in zip(a.factors, a.outside) if f not in dropped]
+    return Lanes(a.value, tuple(f for f, _ in kept), a.rank, tuple(v for _, v in kept), a.blocks)
 
 
 def _same_extent(group_a, group_b, axes):

@@ -72,6 +72,8 @@ class PaddingMixin:
         else:
             factors = self._address_factors(address, rank)
         lanes = masked(factors, value, rank)
+        if address is not None and mask is not DESCRIPTOR and lanes.known:
+            lanes = Lanes(lanes.value, lanes.factors, lanes.rank, lanes.outside, _blocks(address, rank))
         self.lanes.nodes[id(node)] = (node, lanes)  # the node kept: its id is not reused
         if ref.depth == 1 and not ref.fixed:  # the whole tile, loaded once and named
             self.lanes.tiles[ref.param.name] = lanes
@@ -478,6 +480,21 @@ class PaddingMixin:
                 self.lanes.locals.pop(name, None)
             else:
                 self.lanes.locals[name] = state
+
+
+def _blocks(address, rank):
+    """A tile's block extent along each axis (counted from the last), as
+    SymPy, or None where one is not known."""
+    blocks = []
+    for pos, v in enumerate(address.vars):
+        extent = address.ranges.get(v)
+        if extent is None:
+            return None
+        try:
+            blocks.append((pos - rank, sympy.sympify(extent)))
+        except (sympy.SympifyError, TypeError):
+            return None
+    return tuple(blocks) if len(blocks) == rank else None
 
 
 def _absorbed(lanes, wide, prior, changing):

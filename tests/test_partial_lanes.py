@@ -197,11 +197,10 @@ def test_a_loop_over_chunks_plus_a_vector_in_a_block_of_its_own_size_keeps_the_c
     torch.testing.assert_close(out, combined.sum().reshape(1, 1))
 
 
-@pytest.mark.xfail(strict=True, reason="a tensor whose block holds no lane outside (z of compile-time shape (8,) "
-                   "in a block of 8) carries no factor, so x's mask (5 of 8) is not joined with it: lanes 5-7, "
-                   "z's elements with x's other, are dropped from the sum (as they are not where z's shape is "
-                   "given at launch)")
 def test_a_tensor_filling_its_block_combined_with_a_shorter_one_keeps_its_elements():
+    """z of compile-time shape (8,) fills its block of 8 (no mask); x holds 5
+    of 8: lanes 5-7 are z's elements with x's other, as where z's shape is
+    given at launch."""
     def arrangement(x, z, out):
         return x.tile((-1,)), z.tile((8,)), out.tile((1,))
 
@@ -212,3 +211,19 @@ def test_a_tensor_filling_its_block_combined_with_a_shorter_one_keeps_its_elemen
     out = torch.empty(1)
     ntsym.make(arrangement, application, (Tensor(shape=(5,)), Tensor(shape=(8,)), Tensor(1)))(x, z, out)
     torch.testing.assert_close(out, (F.pad(x, (0, 3)) + z).sum().reshape(1))
+
+
+def test_a_block_of_one_beside_a_full_row_keeps_the_lanes_outside_the_row_out():
+    """y (1, 1) of compile-time shape broadcasts along x's row of 5 in a
+    block of 8: its one lane is no element of the row's lanes 5-7."""
+    def arrangement(x, y, out):
+        return x.tile((1, -1)), y.tile((1, 1)), out.tile((1, 1))
+
+    def application(x, y, out):
+        out = ntl.max(x + y, 1, keep_dims=True)  # noqa: F841
+
+    x = -(torch.rand(1, 5) + 1)
+    y = torch.full((1, 1), -0.25)
+    out = torch.empty(1, 1)
+    ntsym.make(arrangement, application, (Tensor(shape=(1, 5)), Tensor(shape=(1, 1)), Tensor(2)))(x, y, out)
+    torch.testing.assert_close(out, (x + y).max().reshape(1, 1))
