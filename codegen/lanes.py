@@ -180,6 +180,27 @@ def combine(fn, lanes, rank=None):
     return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside, blocks)
 
 
+def absorbed(lanes, wide, prior, changing):
+    """``lanes`` (met) without the factors that read no changing name but
+    that the value's ``wide`` lanes join with a tile of this iteration (two
+    tensors' blocks of one extent: a lane inside either is an element, as
+    outside a loop), unless the carried value (``prior``) holds them too.
+    ``acc += x[0, k] + z`` with z shorter than the chunk: a lane past z's end
+    inside chunk k holds x's element and z's ``other``, and stays in the
+    sum.  Only factors are dropped, none made: the loop's states settle."""
+    joined = [f for f in wide.factors if f.node is not None and f.names & changing]
+    if not wide.known or not joined or any(isinstance(f.node, ast.IfExp) for f in joined):
+        return lanes  # a compile-time choice of union (blocks that may broadcast): met, as before
+    keys = {f.key for f in wide.factors}
+    held = {f.key for f in prior.factors} if prior is not None and prior.known else set()
+    absorbed = [f for f in lanes.factors if f.node is not None and not f.names & changing
+                and f.key not in keys and f.key not in held]
+    if not absorbed:
+        return lanes
+    return masked([f for f in lanes.factors if f not in absorbed],
+                  [v for f, v in zip(lanes.factors, lanes.outside) if f not in absorbed], lanes.rank)
+
+
 def _groups(lanes):
     """The factors of ``lanes`` by the axes they vary along (those along no
     axis, or unknown axes, or without a mask to read, left out)."""

@@ -28,8 +28,8 @@ from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS,
                                        OTHER_MIXING, REDUCTIONS, SCANS, literal)
-from ntsym_codegen.lanes import (CLEAN, Factor, Lanes, combine, equals, join, masked, meeting, same_everywhere, unknown,
-                                 widen)
+from ntsym_codegen.lanes import (CLEAN, Factor, Lanes, absorbed, combine, equals, join, masked, meeting,
+                                 same_everywhere, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -398,7 +398,7 @@ class PaddingMixin:
         # identity, the carried value is unchanged and no select is needed
         # (lanes read through a descriptor stay marked: their axes are not known).
         term, identity = _accumulation(name, value_node)
-        lanes = _absorbed(lanes, wide, prior, changing)
+        lanes = absorbed(lanes, wide, prior, changing)
         if term is not None:
             operand = self.lanes_of(term)
             proved = [f for f in varying if equals(operand.at(f), identity)]
@@ -495,27 +495,6 @@ def _blocks(address, rank):
         except (sympy.SympifyError, TypeError):
             return None
     return tuple(blocks) if len(blocks) == rank else None
-
-
-def _absorbed(lanes, wide, prior, changing):
-    """``lanes`` (met) without the factors that read no changing name but
-    that the value's ``wide`` lanes join with a tile of this iteration (two
-    tensors' blocks of one extent: a lane inside either is an element, as
-    outside a loop), unless the carried value (``prior``) holds them too.
-    ``acc += x[0, k] + z`` with z shorter than the chunk: a lane past z's end
-    inside chunk k holds x's element and z's ``other``, and stays in the
-    sum.  Only factors are dropped, none made: the loop's states settle."""
-    joined = [f for f in wide.factors if f.node is not None and f.names & changing]
-    if not wide.known or not joined or any(isinstance(f.node, ast.IfExp) for f in joined):
-        return lanes  # a compile-time choice of union (blocks that may broadcast): met, as before
-    keys = {f.key for f in wide.factors}
-    held = {f.key for f in prior.factors} if prior is not None and prior.known else set()
-    absorbed = [f for f in lanes.factors if f.node is not None and not f.names & changing
-                and f.key not in keys and f.key not in held]
-    if not absorbed:
-        return lanes
-    return masked([f for f in lanes.factors if f not in absorbed],
-                  [v for f, v in zip(lanes.factors, lanes.outside) if f not in absorbed], lanes.rank)
 
 
 def _accumulation(name, node):
