@@ -246,16 +246,42 @@ def _beside_a_full_block(a, b):
     b_axes = set().union(*(f.axes or set() for f in b.factors)) if b.factors else set()
     if any(f.axes is None for f in b.factors):
         return a
-    dropped = []
-    for f in a.factors:
-        if f.node is None or not f.axes or f.axes & b_axes or f.extents is None:
+    kept, changed = [], False
+    for f, v in zip(a.factors, a.outside):
+        test = None
+        if f.node is not None and f.axes and not f.axes & b_axes and f.extents is not None:
+            test = _equal_extents(f, extents)
+        if test is True:
+            changed = True
             continue
-        if all(axis in extents and sympy.simplify(extent - extents[axis]) == 0 for axis, extent, _ in f.extents):
-            dropped.append(f)
-    if not dropped:
+        if test is not None:  # where the blocks prove of one extent when compiled
+            f, v, changed = Factor.of(ast.BinOp(left=copy.deepcopy(f.node), op=ast.BitOr(), right=test),
+                                      f.axes, f.rank, None, f.extents), None, True
+        kept.append((f, v))
+    if not changed:
         return a
-    kept = [(f, v) for f, v in zip(a.factors, a.outside) if f not in dropped]
     return Lanes(a.value, tuple(f for f, _ in kept), a.rank, tuple(v for _, v in kept), a.blocks)
+
+
+def _equal_extents(factor, extents):
+    """Whether ``factor``'s block has the extents ``extents`` (axis -> SymPy)
+    along its axes: True where SymPy shows it, an AST of the compile-time
+    test where the extents are block sizes or numbers, else None."""
+    tests = []
+    for axis, extent, node in factor.extents:
+        other = extents.get(axis)
+        if other is None:
+            return None
+        difference = sympy.simplify(extent - other)
+        if difference == 0:
+            continue
+        if difference.is_number or not (isinstance(other, (sympy.Symbol, sympy.Integer))):
+            return None
+        printed = ast.Name(id=str(other), ctx=ast.Load()) if isinstance(other, sympy.Symbol) else ast.Constant(int(other))
+        tests.append(ast.Compare(left=copy.deepcopy(node), ops=[ast.Eq()], comparators=[printed]))
+    if not tests:
+        return True
+    return tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)
 
 
 def _same_extent(group_a, group_b, axes):

@@ -213,6 +213,24 @@ def test_a_tensor_filling_its_block_combined_with_a_shorter_one_keeps_its_elemen
     torch.testing.assert_close(out, (F.pad(x, (0, 3)) + z).sum().reshape(1))
 
 
+@pytest.mark.parametrize("shape", [(1, 8), (4, 8)])
+def test_a_2d_tile_beside_a_tensor_filling_its_block_keeps_its_elements(shape):
+    """x (3, 5) in a block chosen at launch, w of compile-time shape filling
+    its block: where the blocks' extents match (the columns; the rows of a
+    (4, 8) w) a lane inside w is an element; w's one row broadcasts."""
+    def arrangement(x, w, out):
+        return x.tile((-1, -1)), w.tile((-1, -1)), out.tile((1, 1))
+
+    def application(x, w, out):
+        out = ntl.sum(ntl.sum(x + w, 1, keep_dims=True), 0, keep_dims=True)  # noqa: F841
+
+    x, w = torch.randn(3, 5), torch.randn(*shape)
+    out = torch.empty(1, 1)
+    ntsym.make(arrangement, application, (Tensor(2), Tensor(shape=shape), Tensor(2)))(x, w, out)
+    padded = F.pad(x, (0, 3, 0, shape[0] - 3 if shape[0] > 1 else 0))
+    torch.testing.assert_close(out, (padded + w).sum().reshape(1, 1))
+
+
 def test_a_block_of_one_beside_a_full_row_keeps_the_lanes_outside_the_row_out():
     """y (1, 1) of compile-time shape broadcasts along x's row of 5 in a
     block of 8: its one lane is no element of the row's lanes 5-7."""
