@@ -277,7 +277,8 @@ def _equal_extents(factor, extents):
             continue
         if difference.is_number or not (isinstance(other, (sympy.Symbol, sympy.Integer))):
             return None
-        printed = ast.Name(id=str(other), ctx=ast.Load()) if isinstance(other, sympy.Symbol) else ast.Constant(int(other))
+        symbol = isinstance(other, sympy.Symbol)
+        printed = ast.Name(id=str(other), ctx=ast.Load()) if symbol else ast.Constant(int(other))
         tests.append(ast.Compare(left=copy.deepcopy(node), ops=[ast.Eq()], comparators=[printed]))
     if not tests:
         return True
