@@ -14,7 +14,7 @@ import copy
 import sympy
 
 from ntsym_codegen import data_races, lane_writes, template
-from ntsym_codegen.astutil import constant_node, generated_assign, masked_other
+from ntsym_codegen.astutil import constant_node, generated_assign, literal_int, masked_other
 from ntsym_codegen.lanes import masked, merge_factors, unknown
 from ntsym_codegen.printer import conjunction
 from ntsym_codegen.refs import TileRef
@@ -98,8 +98,7 @@ class AccessMixin:
             return False
         for d, key in enumerate(keys):
             if not (isinstance(key, ast.Call) and isinstance(key.func, ast.Attribute) and key.func.attr == "offsets"
-                    and len(key.args) == 1 and not key.keywords and isinstance(key.args[0], ast.Constant)
-                    and key.args[0].value in (d, d - p.ndim)):
+                    and len(key.args) == 1 and not key.keywords and literal_int(key.args[0]) in (d, d - p.ndim)):
                 return False
             ref = self.resolve(key.func.value)
             if not isinstance(ref, TileRef) or ref.param is not p or ref.depth != 1 or ref.fixed:

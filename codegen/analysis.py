@@ -75,19 +75,44 @@ def assigned_parameters(func, inline_functions, params, depth=0):
 
 def read_parameters(func, inline_functions, params):
     """Parameters the application may read the elements of: named anywhere
-    but as the base of ``.shape``, ``.dtype``, ``.ndim`` or ``.offsets(...)``
-    and as an assignment's target (an augmented assignment reads its
-    target; a parameter passed to an inlined function counts as read)."""
+    but as the base of ``.shape``, ``.dtype``, ``.ndim``, ``.offsets(...)``,
+    ``.stride(...)`` or ``.size(...)`` (of the tile or of ``.source``) and
+    as an assignment's target, whole or indexed (``y[k] = v``; an
+    augmented assignment reads its target; a parameter passed to an inlined
+    function counts as read)."""
     skipped = set()
     for node in ast.walk(func):
-        if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "offsets") \
-                and isinstance(node.value, ast.Name):
-            skipped.add(id(node.value))
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "offsets", "stride", "size"):
+            base = node.value.value if isinstance(node.value, ast.Attribute) and node.value.attr == "source" \
+                else node.value  # y.source.shape[0], y.source.stride(0): sizes, not elements
+            if isinstance(base, ast.Name):
+                skipped.add(id(base))
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                while isinstance(target, ast.Subscript):  # y[k] = v writes part of y's tile
+                    target = target.value
                 if isinstance(target, ast.Name):
                     skipped.add(id(target))
     return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in params and id(n) not in skipped}
+
+
+def program_dependent_calls(func, inline_functions, seen=frozenset()):
+    """The functions the application (or a function it inlines) calls whose
+    result differs between programs that read the same tiles:
+    ``program_id``, and the atomics, whose old values depend on which
+    program came first.  Programs that write the same elements agree only
+    where none is called."""
+    found = set()
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name == "program_id" or (name or "").startswith("atomic_"):
+            found.add(name)
+        callee = ast.unparse(node.func)
+        if callee in inline_functions and callee not in seen:
+            found |= program_dependent_calls(inline_functions[callee][0], inline_functions, seen | {callee})
+    return found
 
 
 def stored_once(func, written, inline_functions):

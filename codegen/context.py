@@ -89,9 +89,10 @@ class ApplicationFacts:
     - ``maybe_written``: tensor parameters the application may write.
     - ``stored_once``: tensors written in one statement, outside loops.
     - ``user_names``: every name the application (and what it inlines) uses.
-    - ``defined_once``: locals assigned once, by a statement of the
-      application's own body (no loop, branch or other binding), with the
-      expression they hold (``codegen/lane_writes.py``).
+    - ``defined_once``: names the application binds, with the expression
+      they hold where assigned once, by a statement of the application's own
+      body (no loop, branch or other binding), else None
+      (``codegen/lane_writes.py``).
     """
 
     read: set = field(default_factory=set)

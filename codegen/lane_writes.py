@@ -86,9 +86,11 @@ def _uniform(em, node, offset, seen=frozenset()):
 
 
 def defined_once(body):
-    """Locals of the application's ``body`` bound by exactly one statement,
-    an assignment of the body itself (``y = x * 2``, not in a loop or a
-    branch, not a loop variable, not augmented): name -> its value."""
+    """Names the application's ``body`` binds: name -> the value of its one
+    binding where that is an assignment of the body itself (``y = x * 2``,
+    not in a loop or a branch, not a loop variable, not augmented), else
+    None (bound twice, in a loop or a branch, or augmented: ``n += ...`` of
+    a scalar parameter makes it a local too)."""
     bindings = {}
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
         targets = []
@@ -100,7 +102,7 @@ def defined_once(body):
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
                     bindings[name.id] = bindings.get(name.id, 0) + 1
-    once = {}
+    once = dict.fromkeys(bindings)
     for stmt in body:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(
@@ -112,10 +114,16 @@ def defined_once(body):
 
 def _uniform_name(em, node, offset, seen=frozenset()):
     """A tile is uniform along the axis where it is broadcast or its level
-    variable there reads no element; a scalar parameter everywhere; a local
-    where it is assigned once (``defined_once``) from a uniform value."""
-    if node.id in em.names.locals:
-        value = em.facts.defined_once.get(node.id)
+    variable there reads no element (a tensor parameter's assignment is a
+    store, read back from its tile); a scalar parameter where the application
+    never rebinds it; a local where it is assigned once (``defined_once``)
+    from a uniform value.  A parameter rebound further on (later in a loop
+    whose store reads it first, or by ``n += ...``, which leaves it out of
+    ``names.locals``) may hold a value of each lane."""
+    once = em.facts.defined_once
+    rebound = node.id in once and once[node.id] is None and node.id not in em.tensors
+    if node.id in em.names.locals or rebound:
+        value = once.get(node.id)
         return value is not None and node.id not in seen and _uniform(em, value, offset, seen | {node.id})
     ref = em.resolve(node)
     if ref is None:

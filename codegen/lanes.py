@@ -86,6 +86,7 @@ class Lanes:
     factors: tuple = ()
     rank: object = None
     outside: tuple = ()
+    blocks: tuple = None  # ((axis, extent), ...): a tile's block, where known (``_joined``)
 
     @property
     def known(self):
@@ -170,11 +171,34 @@ def combine(fn, lanes, rank=None):
         rank = None if any(r is None for r in ranks) else max(ranks, default=0)
     if any(l.factors is None for l in lanes):
         return unknown(rank)
+    blocks = {l.blocks for l in lanes if l.rank}
+    blocks = blocks.pop() if len(blocks) == 1 else None  # one tile's block and scalars
     if not _MEET.get():
         lanes = _joined(fn, lanes, rank)
     factors = merge_factors(*(l.factors for l in lanes))
     outside = tuple(apply(fn, *[l.at(f) for l in lanes]) for f in factors)
-    return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside)
+    return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside, blocks)
+
+
+def absorbed(lanes, wide, prior, changing):
+    """``lanes`` (met) without the factors that read no changing name but
+    that the value's ``wide`` lanes join with a tile of this iteration (two
+    tensors' blocks of one extent: a lane inside either is an element, as
+    outside a loop), unless the carried value (``prior``) holds them too.
+    ``acc += x[0, k] + z`` with z shorter than the chunk: a lane past z's end
+    inside chunk k holds x's element and z's ``other``, and stays in the
+    sum.  Only factors are dropped, none made: the loop's states settle."""
+    joined = [f for f in wide.factors if f.node is not None and f.names & changing]
+    if not wide.known or not joined or any(isinstance(f.node, ast.IfExp) for f in joined):
+        return lanes  # a compile-time choice of union (blocks that may broadcast): met, as before
+    keys = {f.key for f in wide.factors}
+    held = {f.key for f in prior.factors} if prior is not None and prior.known else set()
+    absorbed = [f for f in lanes.factors if f.node is not None and not f.names & changing
+                and f.key not in keys and f.key not in held]
+    if not absorbed:
+        return lanes
+    return masked([f for f in lanes.factors if f not in absorbed],
+                  [v for f, v in zip(lanes.factors, lanes.outside) if f not in absorbed], lanes.rank)
 
 
 def _groups(lanes):
@@ -192,6 +216,10 @@ def _joined(fn, lanes, rank):
     the same axes have them replaced, in both, by their disjunction."""
     lanes = list(lanes)
     for i in range(len(lanes)):
+        for j in range(len(lanes)):
+            if i != j:
+                lanes[i] = _beside_a_full_block(lanes[i], lanes[j])
+    for i in range(len(lanes)):
         for j in range(i + 1, len(lanes)):
             a, b = _groups(lanes[i]), _groups(lanes[j])
             for axes in set(a) & set(b):
@@ -203,6 +231,58 @@ def _joined(fn, lanes, rank):
                     lanes[i], lanes[j] = _disjunction(lanes[i], a[axes], lanes[j], b[axes], axes, rank,
                                                       None if same is True else same)
     return lanes
+
+
+def _beside_a_full_block(a, b):
+    """``a`` without its factors along axes where ``b`` is a tile whose block
+    of the same extent holds no lane outside (``b.blocks``, no factor of
+    ``b`` along them): a lane of the combination is an element of ``b``
+    there, ``a`` contributing its ``other``, as two tiles' masks of one
+    extent join.  A block of 1 (a broadcast) or of unknown extent: ``a``
+    as it is."""
+    if not a.factors or b.blocks is None or b.factors is None:
+        return a
+    extents = dict(b.blocks)
+    b_axes = set().union(*(f.axes or set() for f in b.factors)) if b.factors else set()
+    if any(f.axes is None for f in b.factors):
+        return a
+    kept, changed = [], False
+    for f, v in zip(a.factors, a.outside):
+        test = None
+        if f.node is not None and f.axes and not f.axes & b_axes and f.extents is not None:
+            test = _equal_extents(f, extents)
+        if test is True:
+            changed = True
+            continue
+        if test is not None:  # where the blocks prove of one extent when compiled
+            f, v, changed = Factor.of(ast.BinOp(left=copy.deepcopy(f.node), op=ast.BitOr(), right=test),
+                                      f.axes, f.rank, None, f.extents), None, True
+        kept.append((f, v))
+    if not changed:
+        return a
+    return Lanes(a.value, tuple(f for f, _ in kept), a.rank, tuple(v for _, v in kept), a.blocks)
+
+
+def _equal_extents(factor, extents):
+    """Whether ``factor``'s block has the extents ``extents`` (axis -> SymPy)
+    along its axes: True where SymPy shows it, an AST of the compile-time
+    test where the extents are block sizes or numbers, else None."""
+    tests = []
+    for axis, extent, node in factor.extents:
+        other = extents.get(axis)
+        if other is None:
+            return None
+        difference = sympy.simplify(extent - other)
+        if difference == 0:
+            continue
+        if difference.is_number or not (isinstance(other, (sympy.Symbol, sympy.Integer))):
+            return None
+        symbol = isinstance(other, sympy.Symbol)
+        printed = ast.Name(id=str(other), ctx=ast.Load()) if symbol else ast.Constant(int(other))
+        tests.append(ast.Compare(left=copy.deepcopy(node), ops=[ast.Eq()], comparators=[printed]))
+    if not tests:
+        return True
+    return tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)
 
 
 def _same_extent(group_a, group_b, axes):

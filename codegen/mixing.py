@@ -188,8 +188,10 @@ def _sort(em, node, name, operand, lanes):
     mixed, passing = _split(lanes, dim)
     identity = -sympy.oo if descending.value else sympy.nan  # NaN: after a row's NaN (codegen/sorting.py)
     operand = em.select(operand, lanes, mixed, identity, node, name)
-    if name == "sort" or lanes.clean:
-        result = lanes if lanes.clean else masked(lanes.factors, None, lanes.rank)
+    if lanes.clean:
+        result = lanes
+    elif name == "sort":
+        result = _sorted_lanes(lanes, mixed, _axis(dim, lanes.rank))
     elif any(f.axes is None or f.mixes({_axis(dim, lanes.rank)}) for f in passing) or \
             any(f.axes - {_axis(dim, lanes.rank)} for f in mixed if f.axes is not None):
         result = unknown(lanes.rank)  # a factor along the axis and others: not followed
@@ -198,6 +200,38 @@ def _sort(em, node, name, operand, lanes):
     call = ast.Call(func=em.module_function(name), args=[operand] + [em.expr(a) for a in node.args[1:]],
                     keywords=[em.keyword(k) for k in node.keywords])
     return _record(em, node, call, result)
+
+
+def _sorted_lanes(lanes, mixed, axis):
+    """The lanes of ``sort``'s result: those outside, holding the identity,
+    go to the end of the row.  A factor along the axis that keeps a prefix
+    of the row inside (``4 * p + t < n``) stays; other masks (a reshaped
+    mask, inside at scattered lanes) are sorted alike, their inside lanes
+    first: ``tl.sort(mask.to(tl.int32), d, descending=True) > 0``."""
+    if all(_prefix(f) for f in mixed):
+        return masked(lanes.factors, None, lanes.rank)
+    if axis is None or axis is _UNKNOWN_AXIS or any(f.node is None or f.axes is None or f.rank is None
+                                                    for f in mixed):
+        return unknown(lanes.rank)
+    rank = max(f.rank for f in mixed)
+    node = expr("tl.sort({m}.to(tl.int32), {d}, descending=True) > 0",
+                m=conjunction(copy.deepcopy(f.node) for f in mixed), d=ast.Constant(rank + axis))
+    factor = Factor.of(node, set().union(*(f.axes for f in mixed)), rank)
+    return masked([f for f in lanes.factors if f not in mixed] + [factor], None, lanes.rank)
+
+
+def _prefix(factor):
+    """Whether ``factor`` (SymPy ``cond``) is ``e < n`` or ``e <= n`` with
+    ``e`` a sum of non-negative multiples of its symbols: along each lane
+    axis, the lanes inside come first."""
+    cond = factor.cond
+    if not isinstance(cond, (sympy.StrictLessThan, sympy.LessThan)):
+        return False
+    lhs = sympy.expand(cond.lhs)
+    if not lhs.free_symbols or not lhs.is_polynomial(*lhs.free_symbols):
+        return False
+    poly = sympy.Poly(lhs, *sorted(lhs.free_symbols, key=str))
+    return poly.total_degree() <= 1 and all(c.is_number and c >= 0 for c in poly.coeffs())
 
 
 def _histogram(em, node, operand, lanes):

@@ -28,8 +28,8 @@ from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS,
                                        OTHER_MIXING, REDUCTIONS, SCANS, literal)
-from ntsym_codegen.lanes import (CLEAN, Factor, Lanes, combine, equals, join, masked, meeting, same_everywhere, unknown,
-                                 widen)
+from ntsym_codegen.lanes import (CLEAN, Factor, Lanes, absorbed, combine, equals, join, masked, meeting,
+                                 same_everywhere, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -72,6 +72,8 @@ class PaddingMixin:
         else:
             factors = self._address_factors(address, rank)
         lanes = masked(factors, value, rank)
+        if address is not None and mask is not DESCRIPTOR and lanes.known:
+            lanes = Lanes(lanes.value, lanes.factors, lanes.rank, lanes.outside, _blocks(address, rank))
         self.lanes.nodes[id(node)] = (node, lanes)  # the node kept: its id is not reused
         if ref.depth == 1 and not ref.fixed:  # the whole tile, loaded once and named
             self.lanes.tiles[ref.param.name] = lanes
@@ -386,6 +388,7 @@ class PaddingMixin:
         if not frames or not reads or not lanes.known:
             self.lanes.locals[name] = lanes
             return unchanged
+        wide, prior = lanes, self.lanes.locals.get(name)
         with meeting():  # a lane outside this iteration's tiles keeps the carried value
             lanes = self.lanes_of(value_node)
         changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned)
@@ -395,6 +398,7 @@ class PaddingMixin:
         # identity, the carried value is unchanged and no select is needed
         # (lanes read through a descriptor stay marked: their axes are not known).
         term, identity = _accumulation(name, value_node)
+        lanes = absorbed(lanes, wide, prior, changing)
         if term is not None:
             operand = self.lanes_of(term)
             proved = [f for f in varying if equals(operand.at(f), identity)]
@@ -476,6 +480,21 @@ class PaddingMixin:
                 self.lanes.locals.pop(name, None)
             else:
                 self.lanes.locals[name] = state
+
+
+def _blocks(address, rank):
+    """A tile's block extent along each axis (counted from the last), as
+    SymPy, or None where one is not known."""
+    blocks = []
+    for pos, v in enumerate(address.vars):
+        extent = address.ranges.get(v)
+        if extent is None:
+            return None
+        try:
+            blocks.append((pos - rank, sympy.sympify(extent)))
+        except (sympy.SympifyError, TypeError):
+            return None
+    return tuple(blocks) if len(blocks) == rank else None
 
 
 def _accumulation(name, node):

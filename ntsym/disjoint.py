@@ -9,9 +9,10 @@ written tensor, the index map is read:
 - ``pid_g`` in no source dimension: every program along ``g`` writes the
   same elements; where some tensor's tiles depend on ``pid_g`` (the values
   written may differ), or the application reads a tensor it writes (each
-  program then reads what others stored, in no fixed order), refused unless
+  program then reads what others stored, in no fixed order), or calls
+  ``program_id`` or an atomic (a value of each program), refused unless
   ``G == 1`` (at make where ``G`` is a number, else a launch check).  Where
-  neither holds, the programs along ``g`` do the same work and write the
+  none holds, the programs along ``g`` do the same work and write the
   same values: accepted.
 - ``pid_g`` in one source dimension, as ``s * pid_g + r`` with ``r`` a sum of
   the tile's own index variables: where ``s`` is at least the extent of
@@ -32,7 +33,7 @@ import sympy
 from ntsym_codegen import bounds
 
 
-def overlap_checks(param, grid, program_vars, varying=None, read_written=()):
+def overlap_checks(param, grid, program_vars, varying=None, read_written=(), calls=()):
     """(relation, grid dimension, reason) for each grid dimension along which
     the written tensor ``param``'s tiles overlap: the relation (``G <= 1``) is
     what keeps it from racing.  ``varying``: the program indices some
@@ -40,7 +41,8 @@ def overlap_checks(param, grid, program_vars, varying=None, read_written=()):
     reads the same tiles and so writes the same values, which no order
     changes (None: all of them); ``read_written``: written tensors the
     application reads, which make each program's values depend on the
-    order (named in the reason)."""
+    order (named in the reason); ``calls``: functions it calls whose value
+    differs between programs (``program_id``, atomics), named likewise."""
     ranges = dict(zip(program_vars, grid))
     inner = {}
     for depth in range(1, len(param.levels)):
@@ -59,6 +61,10 @@ def overlap_checks(param, grid, program_vars, varying=None, read_written=()):
                 checks.append((sympy.Le(extent, 1), g, "every program along it writes the same elements, and "
                                f"the kernel reads {read}, which they write: each program's values depend on "
                                "which stored before it"))
+            elif calls:
+                called = ", ".join(f"`{name}`" for name in calls)
+                checks.append((sympy.Le(extent, 1), g, "every program along it writes the same elements, and "
+                               f"the kernel calls {called}, whose value differs between them"))
             elif varying is None or pid in varying:
                 checks.append((sympy.Le(extent, 1), g, "every program along it writes the same elements, "
                                "from tiles of other tensors that differ between them"))

@@ -11,7 +11,7 @@ pruning the masks SymPy proves always true (kernel_params.py); fill in
 import sympy
 
 from ntsym_codegen.ir import KernelIR, TensorParam
-from ntsym_codegen.analysis import assigned_parameters, read_parameters
+from ntsym_codegen.analysis import assigned_parameters, program_dependent_calls, read_parameters
 from ntsym.application import _resolve_globals, parse_application
 from ntsym.arranging import arrange
 from ntsym.disjoint import overlap_checks
@@ -101,12 +101,15 @@ def _refuse_overlapping_writes(proof, params, app_def, inline):
     # where none reads what they write: a read of a written tensor sees
     # whichever programs stored before it.
     read_written = sorted(written & read_parameters(app_def, inline, tensors))
-    if read_written:
+    # ... and where none calls a function whose value differs between them.
+    calls = sorted(program_dependent_calls(app_def, inline))
+    if read_written or calls:
         varying = None
     for p in params:
         if p.kind != "tensor" or p.name not in written or p.name in jagged:
             continue
-        for relation, g, reason in overlap_checks(p, proof.grid, proof.program_vars, varying, read_written):
+        for relation, g, reason in overlap_checks(p, proof.grid, proof.program_vars, varying, read_written,
+                                                 calls):
             extent = proof.describe(proof.grid[g])
             proof._require(
                 relation,

@@ -166,6 +166,21 @@ def test_a_gather_of_a_written_tensor_at_its_own_tile_offsets_is_a_read_of_the_t
     torch.testing.assert_close(y, torch.arange(10.0) + 1)
 
 
+def test_a_gather_of_a_written_tensor_at_its_own_tile_offsets_counted_from_the_last_is_a_read_of_the_tile():
+    """``y.offsets(-1)`` names the same dimension as ``y.offsets(0)`` of a
+    1-D ``y``: the program's own tile, over any number of programs."""
+    def arrangement(x, y):
+        return x.tile((4,)), y.tile((4,))
+
+    def application(x, y):
+        y = x + y.source[y.offsets(-1)]  # noqa: F841
+
+    x = torch.arange(10.0)
+    y = torch.ones(10)
+    ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))(x, y)
+    torch.testing.assert_close(y, torch.arange(10.0) + 1)
+
+
 @pytest.mark.parametrize("index", ["x.offsets(0)", "y.offsets(0) + 1", "9 - y.offsets(0)"])
 def test_a_gather_of_a_written_tensor_at_other_indices_is_still_refused(index):
     """Offsets of another tensor's tile, or shifted ones: elements another

@@ -96,3 +96,37 @@ def test_an_inner_expanded_output_written_from_a_local_assigned_twice_or_in_a_lo
     for application in (twice, in_a_loop, through_a_local_assigned_twice):
         with pytest.raises(ntsym.ApplicationError, match="`out` is written through a tile whose dimension 0"):
             ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))
+
+
+def _scalar_and_expanded_rows(x, n, out):
+    written = out.tile((1, 8))
+    written.dtype = written.dtype.expand((2, -1))
+    return x.tile((1, 8)), n, written
+
+
+def test_an_inner_expanded_output_written_from_a_rebound_scalar_parameter_is_refused():
+    """``n += arange`` leaves ``n`` a value of each lane, and so does ``n =``
+    later in a loop whose store reads ``n`` first: its two rows differ, and
+    the store would land either."""
+    def augmented(x, n, out):
+        n += ntl.arange(0, 2)[:, None] * 1.0
+        out = x + n  # noqa: F841
+
+    def rebound_later_in_a_loop(x, n, out):
+        for _ in range(2):
+            out = x + n  # noqa: F841
+            n = ntl.arange(0, 2)[:, None] * 1.0
+
+    for application in (augmented, rebound_later_in_a_loop):
+        with pytest.raises(ntsym.ApplicationError, match=r"`out` is written through a tile whose dimension 0.*`x \+ n`"):
+            ntsym.make(_scalar_and_expanded_rows, application, (Tensor(2), Tensor(0), Tensor(2)))
+
+
+def test_an_inner_expanded_output_written_from_a_scalar_parameter_runs():
+    def application(x, n, out):
+        out = x + n  # noqa: F841
+
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    ntsym.make(_scalar_and_expanded_rows, application, (Tensor(2), Tensor(0), Tensor(2)))(x, 1.5, out)
+    torch.testing.assert_close(out, x + 1.5)

@@ -4,6 +4,10 @@ the form of the operand; padding positions of ``pad()`` are elements and are
 mixed in.  Each case is built from the construct at tiny sizes and compared
 with torch."""
 
+import linecache
+import os
+import tempfile
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -261,6 +265,26 @@ def test_a_reduction_after_a_reshape_that_may_reorder_reads_in_order_through_the
     torch.testing.assert_close(out, expected[:, None].expand(3, 5))
 
 
+@pytest.mark.parametrize("form", ["ntl.reshape(x, (2, 4), can_reorder=True)", "x.view(2, 4)"])
+def test_a_reduction_after_a_reshape_that_may_reorder_reads_the_elements_only(form):
+    """A row of 5 (other=5) in a block of 8, reshaped in an order the call
+    allows (ntsym keeps the order) and summed whole: the three lanes past
+    the row stay out, whatever the order."""
+    source = ("def application(x, out):\n"
+              f"    halves = ntl.sum({form}, axis=1)\n"
+              "    out = ntl.sum(halves, axis=0) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841\n")
+    path = os.path.join(tempfile.gettempdir(), f"ntsym_reorder_{abs(hash(source))}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    linecache.checkcache(path)
+    namespace = {"ntl": ntl}
+    exec(compile(source, path, "exec"), namespace)
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    _row_kernel(namespace["application"], other=5.0)(x, out)
+    torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 5))
+
+
 
 def test_a_reshape_of_a_tile_with_no_lanes_outside_is_reduced_as_written():
     # A whole row of a compile-time power-of-two width: no lane outside.
@@ -482,3 +506,29 @@ def test_a_carried_value_scaled_by_an_inner_loop_variable(outer):
     out = torch.empty(3)
     ntsym.make(arrangement, for_app if outer == "for" else while_app, (Tensor(2, other=2.0), Tensor(1)))(x, out, B=4)
     torch.testing.assert_close(out, 3 * x.sum(1))
+
+
+@pytest.mark.parametrize("form", ["ntl.reshape(x, (32,))", "x.view(32)"])
+def test_a_sort_of_a_flattened_tile_counts_the_elements_it_moved(form):
+    """A (3, 5) tile in a block of (4, 8), flattened: its lanes outside lie
+    at scattered positions.  The sort sends them (NaN, the identity) to the
+    end; the lanes inside after it are the first 15, not the positions they
+    had (which counted NaNs: a max of nan)."""
+    source = ("def application(x, out):\n"
+              f"    y = ntl.sort({form}, 0)\n"
+              "    top = ntl.max(y, 0) + ntl.sum(y * 0.0 + 1.0, 0) * 100.0\n"
+              "    out = top[None, None] + ntl.zeros((1, 1), ntl.float32)  # noqa: F841\n")
+    path = os.path.join(tempfile.gettempdir(), f"ntsym_sorted_{abs(hash(source))}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    linecache.checkcache(path)
+    namespace = {"ntl": ntl}
+    exec(compile(source, path, "exec"), namespace)
+
+    def arrangement(x, out):
+        return x.tile((-1, -1)), out.tile((1, 1))
+
+    x = -(torch.rand(3, 5) + 1)
+    out = torch.empty(1, 1)
+    ntsym.make(arrangement, namespace["application"], (Tensor(2, other=3.0), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, (x.max() + 1500.0).reshape(1, 1))

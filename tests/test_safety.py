@@ -232,6 +232,51 @@ def test_programs_writing_the_same_elements_and_reading_them_are_refused(read):
         k(torch.arange(8.0), y)
 
 
+def test_programs_writing_the_same_elements_from_their_program_id_are_refused():
+    """Every program reads the same tiles, but ``program_id`` gives each its
+    own value: the element ends with whichever program stored last."""
+    def application(x, y):
+        y = x + ntl.program_id(0)  # noqa: F841
+
+    same = (lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)), y.tile((-1,)).unsqueeze(0).expand((3, -1))))
+    with pytest.raises(ntsym.ArrangementError, match="the kernel calls `program_id`, whose value differs"):
+        ntsym.make(same, application, (Tensor(1), Tensor(1)))
+    expanded = (lambda x, y: (x.tile((4,)), y.tile((4,)).expand(x.tile((4,)).shape)))
+    k = ntsym.make(expanded, application, (Tensor(1), Tensor(1)))
+    y = torch.ones(4)
+    k(torch.arange(4.0), y)  # one program
+    torch.testing.assert_close(y, torch.arange(4.0))
+    with pytest.raises(ntsym.LaunchError, match="the kernel calls `program_id`"):
+        k(torch.arange(8.0), y)
+
+
+def test_programs_writing_the_same_elements_through_an_index_of_the_tile_run():
+    """``y[0] = x[0]`` writes part of each program's tile of ``y`` and reads
+    no element of it: the programs store the same values, in any order."""
+    def application(x, y):
+        y[0] = x[0]
+
+    def same(x, y):
+        return tuple(t.tile((2,)).tile((-1,)).unsqueeze(0).expand((3, -1)) for t in (x, y))
+
+    y = torch.ones(4)
+    ntsym.make(same, application, (Tensor(1), Tensor(1)))(torch.arange(4.0), y)
+    torch.testing.assert_close(y, torch.tensor([0.0, 1.0, 1.0, 1.0]))
+
+
+@pytest.mark.parametrize("read", ["y = x * y.source.shape[0]", "y = x * y.source.stride(0) * 4"])
+def test_programs_writing_the_same_elements_and_reading_only_their_sizes_run(read):
+    """``y.source.shape[0]`` and ``y.source.stride(0)`` read no element of
+    ``y``: the programs store the same values, in any order."""
+    source = f"def application(x, y):\n    {read}  # noqa: F841\n"
+    namespace = {}
+    exec(compile(source, _source_file(source), "exec"), namespace)
+    same = (lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)), y.tile((-1,)).unsqueeze(0).expand((3, -1))))
+    y = torch.ones(4)
+    ntsym.make(same, namespace["application"], (Tensor(1), Tensor(1)))(torch.arange(4.0), y)
+    torch.testing.assert_close(y, torch.arange(4.0) * 4)
+
+
 def _source_file(source):
     """A file holding ``source``, so that make() can read the application."""
     import hashlib
