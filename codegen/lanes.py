@@ -180,6 +180,16 @@ def combine(fn, lanes, rank=None):
     return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside, blocks)
 
 
+class UndecidedUnion(Exception):
+    """A loop-carried value combining this iteration's tile with a tensor
+    whose block may or may not have the tile's extent (decided at launch):
+    ``factor`` is that tensor's mask."""
+
+    def __init__(self, factor):
+        super().__init__(ast.unparse(factor.node))
+        self.factor = factor
+
+
 def absorbed(lanes, wide, prior, changing):
     """``lanes`` (met) without the factors that read no changing name but
     that the value's ``wide`` lanes join with a tile of this iteration (two
@@ -187,16 +197,21 @@ def absorbed(lanes, wide, prior, changing):
     outside a loop), unless the carried value (``prior``) holds them too.
     ``acc += x[0, k] + z`` with z shorter than the chunk: a lane past z's end
     inside chunk k holds x's element and z's ``other``, and stays in the
-    sum.  Only factors are dropped, none made: the loop's states settle."""
+    sum.  Only factors are dropped, none made: the loop's states settle.
+    Where the union is a compile-time choice (blocks whose extents the
+    launch decides, one perhaps broadcasting), such a factor can be neither
+    dropped nor kept for every choice: ``UndecidedUnion`` names it."""
     joined = [f for f in wide.factors if f.node is not None and f.names & changing]
-    if not wide.known or not joined or any(isinstance(f.node, ast.IfExp) for f in joined):
-        return lanes  # a compile-time choice of union (blocks that may broadcast): met, as before
+    if not wide.known or not joined:
+        return lanes
     keys = {f.key for f in wide.factors}
     held = {f.key for f in prior.factors} if prior is not None and prior.known else set()
     absorbed = [f for f in lanes.factors if f.node is not None and not f.names & changing
                 and f.key not in keys and f.key not in held]
     if not absorbed:
         return lanes
+    if any(isinstance(f.node, ast.IfExp) for f in joined):
+        raise UndecidedUnion(absorbed[0])
     return masked([f for f in lanes.factors if f not in absorbed],
                   [v for f, v in zip(lanes.factors, lanes.outside) if f not in absorbed], lanes.rank)
 

@@ -28,7 +28,7 @@ from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS,
                                        OTHER_MIXING, REDUCTIONS, SCANS, literal)
-from ntsym_codegen.lanes import (CLEAN, Factor, Lanes, absorbed, combine, equals, join, masked, meeting,
+from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, combine, equals, join, masked, meeting,
                                  same_everywhere, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
@@ -398,7 +398,15 @@ class PaddingMixin:
         # identity, the carried value is unchanged and no select is needed
         # (lanes read through a descriptor stay marked: their axes are not known).
         term, identity = _accumulation(name, value_node)
-        lanes = absorbed(lanes, wide, prior, changing)
+        try:
+            lanes = absorbed(lanes, wide, prior, changing)
+        except UndecidedUnion as undecided:
+            raise self.error(
+                f"`{name}` carries, from one loop iteration to the next, a combination of this iteration's tile "
+                f"with a value whose lanes (`{undecided}`) lie along the same axis in a block whose extent the "
+                "launch decides: where it equals the tile's, a lane outside that value but inside the tile is an "
+                "element (it adds the value's `other`), where it is 1 the value broadcasts, and ntsym cannot carry "
+                "both; give that tensor a compile-time shape or tile it with the loop's tile size", value_node)
         if term is not None:
             operand = self.lanes_of(term)
             proved = [f for f in varying if equals(operand.at(f), identity)]

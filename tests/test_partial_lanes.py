@@ -189,12 +189,13 @@ def test_a_loop_over_chunks_plus_a_shorter_vector_keeps_the_chunks_elements():
     torch.testing.assert_close(out, torch.tensor([[-2.0]]))  # x[0, 3] * 2 + 0, lane 3 of chunk 0
 
 
-@pytest.mark.xfail(strict=True, reason="where the blocks' extents are a compile-time choice (z in a block of "
-                   "next_power_of_2(3) against chunks of 4), a value a loop carries keeps z's mask: lane 3 of "
-                   "chunk 0 (x[0, 3] + z's other) is dropped, the sum -36 where -37 is meant")
-def test_a_loop_over_chunks_plus_a_vector_in_a_block_of_its_own_size_keeps_the_chunks_elements():
-    out, combined = _chunks_and_a_shorter_vector(_summed_over_chunks, -1)
-    torch.testing.assert_close(out, combined.sum().reshape(1, 1))
+def test_a_loop_over_chunks_plus_a_vector_in_a_block_the_launch_decides_is_refused():
+    """z's block (next_power_of_2 of its length) may equal the chunk's 4 (a
+    lane past z's end inside the chunk is then an element) or be 1 (z then
+    broadcasts): a carried value cannot follow both, so it is refused with
+    the fix, where it kept z's mask and dropped x[0, 3] (-38, not -37)."""
+    with pytest.raises(ntsym.ApplicationError, match=r"`acc` carries.*block whose extent the launch decides"):
+        _chunks_and_a_shorter_vector(_summed_over_chunks, -1)
 
 
 def test_a_tensor_filling_its_block_combined_with_a_shorter_one_keeps_its_elements():
