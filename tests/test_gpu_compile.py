@@ -105,3 +105,29 @@ def test_sort_and_topk_of_a_padded_float_row_compile(tmp_path, call):
     spec.loader.exec_module(module)
     kernel = ntsym.make(arrangement, module.application, (Tensor(2), Tensor(2)))
     compile_for_sm90(kernel, tmp_path)
+
+
+def test_a_mask_beside_a_block_filled_at_compile_time_compiles(tmp_path):
+    """x in blocks chosen at launch beside w of compile-time shape (4, 8):
+    x's masks widen by the test that the blocks match (``| (NTSYM_BLOCK_0 == 4)``)."""
+    def arrangement(x, w, out):
+        return x.tile((-1, -1)), w.tile((-1, -1)), out.tile((1, 1))
+
+    def application(x, w, out):
+        out = ntl.sum(ntl.sum(x + w, 1, keep_dims=True), 0, keep_dims=True)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(shape=(4, 8)), Tensor(2)))
+    assert "NTSYM_BLOCK_0 == 4" in kernel.source
+    compile_for_sm90(kernel, tmp_path, NTSYM_BLOCK_0=4, NTSYM_BLOCK_1=8)
+
+
+def test_a_sort_of_a_flattened_tile_with_its_mask_sorted_alike_compiles(tmp_path):
+    def arrangement(x, out):
+        return x.tile((4, 8)), out.tile((1,))
+
+    def application(x, out):
+        out = ntl.max(ntl.sort(ntl.reshape(x, (32,)), 0), 0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(1)))
+    assert "tl.sort(" in kernel.source
+    compile_for_sm90(kernel, tmp_path)
