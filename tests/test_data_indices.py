@@ -13,6 +13,7 @@ import torch
 import ntsym
 import ntsym.language as ntl
 from ntsym import Tensor
+from tests.sources import application_from
 
 
 def _scatter_kernel():
@@ -185,20 +186,11 @@ def test_a_gather_of_a_written_tensor_at_its_own_tile_offsets_counted_from_the_l
 def test_a_gather_of_a_written_tensor_at_other_indices_is_still_refused(index):
     """Offsets of another tensor's tile, or shifted ones: elements another
     program may write."""
-    import linecache
-    import tempfile
-
-    source = f"def application(x, y):\n    y = x + y.source[{index}]  # noqa: F841\n"
-    path = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
-    path.write(source)
-    path.close()
-    linecache.checkcache(path.name)
-    namespace = {}
-    exec(compile(source, path.name, "exec"), namespace)
+    application = application_from(f"def application(x, y):\n    y = x + y.source[{index}]  # noqa: F841\n")
 
     def arrangement(x, y):
         return x.tile((4,)), y.tile((4,))
 
-    k = ntsym.make(arrangement, namespace["application"], (Tensor(1), Tensor(1)))
+    k = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
     with pytest.raises(ntsym.LaunchError, match="gathered from through `y.source"):
         k(torch.arange(10.0), torch.ones(10))

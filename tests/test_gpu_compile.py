@@ -8,7 +8,6 @@ two tensors' masks (blocks of one extent or not), the ``NTSYM_DEBUG`` check of
 a gather from a padded tile, and the integer-key ``sort``/``topk`` of floats.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ import pytest
 import ntsym
 import ntsym.language as ntl
 from ntsym import Tensor
+from tests.sources import application_from
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -98,12 +98,8 @@ def test_sort_and_topk_of_a_padded_float_row_compile(tmp_path, call):
     def arrangement(x, out):
         return x.tile((1, 8)), out.tile((1, width))
 
-    path = tmp_path / "application_source.py"  # make() reads the application's source
-    path.write_text(f"import ntsym.language as ntl\n\n\ndef application(x, out):\n    out = {call}  # noqa: F841\n")
-    spec = importlib.util.spec_from_file_location("application_source", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    kernel = ntsym.make(arrangement, module.application, (Tensor(2), Tensor(2)))
+    application = application_from(f"def application(x, out):\n    out = {call}  # noqa: F841\n")
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
     compile_for_sm90(kernel, tmp_path)
 
 

@@ -4,10 +4,6 @@ the form of the operand; padding positions of ``pad()`` are elements and are
 mixed in.  Each case is built from the construct at tiny sizes and compared
 with torch."""
 
-import linecache
-import os
-import tempfile
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -15,6 +11,7 @@ import torch.nn.functional as F
 import ntsym
 import ntsym.language as ntl
 from ntsym import Tensor
+from tests.sources import application_from
 
 
 def _rows(block):
@@ -273,15 +270,10 @@ def test_a_reduction_after_a_reshape_that_may_reorder_reads_the_elements_only(fo
     source = ("def application(x, out):\n"
               f"    halves = ntl.sum({form}, axis=1)\n"
               "    out = ntl.sum(halves, axis=0) + ntl.zeros(out.shape, ntl.float32)  # noqa: F841\n")
-    path = os.path.join(tempfile.gettempdir(), f"ntsym_reorder_{abs(hash(source))}.py")
-    with open(path, "w") as f:
-        f.write(source)
-    linecache.checkcache(path)
-    namespace = {"ntl": ntl}
-    exec(compile(source, path, "exec"), namespace)
+    application = application_from(source)
     x = torch.randn(3, 5)
     out = torch.empty(3, 5)
-    _row_kernel(namespace["application"], other=5.0)(x, out)
+    _row_kernel(application, other=5.0)(x, out)
     torch.testing.assert_close(out, x.sum(1, keepdim=True).expand(3, 5))
 
 
@@ -518,17 +510,12 @@ def test_a_sort_of_a_flattened_tile_counts_the_elements_it_moved(form):
               f"    y = ntl.sort({form}, 0)\n"
               "    top = ntl.max(y, 0) + ntl.sum(y * 0.0 + 1.0, 0) * 100.0\n"
               "    out = top[None, None] + ntl.zeros((1, 1), ntl.float32)  # noqa: F841\n")
-    path = os.path.join(tempfile.gettempdir(), f"ntsym_sorted_{abs(hash(source))}.py")
-    with open(path, "w") as f:
-        f.write(source)
-    linecache.checkcache(path)
-    namespace = {"ntl": ntl}
-    exec(compile(source, path, "exec"), namespace)
+    application = application_from(source)
 
     def arrangement(x, out):
         return x.tile((-1, -1)), out.tile((1, 1))
 
     x = -(torch.rand(3, 5) + 1)
     out = torch.empty(1, 1)
-    ntsym.make(arrangement, namespace["application"], (Tensor(2, other=3.0), Tensor(2)))(x, out)
+    ntsym.make(arrangement, application, (Tensor(2, other=3.0), Tensor(2)))(x, out)
     torch.testing.assert_close(out, (x.max() + 1500.0).reshape(1, 1))

@@ -10,6 +10,7 @@ import torch
 import ntsym
 import ntsym.language as ntl
 from ntsym import Symbol, Tensor
+from tests.sources import application_from
 
 B = Symbol("B", constexpr=True)
 
@@ -218,13 +219,12 @@ def test_programs_writing_the_same_elements_and_reading_them_are_refused(read):
     """Every program reads the same tiles, but also the tensor they all
     write: each reads what others stored before it, in no fixed order."""
     source = f"def application(x, y):\n    {read}  # noqa: F841\n"
-    namespace = {}
-    exec(compile(source, _source_file(source), "exec"), namespace)
+    application = application_from(source)
     same = (lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)), y.tile((-1,)).unsqueeze(0).expand((3, -1))))
     with pytest.raises(ntsym.ArrangementError, match="the kernel reads `y`, which they write"):
-        ntsym.make(same, namespace["application"], (Tensor(1), Tensor(1)))
+        ntsym.make(same, application, (Tensor(1), Tensor(1)))
     expanded = (lambda x, y: (x.tile((4,)), y.tile((4,)).expand(x.tile((4,)).shape)))
-    k = ntsym.make(expanded, namespace["application"], (Tensor(1), Tensor(1)))
+    k = ntsym.make(expanded, application, (Tensor(1), Tensor(1)))
     y = torch.ones(4)
     k(torch.arange(4.0), y)  # one program: its statements in order
     torch.testing.assert_close(y, torch.arange(4.0) + 1)
@@ -269,26 +269,11 @@ def test_programs_writing_the_same_elements_and_reading_only_their_sizes_run(rea
     """``y.source.shape[0]`` and ``y.source.stride(0)`` read no element of
     ``y``: the programs store the same values, in any order."""
     source = f"def application(x, y):\n    {read}  # noqa: F841\n"
-    namespace = {}
-    exec(compile(source, _source_file(source), "exec"), namespace)
+    application = application_from(source)
     same = (lambda x, y: (x.tile((-1,)).unsqueeze(0).expand((3, -1)), y.tile((-1,)).unsqueeze(0).expand((3, -1))))
     y = torch.ones(4)
-    ntsym.make(same, namespace["application"], (Tensor(1), Tensor(1)))(torch.arange(4.0), y)
+    ntsym.make(same, application, (Tensor(1), Tensor(1)))(torch.arange(4.0), y)
     torch.testing.assert_close(y, torch.arange(4.0) * 4)
-
-
-def _source_file(source):
-    """A file holding ``source``, so that make() can read the application."""
-    import hashlib
-    import tempfile
-
-    path = os.path.join(tempfile.gettempdir(), f"ntsym_app_{hashlib.sha1(source.encode()).hexdigest()[:12]}.py")
-    with open(path, "w") as f:
-        f.write(source)
-    import linecache
-
-    linecache.checkcache(path)
-    return path
 
 
 # -- stored tuning entries and the cache directory -------------------------------------------
