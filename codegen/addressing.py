@@ -385,6 +385,12 @@ class AddressingMixin:
             index = sympy.Add(*(i * st for i, st in zip(p.index, p.strides))).xreplace(subs)
         else:
             index = p.index[d].xreplace(subs)
+        deeper = {v for level in p.level_vars[ref.depth + 1:] for v in level} & index.free_symbols
+        if deeper:
+            raise self.error(
+                f"`{ast.unparse(node)}`: the elements of this tile of `{p.name}` are tiles themselves (level "
+                f"{ref.depth} of {len(p.levels) - 1}), whose elements' offsets are not one block; take the offsets "
+                f"of an innermost tile (`{p.name}[k].offsets(...)`)", node)
         used = [j for j in ref.dims if vars[j] in index.free_symbols]
         if len(used) == 1 and d is not None:
             # One tile dimension runs along source dimension d: a vector of its

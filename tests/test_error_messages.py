@@ -46,3 +46,25 @@ def test_failed_check_names_the_sizes_behind_tile_counts():
     with pytest.raises(ntsym.LaunchError, match=r"cdiv\(other.shape\[0\], 16\) \(=4, other.shape\[0\]=50\) must equal "
                                                 r"cdiv\(input.shape\[1\], 16\) \(=3, input.shape\[1\]=40\)"):
         kernel(torch.randn(20, 40), torch.randn(50, 30), torch.empty(20, 30))
+
+
+def test_offsets_of_a_tile_of_tiles_name_the_level_and_the_fix():
+    def arrangement(x, y):
+        return x.tile((2,)).tile((2,)), y.tile((2,)).tile((2,))
+
+    def outer(x, y):
+        o = y.offsets(0)  # noqa: F841
+        for k in range(x.shape[0]):
+            y[k] = x[k] * 1.0
+
+    def inner(x, y):
+        for k in range(x.shape[0]):
+            y[k] = x[k] + y[k].offsets(0) * 0.0
+
+    with pytest.raises(ntsym.ApplicationError, match=r"`y.offsets\(0\)`: the elements of this tile of `y` are "
+                       r"tiles themselves \(level 1 of 2\).*`y\[k\].offsets\(...\)`"):
+        ntsym.make(arrangement, outer, (ntsym.Tensor(1), ntsym.Tensor(1)))
+    x = torch.randn(8)
+    y = torch.zeros(8)
+    ntsym.make(arrangement, inner, (ntsym.Tensor(1), ntsym.Tensor(1)))(x, y)
+    torch.testing.assert_close(y, x)
