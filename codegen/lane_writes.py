@@ -82,7 +82,26 @@ def _uniform(em, node, offset, seen=frozenset()):
             return _uniform(em, node.func.value, offset, seen)
         if em._tl_function(node.func) in _ELEMENTWISE:
             return all(_uniform(em, n, offset, seen) for n in [*node.args, *(k.value for k in node.keywords)])
+        return _whole_reduction(em, node)
     return False
+
+
+# Reductions whose result over every axis is one value (a scalar, or a block of one element).
+_WHOLE = {"sum", "max", "min", "xor_sum", "argmax", "argmin", "reduce_or"}
+
+
+def _whole_reduction(em, node):
+    """``ntl.max(w)`` / ``w.sum()``: a reduction over every axis (no axis, or
+    ``axis=None``) holds one value on every lane."""
+    name = em._tl_function(node.func)
+    method = name is None and em.alias(node.func.value) is None and node.func.attr in _WHOLE
+    if name not in _WHOLE and not method:
+        return False
+    position = 0 if method else 1
+    axis = next((k.value for k in node.keywords if k.arg == "axis"), None)
+    if axis is None and len(node.args) > position:
+        axis = node.args[position]
+    return axis is None or (isinstance(axis, ast.Constant) and axis.value is None)
 
 
 def defined_once(body):

@@ -9,6 +9,7 @@ import torch
 import ntsym
 import ntsym.language as ntl
 from ntsym import Tensor
+from tests.sources import application_from
 
 
 def _expanded_rows(x, out):
@@ -130,3 +131,23 @@ def test_an_inner_expanded_output_written_from_a_scalar_parameter_runs():
     out = torch.empty(3, 5)
     ntsym.make(_scalar_and_expanded_rows, application, (Tensor(2), Tensor(0), Tensor(2)))(x, 1.5, out)
     torch.testing.assert_close(out, x + 1.5)
+
+
+@pytest.mark.parametrize("value", ["x * 0.0 + ntl.max(x)", "x - x + ntl.sum(x, axis=None)", "x * 0.0 + x.max()"])
+def test_an_inner_expanded_output_written_with_a_whole_reduction_runs(value):
+    """A reduction over every axis is one value on every lane (the tile
+    holds x's row twice, expanded: its sum is twice the row's)."""
+    application = application_from(f"def application(x, out):\n    out = {value}  # noqa: F841\n")
+    x = torch.randn(3, 5)
+    out = torch.empty(3, 5)
+    ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))(x, out)
+    row = x.amax(1, keepdim=True) if "max" in value else 2 * x.sum(1, keepdim=True)
+    torch.testing.assert_close(out, row.expand(3, 5))
+
+
+def test_an_inner_expanded_output_written_with_a_reduction_along_one_axis_is_refused():
+    def application(x, out):
+        out = x * 0.0 + ntl.max(x, 1)[:, None]  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match="`out` is written through a tile whose dimension 0"):
+        ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))
