@@ -10,11 +10,13 @@ import ntsym.language as ntl
 from ntsym import Tensor
 
 
-def _row_maxima(application):
-    def arrangement(x, out):
-        return x.tile((4, 8)), out.tile((4, 1))
+def _blocks_of_rows(x, out):
+    return x.tile((4, 8)), out.tile((4, 1))
 
-    x = -(torch.rand(3, 5) + 1)
+
+def _row_maxima(application, arrangement=_blocks_of_rows, columns=5):
+    """Rows of ``columns`` negatives: their maxima, as torch's."""
+    x = -(torch.rand(3, columns) + 1)
     out = torch.empty(3, 1)
     ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))(x, out)
     torch.testing.assert_close(out, x.amax(1, keepdim=True))
@@ -30,10 +32,7 @@ def test_a_loop_over_ntl_range():
             acc = ntl.maximum(acc, x[0, k])
         out = ntl.max(acc, 1, keep_dims=True)  # noqa: F841
 
-    x = -(torch.rand(3, 7) + 1)
-    out = torch.empty(3, 1)
-    ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))(x, out)
-    torch.testing.assert_close(out, x.amax(1, keepdim=True))
+    _row_maxima(application, arrangement, columns=7)
 
 
 def test_a_reduction_of_a_tile_bound_by_a_tuple_assignment():
