@@ -353,13 +353,19 @@ class AddressingMixin:
         """Under NTSYM_DEBUG: a check, before the statement, that the index
         ``key`` of ``p.source`` along dimension ``d`` is in bounds on every lane
         inside the tensors it is computed from (``codegen/debug_checks.py``)."""
-        inside = conjunction(copy.deepcopy(b) for b in bounds)
+        message = (f"{p.name}.source[...]: the index `{ast.unparse(key)}` along dimension {d} is outside "
+                   f"[0, {p.name}.shape[{d}])")
+        self.check_index(conjunction(copy.deepcopy(b) for b in bounds), key, message)
+
+    def check_index(self, inside, key, message):
+        """Under NTSYM_DEBUG: ``ntsym_check_index`` before the statement, that
+        ``inside`` holds on every lane where the index ``key`` lies inside the
+        tensors it is computed from (its lanes past them hold a valid
+        ``other``)."""
         lanes = self.lanes_of(key)
         if lanes.known and lanes.factors and all(f.node is not None for f in lanes.factors):
             lane = conjunction(copy.deepcopy(f.node) for f in lanes.factors)
             inside = expr("{inside} | ~({lane})", inside=inside, lane=lane)
-        message = (f"{p.name}.source[...]: the index `{ast.unparse(key)}` along dimension {d} is outside "
-                   f"[0, {p.name}.shape[{d}])")
         self.records.helpers.add("ntsym_check_index")
         self.blocks.pre.append(template.stmt("ntsym_check_index({inside}, {message})", inside=inside,
                                              message=ast.Constant(message)))

@@ -94,7 +94,7 @@ def _gather(em, node):
     ``x.source[...]`` reads ``other``; under ``NTSYM_DEBUG=1`` the kernel
     checks, before the statement, that every index of a lane inside names a
     lane of ``src`` inside (``codegen/debug_checks.py``)."""
-    from ntsym_codegen import debug_checks, template
+    from ntsym_codegen import debug_checks
 
     src, index = _argument(node, 0, "src", None), _argument(node, 1, "index", None)
     axis = _argument(node, 2, "axis", None)
@@ -112,15 +112,9 @@ def _gather(em, node):
     shape = expr("{v}.shape", v=copy.deepcopy(value))
     picked = expr("tl.gather(tl.broadcast_to({inside}, {shape}).to(tl.int8), {index}, {axis}) != 0",
                   inside=inside, shape=shape, index=em.expr(index), axis=em.expr(axis))
-    index_lanes = em.lanes_of(index)
-    if index_lanes.known and index_lanes.factors and all(f.node is not None for f in index_lanes.factors):
-        picked = expr("{picked} | ~({lane})", picked=picked,
-                      lane=conjunction(copy.deepcopy(f.node) for f in index_lanes.factors))
     message = (f"tl.gather: an index in `{ast.unparse(index)}` names a lane of `{ast.unparse(src)}` outside the "
                "tensor (past its end, in the padding of its block)")
-    em.records.helpers.add("ntsym_check_index")
-    em.blocks.pre.append(template.stmt("ntsym_check_index({inside}, {message})", inside=picked,
-                                       message=ast.Constant(message)))
+    em.check_index(picked, index, message)
 
 
 def _function_form(em, node):
