@@ -287,17 +287,14 @@ def _equal_extents(factor, extents):
         other = extents.get(axis)
         if other is None:
             return None
-        difference = sympy.simplify(extent - other)
-        if difference == 0:
-            continue
-        if difference.is_number or not (isinstance(other, (sympy.Symbol, sympy.Integer))):
+        printable = isinstance(other, (sympy.Symbol, sympy.Integer))
+        printed = ast.Name(id=str(other), ctx=ast.Load()) if isinstance(other, sympy.Symbol) \
+            else ast.Constant(int(other)) if printable else None
+        test = _extent_test(extent, node, other, printed)
+        if test is False or (test is not True and not printable):
             return None
-        symbol = isinstance(other, sympy.Symbol)
-        printed = ast.Name(id=str(other), ctx=ast.Load()) if symbol else ast.Constant(int(other))
-        tests.append(ast.Compare(left=copy.deepcopy(node), ops=[ast.Eq()], comparators=[printed]))
-    if not tests:
-        return True
-    return tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)
+        tests.append(test)
+    return _all_of(tests)
 
 
 def _same_extent(group_a, group_b, axes):
@@ -314,16 +311,32 @@ def _same_extent(group_a, group_b, axes):
     for axis in sorted(axes):
         ea, eb = fa.extent(axis), fb.extent(axis)
         if ea is not None and eb is not None:
-            difference = sympy.simplify(ea[0] - eb[0])
-            if difference == 0:
-                continue
-            if difference.is_number:
+            test = _extent_test(ea[0], ea[1], eb[0], eb[1])
+            if test is False:
                 return False
-            tests.append(ast.Compare(left=copy.deepcopy(ea[1]), ops=[ast.Eq()], comparators=[copy.deepcopy(eb[1])]))
+            tests.append(test)
         elif fa.rank and fb.rank and fa.rank >= -axis and fb.rank >= -axis:
             tests.append(ast.Compare(left=_shape(fa, axis), ops=[ast.Eq()], comparators=[_shape(fb, axis)]))
         else:
             return None
+    return _all_of(tests)
+
+
+def _extent_test(a, a_node, b, b_node):
+    """Two block extents (SymPy, and printed): True where SymPy shows them
+    equal, False where they differ by a number, else their comparison as an
+    AST of compile-time values."""
+    difference = sympy.simplify(a - b)
+    if difference == 0:
+        return True
+    if difference.is_number:
+        return False
+    return ast.Compare(left=copy.deepcopy(a_node), ops=[ast.Eq()], comparators=[copy.deepcopy(b_node)])
+
+
+def _all_of(tests):
+    """The conjunction of ``tests`` (True, or ASTs): True where every one is."""
+    tests = [t for t in tests if t is not True]
     if not tests:
         return True
     return tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)

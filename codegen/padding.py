@@ -93,17 +93,11 @@ class PaddingMixin:
     @staticmethod
     def _extents(address, rank, axes, printer):
         """The block's extent along each of ``axes`` (SymPy, printed), or None."""
-        extents = []
-        for pos, v in enumerate(address.vars):
-            if pos - rank in axes:
-                extent = address.ranges.get(v)
-                if extent is None:
-                    return None
-                try:
-                    extents.append((pos - rank, sympy.sympify(extent), printer(sympy.sympify(extent))))
-                except (PrintError, sympy.SympifyError, TypeError):
-                    return None
-        return extents
+        blocks = _blocks(address, rank, axes)
+        try:
+            return None if blocks is None else [(axis, extent, printer(extent)) for axis, extent in blocks]
+        except PrintError:
+            return None
 
     def note_local(self, name, value_node):
         self.lanes.locals[name] = self.lanes_of(value_node)
@@ -490,11 +484,13 @@ class PaddingMixin:
                 self.lanes.locals[name] = state
 
 
-def _blocks(address, rank):
-    """A tile's block extent along each axis (counted from the last), as
-    SymPy, or None where one is not known."""
+def _blocks(address, rank, axes=None):
+    """A tile's block extent along each axis (counted from the last), or
+    each of ``axes``, as SymPy, or None where one is not known."""
     blocks = []
     for pos, v in enumerate(address.vars):
+        if axes is not None and pos - rank not in axes:
+            continue
         extent = address.ranges.get(v)
         if extent is None:
             return None
@@ -502,7 +498,7 @@ def _blocks(address, rank):
             blocks.append((pos - rank, sympy.sympify(extent)))
         except (sympy.SympifyError, TypeError):
             return None
-    return tuple(blocks) if len(blocks) == rank else None
+    return tuple(blocks) if axes is not None or len(blocks) == rank else None
 
 
 def _accumulation(name, node):
