@@ -73,7 +73,7 @@ def assigned_parameters(func, inline_functions, params, depth=0):
     return written
 
 
-def read_parameters(func, inline_functions, params):
+def read_parameters(func, params):
     """Parameters the application may read the elements of: named anywhere
     but as the base of ``.shape``, ``.dtype``, ``.ndim``, ``.offsets(...)``,
     ``.stride(...)`` or ``.size(...)`` (of the tile or of ``.source``) and

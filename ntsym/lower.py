@@ -100,7 +100,7 @@ def _refuse_overlapping_writes(proof, params, app_def, inline):
     # Programs that write the same elements from the same tiles agree only
     # where none reads what they write: a read of a written tensor sees
     # whichever programs stored before it.
-    read_written = sorted(written & read_parameters(app_def, inline, tensors))
+    read_written = sorted(written & read_parameters(app_def, tensors))
     # ... and where none calls a function whose value differs between them.
     calls = sorted(program_dependent_calls(app_def, inline))
     if read_written or calls:
