@@ -16,6 +16,8 @@ import ast
 
 import sympy
 
+from ntsym_codegen.lane_tables import REDUCTIONS
+
 # Elementwise functions of ``ntl``: equal operands on two lanes give equal results.
 _ELEMENTWISE = {"where", "maximum", "minimum", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sigmoid",
                 "sin", "cos", "floor", "ceil", "fma", "clamp", "erf", "cast"}
@@ -86,8 +88,9 @@ def _uniform(em, node, offset, seen=frozenset()):
     return False
 
 
-# Reductions whose result over every axis is one value (a scalar, or a block of one element).
-_WHOLE = {"sum", "max", "min", "xor_sum", "argmax", "argmin", "reduce_or"}
+# Reductions whose result over every axis is one value (a scalar, or a block
+# of one element): the lanes rule's, but ``reduce`` (its combine is the user's).
+_WHOLE = set(REDUCTIONS) - {"reduce"}
 
 
 def _whole_reduction(em, node):
