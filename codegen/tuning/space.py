@@ -42,12 +42,16 @@ def device_shared_memory(device):
         return None
 
 
-def candidates(spec, fixed, tensors=None, programs=None):
+def candidates(spec, fixed, tensors=None, programs=None, widest=None):
     """The configurations to time, given the values the caller fixed:
     those whose streamed tiles fit in shared memory and, where some do, that
     run enough programs to occupy half the GPU's multiprocessors (``programs``
-    gives a configuration's grid size); at most ``max_num_configs``."""
-    configs = skinny_candidates(spec, fixed, tensors) or _candidates(spec, fixed, _gemm_k_factor(spec, tensors))
+    gives a configuration's grid size); at most ``max_num_configs``.
+    ``widest`` gives a configuration's largest block extent (derived blocks
+    such as a whole row's included): where only the warps are left to tune,
+    too few warps for it are not candidates (``warps_for_block``)."""
+    configs = (skinny_candidates(spec, fixed, tensors)
+               or _candidates(spec, fixed, _gemm_k_factor(spec, tensors), widest))
     squares = [c for c in square_candidates(spec, fixed) if c not in configs]
     configs += squares
     if tensors and tensors[0].device.type == "cuda":
@@ -167,7 +171,7 @@ def _gemm_k_factor(spec, tensors):
     return 2 if sizes == {1} else 1
 
 
-def _candidates(spec, fixed, k_factor=1):
+def _candidates(spec, fixed, k_factor=1, widest=None):
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
     roles = _gemm_roles(spec, free)
     if roles is not None:
@@ -183,18 +187,37 @@ def _candidates(spec, fixed, k_factor=1):
                 configs += [Config(tuple(sorted(meta.items())), warps, st) for st in stages]
         if configs:
             return configs
-    return _spread_candidates(spec, fixed)
+    return _spread_candidates(spec, fixed, widest)
 
 
 WARPS_ONLY = (1, 2, 4, 8, 16)
 
 
-def _spread_candidates(spec, fixed):
+# Elements of one block a thread may hold before fewer warps stop being
+# candidates.  A whole-row kernel of 32,768 elements (softmax at 32,000
+# columns) with one warp holds 1,024 per thread: its compile alone took most
+# of a 44 s first call on an H100, and it is never the fastest.
+MAX_ELEMENTS_PER_THREAD = 128
+
+
+def warps_for_block(elements, warps=WARPS_ONLY):
+    """The numbers of warps (of ``warps``) that hold a block of ``elements``
+    with at most MAX_ELEMENTS_PER_THREAD a thread; the largest where none does."""
+    kept = [w for w in warps if elements <= MAX_ELEMENTS_PER_THREAD * 32 * w]
+    return kept or [max(warps)]
+
+
+def _spread_candidates(spec, fixed, widest=None):
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
     if not free:
         meta = tuple(sorted(fixed.items()))
         stages = spec.num_stages or NUM_STAGES.default
-        return [Config(meta, w, stages) for w in ([spec.num_warps] if spec.num_warps else WARPS_ONLY)]
+        if spec.num_warps:
+            return [Config(meta, spec.num_warps, stages)]
+        configs = [Config(meta, w, stages) for w in WARPS_ONLY]
+        if widest is None:
+            return configs
+        return [Config(meta, w, stages) for w in warps_for_block(widest(configs[0]))]
     values = [m.candidates for m in free]
     warps = [spec.num_warps] if spec.num_warps else [4, 8]
     stages = [spec.num_stages] if spec.num_stages else [2, 3, 4]

@@ -175,6 +175,14 @@ def benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persiste
             counter.candidates_timed += BENCHMARKS_RUN - before
 
 
+def widest_block(config, derived, int64, spec):
+    """The largest block extent a launch with ``config`` has: its block sizes
+    and the blocks derived from the call's sizes (a whole row's padded length)."""
+    kwargs = config.kwargs(derived, int64, spec)
+    names = set(dict(config.meta)) | {k for k in derived if k.startswith("NTSYM_BLOCK_")}
+    return max((v for k, v in kwargs.items() if k in names and isinstance(v, int)), default=1)
+
+
 def _interpreted(kernel, grid, args, kwargs):
     with serial.INTERPRETER:
         kernel[grid](*args, **kwargs)
@@ -186,7 +194,8 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
     import time
 
     device = tensors[0].get_device() if tensors else -1
-    configs = list(shortlist) if shortlist else candidates(spec, fixed, tensors, lambda c: math.prod(c.grid(grid)))
+    configs = list(shortlist) if shortlist else candidates(
+        spec, fixed, tensors, lambda c: math.prod(c.grid(grid)), lambda c: widest_block(c, derived, int64, spec))
     if launch:
         configs = list(dict.fromkeys(replace(c, **launch) for c in configs))
     if advance:
