@@ -21,14 +21,17 @@ from dataclasses import dataclass, fields
 @dataclass(frozen=True)
 class Stats:
     """A snapshot of the counters: ``compiles`` (distinct kernel variants
-    built), ``tunes`` (tuning searches run), ``candidates_timed``
-    (configurations timed by them), ``launches`` (calls that launched the
-    kernel, tuning's timed runs not included)."""
+    built), ``tunes`` (full tuning searches run), ``candidates_timed``
+    (configurations timed by searches of either kind), ``launches`` (calls
+    that launched the kernel, tuning's timed runs not included) and
+    ``shortlists`` (new shapes of a size class already searched, for which
+    the class's shortlist was timed)."""
 
     compiles: int = 0
     tunes: int = 0
     candidates_timed: int = 0
     launches: int = 0
+    shortlists: int = 0
 
     def __add__(self, other):
         return Stats(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Stats)))

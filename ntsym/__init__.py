@@ -70,7 +70,7 @@ from ntsym_codegen.counters import Stats
 def stats() -> Stats:
     """What every kernel's calls in this process cost so far (``Kernel.stats``
     summed, kernels since collected included): ``compiles``, ``tunes``,
-    ``candidates_timed``, ``launches``."""
+    ``candidates_timed``, ``launches``, ``shortlists``."""
     from ntsym_codegen import counters
 
     return counters.total()

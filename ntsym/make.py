@@ -66,8 +66,10 @@ class Kernel:
         """What this kernel's calls cost so far (``ntsym.Stats``, frozen):
         ``compiles`` (kernel variants built: one per set of compile-time
         values, as Triton would compile them, counted the same way under
-        its interpreter), ``tunes`` (tuning searches run), ``candidates_timed``
-        (configurations they timed) and ``launches``; the variant of padded
+        its interpreter), ``tunes`` (full tuning searches run), ``shortlists``
+        (new shapes of a size class already searched, for which the class's
+        shortlist was timed), ``candidates_timed`` (configurations both
+        kinds timed) and ``launches``; the variant of padded
         call-time tile sizes included.  ``ntsym.stats()`` sums every kernel's."""
         stats = self.calls.counts.snapshot()
         if self._variant is not None:

@@ -84,7 +84,8 @@ def test_process_totals_and_reset():
     run_softmax(kernel, 33)
     run_softmax(kernel, 33)
     assert ntsym.stats() - before == ntsym.Stats(compiles=1, launches=2)
-    assert kernel.stats.as_dict() == {"compiles": 1, "tunes": 0, "candidates_timed": 0, "launches": 2}
+    assert kernel.stats.as_dict() == {"compiles": 1, "tunes": 0, "candidates_timed": 0, "launches": 2,
+                                       "shortlists": 0}
     kernel.reset_stats()
     assert kernel.stats == ntsym.Stats()
     ntsym.reset_stats()
@@ -131,7 +132,9 @@ def run_doubling(kernel, n):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")
-def test_many_shapes_tune_once_per_size_class(mocked_timer):
+def test_many_shapes_search_once_per_size_class(mocked_timer):
+    # The default: a full search per size class; each other shape of a class
+    # times the class's shortlist (here all 3 candidates, B in {16, 32, 64}).
     kernel = doubling_kernel()
     sizes = range(1, 201)
     for n in sizes:
@@ -140,8 +143,20 @@ def test_many_shapes_tune_once_per_size_class(mocked_timer):
     assert len(classes) == 16
     stats = kernel.stats
     assert stats.tunes == len(classes)
-    assert stats.candidates_timed == 3 * len(classes)  # B in {16, 32, 64}
+    assert stats.shortlists == len(sizes) - len(classes)
+    assert stats.candidates_timed == 3 * len(sizes)
     assert stats.launches == len(sizes)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")
+def test_class_tuning_times_nothing_past_a_class_search(mocked_timer, monkeypatch):
+    monkeypatch.setenv("NTSYM_TUNE", "class")
+    kernel = doubling_kernel()
+    sizes = range(1, 201)
+    for n in sizes:
+        run_doubling(kernel, n)
+    stats = kernel.stats
+    assert (stats.tunes, stats.shortlists, stats.candidates_timed) == (16, 0, 3 * 16)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")
@@ -160,7 +175,8 @@ def test_shortlist_tuning_times_the_class_leaders(mocked_timer, monkeypatch):
     kernel = doubling_kernel()
     run_doubling(kernel, 100)
     run_doubling(kernel, 101)  # the class of 97..128: its two leaders timed
-    assert (kernel.stats.tunes, kernel.stats.candidates_timed) == (2, 3 + 2)
+    stats = kernel.stats
+    assert (stats.tunes, stats.shortlists, stats.candidates_timed) == (1, 1, 3 + 2)
 
 
 def test_an_unknown_tuning_mode_is_refused(mocked_timer, monkeypatch):
@@ -253,3 +269,15 @@ def test_each_candidate_timed_is_a_variant_of_its_own(mocked_timer):
     stats = kernel.stats
     assert stats.tunes == 1 and stats.candidates_timed == 6
     assert stats.compiles == 6  # the launch after the search runs one of them
+
+
+@pytest.mark.parametrize("row, warps", [(1000, [1, 2, 4, 8, 16]), (8192, [2, 4, 8, 16]), (32000, [8, 16])])
+def test_a_whole_row_kernel_times_only_warps_enough_for_its_row(row, warps):
+    # Nothing but the warps to tune: numbers of warps that would hold more
+    # than 128 of the row's padded elements per thread are not candidates.
+    kernel = softmax_kernel(constexpr_rows=False)
+    derived = {"NTSYM_BLOCK_0": lambda meta: 1 << (row - 1).bit_length(), "NTSYM_WHOLE_0": lambda meta: True}
+    widest = lambda c: tuning.timing.widest_block(c, derived, False, kernel.spec)  # noqa: E731
+    configs = tuning.space.candidates(kernel.spec, {}, None, None, widest)
+    assert [c.num_warps for c in configs] == warps
+    assert [c.num_warps for c in tuning.space.candidates(kernel.spec, {})] == [1, 2, 4, 8, 16]

@@ -28,19 +28,19 @@ MODES = ("class", "shortlist", "full")
 def tune_mode():
     """How a call shape not tuned before is tuned, from ``NTSYM_TUNE``:
 
-    - ``class`` (the default): where its size class was tuned, the class's
-      choice, untimed; else a full search, which sets the class's choice;
-    - ``shortlist``: where its class was tuned, the class's shortlist timed;
+    - ``shortlist`` (the default): where its size class was tuned, the
+      class's shortlist timed; else a full search, which sets the shortlist;
+    - ``class``: where its class was tuned, the class's choice, untimed;
     - ``full``: a full search for every shape (``NTSYM_RETUNE=1`` too).
 
-    ``NTSYM_TUNE_SHORTLIST=1`` (older) means ``shortlist`` where
-    ``NTSYM_TUNE`` is not set."""
+    ``NTSYM_TUNE_SHORTLIST=1`` (older) means ``shortlist``."""
     value = os.environ.get("NTSYM_TUNE", "").strip().lower()
     if not value:
-        return "shortlist" if os.environ.get("NTSYM_TUNE_SHORTLIST") == "1" else "class"
+        return "shortlist"
     if value not in MODES:
-        fail(f"NTSYM_TUNE={value!r} is not one of {', '.join(MODES)}: set it to `class` (reuse a size class's "
-             "choice, the default), `shortlist` (time the class's leaders) or `full` (search every shape)")
+        fail(f"NTSYM_TUNE={value!r} is not one of {', '.join(MODES)}: set it to `shortlist` (time a size "
+             "class's leaders, the default), `class` (reuse the class's choice untimed) or `full` (search every "
+             "shape)")
     return value
 
 

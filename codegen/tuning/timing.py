@@ -68,26 +68,32 @@ RETIME_WARMUP = 25
 RETIME_REP = 100
 
 
-def rank(spec, timed, run):
+# A shortlist's search (a new shape of a size class already searched) times
+# its leaders again in fewer, shorter rounds: the shortlist's configurations
+# are already compiled, and this is most of what its first call costs.
+SHORTLIST_RETIME = dict(rounds=2, warmup=10, rep=40, most=3)
+
+
+def rank(spec, timed, run, rounds=RETIME_ROUNDS, warmup=RETIME_WARMUP, rep=RETIME_REP, most=RETIME_MAX):
     """The configurations of ``timed`` ((ms, config) pairs from one short timing
     each), fastest first, and the first one's ms: the leaders within
-    RETIME_WITHIN of the best are timed RETIME_ROUNDS more times, interleaved,
-    and ordered by their medians; the rest follow in the order of their short
-    timing."""
+    RETIME_WITHIN of the best (``most`` of them at most) are timed ``rounds``
+    more times (``warmup`` and ``rep`` ms each), interleaved, and ordered by
+    their medians; the rest follow in the order of their short timing."""
     timed = sorted(timed, key=lambda t: t[0])
     by_short = [c for _, c in timed]
     best_ms = timed[0][0]
-    leaders = [c for ms, c in timed if ms <= best_ms * (1 + RETIME_WITHIN)][:RETIME_MAX]
+    leaders = [c for ms, c in timed if ms <= best_ms * (1 + RETIME_WITHIN)][:most]
     if len(leaders) < 2:
         return by_short, best_ms
-    rounds = {c: [] for c in leaders}
-    for _ in range(RETIME_ROUNDS):
+    times = {c: [] for c in leaders}
+    for _ in range(rounds):
         for c in leaders:
             try:
-                rounds[c].append(time_ms(spec, run(c), rep=RETIME_REP, warmup=RETIME_WARMUP))
+                times[c].append(time_ms(spec, run(c), rep=rep, warmup=warmup))
             except Exception as e:  # it ran once already; a failure now is not expected
                 logger.debug("ntsym: %s config %s failed when timed again: %s", spec.name, c, e)
-    medians = {c: sorted(t)[len(t) // 2] for c, t in rounds.items() if t}
+    medians = {c: sorted(t)[len(t) // 2] for c, t in times.items() if t}
     if not medians:
         return by_short, best_ms
     ranked = sorted(medians, key=lambda c: (medians[c], leaders.index(c)))
@@ -159,7 +165,10 @@ def benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persiste
     of the call's size class).  ``counter`` (``ntsym_codegen.counters``)
     counts the search, the configurations timed and the variants built."""
     if counter is not None:
-        counter.tunes += 1
+        if shortlist:
+            counter.shortlists += 1
+        else:
+            counter.tunes += 1
     before = BENCHMARKS_RUN
     # Timing runs the kernel many times: keep what it writes, to restore it
     # however the search ends (a failure, an interrupt: KeyboardInterrupt).
@@ -236,7 +245,7 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
         timed += time_all(spec, extra, parts, run, tensors, start, len(configs))
         configs = configs + extra
     if timed and not spec.interpreting:
-        ranked, best_time = rank(spec, timed, run)
+        ranked, best_time = rank(spec, timed, run, **(SHORTLIST_RETIME if shortlist else {}))
     elif timed:
         ranked = [c for _, c in sorted(timed, key=lambda t: t[0])]
         best_time = min(ms for ms, _ in timed)
