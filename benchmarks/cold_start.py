@@ -83,6 +83,7 @@ def parse(argv=None):
     parser.add_argument("--impl", default="ntsym,ninetoothed", help="comma-separated: ntsym, ninetoothed")
     parser.add_argument("--quick", action="store_true", help="tiny shapes on the CPU (interpreter), float32")
     parser.add_argument("--limit", type=int, default=None, help="only the first N pairs")
+    parser.add_argument("--tasks", default=None, help="comma-separated: only these kernels' pairs (add, mm, ...)")
     parser.add_argument("--warm-calls", type=int, default=None, help="calls per pair in the warm pass")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     parser.add_argument("--budget", type=float, default=None,
@@ -94,6 +95,12 @@ def parse(argv=None):
 
 def pairs(args):
     chosen = QUICK_PAIRS if args.quick else PAIRS
+    if args.tasks:
+        tasks = {t.strip() for t in args.tasks.split(",") if t.strip()}
+        unknown = tasks - {task for task, _ in chosen}
+        if unknown:
+            raise SystemExit(f"--tasks: no pairs of {', '.join(sorted(unknown))}")
+        chosen = [(task, shapes) for task, shapes in chosen if task in tasks]
     return list(chosen[: args.limit] if args.limit else chosen)
 
 
@@ -445,6 +452,34 @@ def print_tables(results):
         wall = f"> {r['cold_s']:.2f} ({r['unfinished']})" if r.get("unfinished") else f"{r['cold_s']:.2f}"
         print(f"| {impl} | {len(ps)} | {cold}, {warm} | {wall} | {r['process_s']:.2f} | "
               f"{r['compiles']} | {r['tunes']} |")
+    _print_common(results)
+
+
+def _print_common(results):
+    """ntsym against NineToothed on the pairs both ran and matched (all of them, or
+    those an unfinished run reached): cold seconds summed, and warm time per call."""
+    if not all(i in results and not results[i].get("error") for i in ("ntsym", "ninetoothed")):
+        return
+    done = {i: {_pair_name(p): p for p in results[i]["pairs"] if p["status"] == "ok"}
+            for i in ("ntsym", "ninetoothed")}
+    common = [name for name in done["ninetoothed"] if name in done["ntsym"]]
+    if not common:
+        return
+    cold = {i: sum(done[i][n]["wall_s"] for n in common) for i in done}
+    print(f"\nOn the {len(common)} pairs both ran and matched: cold seconds ntsym {cold['ntsym']:.2f}, "
+          f"NineToothed {cold['ninetoothed']:.2f}, ratio {cold['ntsym'] / cold['ninetoothed']:.3f}")
+    print("\n| kernel | pairs | ntsym cold s | NineToothed cold s | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for task in dict.fromkeys(done["ntsym"][n]["task"] for n in common):
+        names = [n for n in common if done["ntsym"][n]["task"] == task]
+        a, b = (sum(done[i][n]["wall_s"] for n in names) for i in ("ntsym", "ninetoothed"))
+        print(f"| {task} | {len(names)} | {a:.2f} | {b:.2f} | {a / b:.3f} |")
+    warm = [done["ntsym"][n]["warm_ms"] / done["ninetoothed"][n]["warm_ms"] for n in common
+            if done["ntsym"][n].get("warm_ms") and done["ninetoothed"][n].get("warm_ms")]
+    if warm:
+        import math
+        print(f"warm time per call ntsym / NineToothed over {len(warm)} pairs: geometric mean "
+              f"{math.exp(sum(map(math.log, warm)) / len(warm)):.3f}, largest {max(warm):.3f}")
 
 
 if __name__ == "__main__":
