@@ -281,3 +281,12 @@ def test_a_whole_row_kernel_times_only_warps_enough_for_its_row(row, warps):
     configs = tuning.space.candidates(kernel.spec, {}, None, None, widest)
     assert [c.num_warps for c in configs] == warps
     assert [c.num_warps for c in tuning.space.candidates(kernel.spec, {})] == [1, 2, 4, 8, 16]
+
+
+def test_a_class_keeps_each_block_shape_s_best_before_any_second():
+    from ntsym_codegen.tuning.config import Config
+
+    a3, a4, b3, c3, b4 = (Config((("B", b),), 4, st) for b, st in ((64, 3), (64, 4), (128, 3), (32, 3), (128, 4)))
+    assert tuning.shortlist.leaders([a3, a4, b3, c3, b4]) == (a3, b3, c3, a4, b4)
+    many = [Config((("B", b),), 4, 3) for b in range(20)]
+    assert tuning.shortlist.leaders(many) == tuple(many[: tuning.shortlist.SHORTLIST])

@@ -1,5 +1,5 @@
 """Size classes: the configurations that led a full search of one shape
-(its *shortlist*, best first), kept per size class (``store.class_key``: sizes
+(its *shortlist*, best first, each block shape's best before any second), kept per size class (``store.class_key``: sizes
 within a factor of 1.5 of each other, the compile-time sizes exact, the rest
 of the call's facts the same).  A new shape of a class already tuned takes
 the class's choice untimed, or times the class's shortlist, instead of
@@ -72,12 +72,27 @@ def _load_shortlist(spec, key, persistent, key_fixed=None):
     return _runnable(spec, configs, persistent, key_fixed) or None
 
 
+def leaders(ranked):
+    """The SHORTLIST configurations a size class keeps of a full search's
+    ``ranked`` ones (best first): the best of each block shape first, in the
+    order of their ranks, then the next best of any.  Another size of the
+    class may favour another block shape, as tiles per wave change: on an
+    H100, fp16 mm at 2816 was fastest at 128x256, and the shortlist of the
+    eight best of 2304's search led it to 128x128, 1.10x slower."""
+    shapes, first, rest = set(), [], []
+    for config in ranked:
+        (rest if config.meta in shapes else first).append(config)
+        shapes.add(config.meta)
+    return tuple((first + rest)[:SHORTLIST])
+
+
 def _store_shortlist(spec, key, ranked, classes=None):
-    """Store the SHORTLIST leaders of a full search's ``ranked`` configurations,
-    on disk and in ``classes`` (the kernel handle's, where given)."""
+    """Store the ``leaders`` of a full search's ``ranked`` configurations, on
+    disk and in ``classes`` (the kernel handle's, where given)."""
+    kept = leaders(ranked)
     if classes is not None:
-        classes[key] = tuple(ranked[:SHORTLIST])
-    tuning_store.store(spec, key, {"configs": [entry_from_config(c) for c in ranked[:SHORTLIST]]}, "classes")
+        classes[key] = kept
+    tuning_store.store(spec, key, {"configs": [entry_from_config(c) for c in kept]}, "classes")
 
 
 def compiled_sizes(spec):
