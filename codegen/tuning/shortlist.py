@@ -12,14 +12,14 @@ from ntsym_codegen.tuning import store as tuning_store
 from ntsym_codegen.tuning.stored import config_from_entry, entry_from_config, _usable
 
 
-# The configurations of a full search a size class keeps.  Timing them
-# (NTSYM_TUNE=shortlist) on an H100 (2026-11-25, mm fp16 2560-3072 after
-# 2304, sdpa bf16 3500-4000 keys after 3100) cut a new shape's first call from
-# 2.1-3.1 s to 1.5-1.9 s (the steady re-timing of the leaders is most of what
-# is left), and the kernel it chose was 0.2-4.2 % slower than a full search's
-# at 2 of 5 shapes.  Every full search stores its class's shortlist;
-# NTSYM_RETUNE=1 searches in full.
-SHORTLIST = 8
+# The configurations of a full search a size class keeps (``leaders``).
+# On an H100 (2026-11-26, benchmarks/lab/tuning_shortlist.py: fp16 mm at
+# 2560-3072 after 2304 and 1536 after 1280, bf16 sdpa at 3500-4000 keys after
+# 3100 and 1600 after 2000), timing twelve cost a new shape's first call
+# 0.6-1.2 s (2.9 s at 4000 keys) where a full search took 2.6-3.5 s (7.2 s),
+# and its choice was within 3 % of a full search's at 5 of 7 shapes (1.071x at
+# mm 1536, 1.035x at 3500 keys); the class's choice untimed, at 4 of 7 (1.171x).
+SHORTLIST = 12
 
 
 MODES = ("class", "shortlist", "full")
@@ -81,8 +81,9 @@ def leaders(ranked):
     eight best of 2304's search led it to 128x128, 1.10x slower."""
     shapes, first, rest = set(), [], []
     for config in ranked:
-        (rest if config.meta in shapes else first).append(config)
-        shapes.add(config.meta)
+        shape = (config.meta, config.persistent)  # the persistent variant is a kernel of its own
+        (rest if shape in shapes else first).append(config)
+        shapes.add(shape)
     return tuple((first + rest)[:SHORTLIST])
 
 
