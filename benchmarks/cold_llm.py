@@ -7,7 +7,7 @@ nothing is compiled or tuned yet.
 
 The process starts with empty ntsym and Triton caches (``NTSYM_CACHE_DIR`` and
 ``TRITON_CACHE_DIR`` in a temporary folder, set before ntsym loads) and the
-default tuning (``NTSYM_TUNE`` unset: size classes).  The model of
+default tuning (``NTSYM_TUNE`` unset: size classes' shortlists).  The model of
 ``examples/llm`` is built (random weights; not timed as part of the first token),
 patched with its ntsym kernels (rms_norm, RoPE, attention, the linear layers'
 products, silu-and-mul: the kernels are written the NineToothed way), then, for
@@ -81,7 +81,7 @@ def main(argv=None):
     log(f"# Cold first token: {name}, random {str(dtype).removeprefix('torch.')} weights, batch {batch}, "
         f"{prompt_len}-token prompt\n")
     log(f"{gpu}; torch {torch.__version__}, triton {_version('triton')}, ntsym {ntsym.__version__}; "
-        f"NTSYM_TUNE={os.environ.get('NTSYM_TUNE', '(default: class)')}; caches "
+        f"NTSYM_TUNE={os.environ.get('NTSYM_TUNE', '(default: shortlist)')}; caches "
         f"{'as set' if args.keep_caches else 'empty (fresh temporary folders)'}\n")
     log(f"process start to model built: {time.perf_counter() - process_start:.1f} s "
         f"(building the model: {built:.1f} s, not counted below)\n")
