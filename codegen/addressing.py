@@ -338,16 +338,21 @@ class AddressingMixin:
         if len(keys) != p.ndim:
             raise self.error(f"`{p.name}.source[...]` needs {p.ndim} indices, got {len(keys)}", sub)
         pointer = expr(f"{p.name}_ptr")
-        mask = []
+        mask = None
         printer = self.printer()
         for d, (key, stride, size) in enumerate(zip(keys, p.strides, p.sizes)):
             index = self.expr(key)
             pointer = expr("{pointer} + {index} * {stride}", pointer=pointer, index=index, stride=printer(stride))
-            mask.append(expr("{index} >= 0", index=copy.deepcopy(index)))
-            mask.append(expr("{index} < {size}", index=copy.deepcopy(index), size=printer(size)))
+            bounds = [expr("{index} >= 0", index=copy.deepcopy(index)),
+                      expr("{index} < {size}", index=copy.deepcopy(index), size=printer(size))]
             if debug_checks.enabled():
-                self._check_index(p, d, key, mask[-2:])
-        return p, pointer, conjunction(mask)
+                self._check_index(p, d, key, copy.deepcopy(bounds))
+            # Dimensions meet through tl.where, not ``&``: an index may be a
+            # scalar (a program's row) and another a block, and Triton's
+            # interpreter mistypes a scalar boolean ``&`` a block one.
+            inside = conjunction(bounds)
+            mask = inside if mask is None else expr("tl.where({mask}, {inside}, False)", mask=mask, inside=inside)
+        return p, pointer, mask
 
     def _check_index(self, p, d, key, bounds):
         """Under NTSYM_DEBUG: a check, before the statement, that the index

@@ -36,14 +36,30 @@ def assigned_names(stmts):
 
 
 def assigned_in(node, names, loops=False):
-    """The ``names`` in the targets of statement ``node`` (``=``, ``+=``,
-    annotated assignments, and with ``loops`` ``for``), once per occurrence."""
+    """The ``names`` that the targets of statement ``node`` (``=``, ``+=``,
+    annotated assignments, and with ``loops`` ``for``) assign, once per
+    occurrence: a name, or the base of an indexed target (``y`` of ``y[k] =
+    v`` and of ``y.source[i, j] = v``); names inside an index are read."""
     targets = []
     if isinstance(node, ast.Assign):
         targets = node.targets
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) or (loops and isinstance(node, ast.For)):
         targets = [node.target]
-    return [sub.id for t in targets for sub in ast.walk(t) if isinstance(sub, ast.Name) and sub.id in names]
+    return [name for t in targets for name in _target_bases(t) if name in names]
+
+
+def _target_bases(target):
+    """The names an assignment target binds or writes into."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _target_bases(element)]
+    if isinstance(target, ast.Starred):
+        return _target_bases(target.value)
+    if isinstance(target, ast.Subscript):  # and what a ``:=`` inside the index binds
+        bound = [n.target.id for n in ast.walk(target.slice) if isinstance(n, ast.NamedExpr)]
+        return _target_bases(target.value) + bound
+    if isinstance(target, ast.Attribute):
+        return _target_bases(target.value)
+    return [target.id] if isinstance(target, ast.Name) else []
 
 
 def assigned_parameters(func, inline_functions, params, depth=0):

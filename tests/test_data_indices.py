@@ -194,3 +194,39 @@ def test_a_gather_of_a_written_tensor_at_other_indices_is_still_refused(index):
     k = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
     with pytest.raises(ntsym.LaunchError, match="gathered from through `y.source"):
         k(torch.arange(10.0), torch.ones(10))
+
+
+def test_an_index_tensor_shared_by_every_program_is_read_not_written():
+    """``x.source[b, position, d] = v`` with ``position`` one value broadcast to
+    every program: an index is read (it was taken for a written tensor whose
+    tiles overlap across programs, and refused).  The scalar indices (each
+    program's row) meet the block's as a mask Triton 3.9's interpreter takes."""
+    def arrangement(v, position, table):
+        v_arranged = v.tile((1, -1))
+        v_arranged.dtype = v_arranged.dtype.squeeze(0)
+        position_arranged = position.tile((1,)).expand((v_arranged.shape[0],))
+        table_arranged = table.tile((1, -1, -1)).squeeze((1, 2))
+        return v_arranged, position_arranged, table_arranged
+
+    def application(v, position, table):
+        table.source[v.offsets(0), position, v.offsets(1)] = v
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(1, dtype=ntsym.int64), Tensor(3)))
+    v = torch.arange(12.0).reshape(3, 4)
+    table = torch.zeros(3, 5, 4)
+    kernel(v, torch.tensor([2]), table)
+    expected = torch.zeros(3, 5, 4)
+    expected[:, 2] = v
+    torch.testing.assert_close(table, expected)
+
+
+@pytest.mark.parametrize("source, written", [
+    ("y[k] = v", ["y"]), ("y.source[b, p, d] = v", ["y"]), ("a, y[i] = v", ["a", "y"]),
+    ("y[(k := k + 1)] = v", ["y", "k"]), ("x += y[i]", ["x"]), ("for k in range(3): pass", ["k"])])
+def test_an_assignment_writes_its_target_s_base_and_reads_its_indices(source, written):
+    import ast
+
+    from ntsym_codegen.analysis import assigned_in
+
+    names = {"y", "k", "b", "p", "d", "v", "a", "i", "x"}
+    assert assigned_in(ast.parse(source).body[0], names, loops=True) == written

@@ -75,3 +75,67 @@ def test_patched_attention_refuses_another_cache(tiny):
             model(input_ids=prompt, use_cache=True)
     finally:
         llm.unpatch(model)
+
+
+@pytest.mark.parametrize("rows", [2, 16, 20])
+def test_linear_add_adds_the_residual_to_the_product(rows):
+    from examples.llm import kernels
+
+    gen = torch.Generator().manual_seed(rows)
+    x = torch.randn(rows, 1, 96, generator=gen)
+    weight = torch.randn(40, 96, generator=gen)  # 40 columns: a partial block of the widest (64)
+    residual = torch.randn(rows, 1, 40, generator=gen)
+    got = kernels.linear_add(x, weight, residual)
+    torch.testing.assert_close(got, x @ weight.t() + residual, atol=1e-4, rtol=1e-5)
+    assert got.shape == (rows, 1, 40)
+
+
+def test_patched_decoder_layers_add_their_residuals_in_the_products(tiny):
+    from transformers.models.llama import modeling_llama as llama
+
+    model = tiny[0]
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    try:
+        layers = [m for m in model.modules() if type(m) is llama.LlamaDecoderLayer]
+        assert layers and all("forward" in m.__dict__ for m in layers)
+    finally:
+        llm.unpatch(model)
+    llm.patch(model, llm.BACKENDS["triton"]())  # a backend without linear_add: transformers' layers
+    try:
+        assert not any("forward" in m.__dict__ for m in model.modules() if type(m) is llama.LlamaDecoderLayer)
+    finally:
+        llm.unpatch(model)
+
+
+def test_rope_and_store_rotates_q_and_stores_k_and_v_at_the_cache_length():
+    from examples.llm import kernels
+
+    gen = torch.Generator().manual_seed(0)
+    b, heads, kv_heads, d, cache_len = 2, 6, 2, 16, 12
+    q, k, v = (torch.randn(b, 1, n, d, generator=gen) for n in (heads, kv_heads, kv_heads))
+    cos, sin = (torch.randn(1, 1, d // 2, generator=gen).repeat(1, 1, 2) for _ in range(2))
+    keys, values = torch.randn(b, kv_heads, cache_len, d, generator=gen), torch.randn(b, kv_heads, cache_len, d, generator=gen)
+    position = torch.tensor(7)
+    expected_keys, expected_values = keys.clone(), values.clone()
+    expected_keys[:, :, 7] = kernels.rope(k, cos, sin)[:, 0]
+    expected_values[:, :, 7] = v[:, 0]
+    launches = kernels.rope_store_kernel.stats.launches
+    q_out = kernels.rope_and_store(q, k, v, cos, sin, keys, values, position)
+    torch.testing.assert_close(q_out, kernels.rope(q, cos, sin))
+    torch.testing.assert_close(keys, expected_keys)
+    torch.testing.assert_close(values, expected_values)
+    assert kernels.rope_store_kernel.stats.launches == launches + 1
+
+
+def test_a_patched_decode_step_rotates_and_stores_in_one_kernel(tiny):
+    from examples.llm import kernels
+
+    model, prompt, tokens = tiny[0], tiny[1], tiny[2]
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    try:
+        before = kernels.rope_store_kernel.stats.launches
+        got = llm.Generator(model, 2, 8, 3)(prompt)
+    finally:
+        llm.unpatch(model)
+    assert torch.equal(got, tokens[:, :3])
+    assert kernels.rope_store_kernel.stats.launches - before == 2 * model.config.num_hidden_layers  # two decode steps

@@ -10,6 +10,10 @@ Llama code uses:
   with ``transformers``' ``(B, S, D)`` tables (their two halves are equal; the
   kernel reads the first), one table row per position and sequence, as in
   ``examples/rope.py`` with a batch dimension in the tables.
+- ``rope_and_store(q, k, v, cos, sin, keys, values, position)``: a decode step's
+  rotary embedding of ``q`` and ``k`` (one token per sequence) with ``k`` and ``v``
+  stored into the static cache at ``position``, one program per key/value head
+  (the store through ``keys.source[b, h, position, ...]``, a data index).
 - ``prefill_attention(q, k, v)``: causal attention with grouped key/value heads;
   ``q`` ``(B, H, S, D)``, ``k`` and ``v`` ``(B, Hkv, S, D)``.  The arrangement
   sees ``q`` as ``(B, Hkv, G, S, D)`` and ``k``, ``v`` as ``(B, Hkv, 1, S, D)``,
@@ -29,6 +33,9 @@ Llama code uses:
   16 rows (the rows past ``M`` are masked), narrow output columns (16 to 64) so
   that the weight, which dominates the traffic, is spread over many programs,
   and long blocks along the reduction.  More rows use ``examples/mm.py``.
+- ``linear_add(x, weight, addend)``: ``x @ weight.T + addend``, the residual
+  connections after the attention's output projection and the MLP's down
+  projection; with at most 16 rows the addition is the product's epilogue.
 - ``silu_and_mul(gate, up)``: ``silu(gate) * up``, element-wise, fused; row by row, so
   that ``gate`` and ``up`` may be column views of one product.
 
@@ -127,6 +134,86 @@ def rope(x, cos, sin, out=None):
     cos, sin = (t[..., :half].expand(x.shape[0], -1, -1) for t in (cos, sin))
     rope_kernel(x.unflatten(-1, (2, half)), cos, sin, output.unflatten(-1, (2, half)))
     return output
+
+
+def rope_store_arrangement(q, k, v, cos, sin, position, q_out, keys, values):
+    # q, q_out (B, Hkv, G, 2, D/2); k (B, Hkv, 2, D/2); v (B, Hkv, 1, D); cos, sin
+    # (B, 1, D/2); position (B, 1, 1); keys, values (B, Hkv, L, D), only stored into.
+    # Programs: (B, Hkv, 1), one key/value head and the G query heads of its group.
+    def arrange_q(x):  # x[0], x[1]: the halves, (G, D/2)
+        arranged = x.tile((1, 1, -1, 1, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 3))
+        arranged = arranged.tile((1, 1, 1, -1, 1)).squeeze((3, 4))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2, 4))
+        return arranged
+
+    q_arranged = arrange_q(q)
+    heads = q_arranged.shape[1]
+    k_arranged = k.tile((1, 1, 1, -1))  # k[0], k[1]: the halves, (D/2,)
+    k_arranged.dtype = k_arranged.dtype.squeeze((0, 1, 2))
+    k_arranged = k_arranged.tile((1, 1, -1, 1)).squeeze(3)
+    k_arranged.dtype = k_arranged.dtype.squeeze((0, 1, 3))
+    v_arranged = v.tile((1, 1, 1, -1)).squeeze(3)
+    v_arranged.dtype = v_arranged.dtype.squeeze((0, 1, 2))
+
+    def arrange_table(table):  # (D/2,), the sequence's row, for each head
+        arranged = table.tile((1, 1, -1)).expand((-1, heads, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1))
+        return arranged
+
+    position_arranged = position.tile((1, 1, 1)).expand((-1, heads, -1))
+    position_arranged.dtype = position_arranged.dtype.squeeze((0, 1, 2))
+    keys_arranged, values_arranged = (c.tile((1, 1, -1, -1)).squeeze(3) for c in (keys, values))
+    return (q_arranged, k_arranged, v_arranged, arrange_table(cos), arrange_table(sin), position_arranged,
+            arrange_q(q_out), keys_arranged, values_arranged)
+
+
+def rope_store_application(q, k, v, cos, sin, position, q_out, keys, values):
+    c = ntl.cast(cos, ntl.float32)
+    s = ntl.cast(sin, ntl.float32)
+    q1 = ntl.cast(q[0], ntl.float32)
+    q2 = ntl.cast(q[1], ntl.float32)
+    q_out[0] = q1 * c - q2 * s
+    q_out[1] = q1 * s + q2 * c
+    k1 = ntl.cast(k[0], ntl.float32)
+    k2 = ntl.cast(k[1], ntl.float32)
+    b = k[0].offsets(0)
+    h = k[0].offsets(1)
+    half = k[0].offsets(3)
+    keys.source[b, h, position, half] = k1 * c - k2 * s
+    keys.source[b, h, position, half + k.source.shape[3]] = k1 * s + k2 * c
+    values.source[v.offsets(0), v.offsets(1), position, v.offsets(3)] = v
+
+
+rope_store_kernel = ntsym.make(
+    rope_store_arrangement,
+    rope_store_application,
+    (Tensor(5, shape_options=(None, None, None, None, _half)),
+     Tensor(4, shape_options=(None, None, None, _half)),
+     Tensor(4),
+     Tensor(3, shape_options=(None, None, _half)),
+     Tensor(3, shape_options=(None, None, _half)),
+     Tensor(3, dtype=ntsym.int64),
+     Tensor(5, shape_options=(None, None, None, None, _half)),
+     Tensor(4),
+     Tensor(4)),
+)
+
+
+def rope_and_store(q, k, v, cos, sin, keys, values, position):
+    """One token per sequence (decode): ``q`` ``(B, 1, H, D)`` rotated into a new
+    ``(B, 1, H, D)`` tensor, returned; ``k`` ``(B, 1, Hkv, D)`` rotated and ``v``
+    stored into the caches ``keys``, ``values`` ``(B, Hkv, L, D)`` at ``position``
+    (a one-element integer tensor on the device, the cache's length so far), as
+    ``rope`` of each and the cache's ``index_copy_`` would, in one kernel."""
+    b, _, heads, d = q.shape
+    kv_heads, half = k.shape[2], d // 2
+    q_out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    cos, sin = (t[..., :half].expand(b, -1, -1) for t in (cos, sin))
+    rope_store_kernel(q.reshape(b, kv_heads, heads // kv_heads, 2, half), k.reshape(b, kv_heads, 2, half),
+                      v.reshape(b, kv_heads, 1, d), cos, sin, position.reshape(1, 1, 1).expand(b, 1, 1),
+                      q_out.view(b, kv_heads, heads // kv_heads, 2, half), keys, values)
+    return q_out
 
 
 # -- Causal attention with grouped key/value heads (prefill) ---------------------------
@@ -397,6 +484,46 @@ def linear(x, weight, out=None):
         gemv_kernel(rows, weight.t(), output.view(-1, weight.shape[0]), BLOCK_SIZE_M=GEMV_MAX_ROWS)
     else:
         _mm.kernel(rows, weight.t(), output.view(-1, weight.shape[0]))
+    return output
+
+
+def gemv_add_arrangement(
+    input,
+    other,
+    addend,
+    output,
+    BLOCK_SIZE_M=ntsym.block_size(lower_bound=16, upper_bound=16),
+    BLOCK_SIZE_N=ntsym.block_size(lower_bound=16, upper_bound=64),
+    BLOCK_SIZE_K=ntsym.block_size(lower_bound=64, upper_bound=512),
+):
+    input_arranged, other_arranged, output_arranged = _mm.arrangement(
+        input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+    return input_arranged, other_arranged, addend.tile((BLOCK_SIZE_M, BLOCK_SIZE_N)), output_arranged
+
+
+def gemv_add_application(input, other, addend, output):
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+    for k in range(input.shape[0]):
+        accumulator += ntl.dot(input[k], other[k])
+    output = accumulator + ntl.cast(addend, ntl.float32)  # noqa: F841
+
+
+gemv_add_kernel = ntsym.make(gemv_add_arrangement, gemv_add_application,
+                             (Tensor(2), Tensor(2), Tensor(2), Tensor(2)), max_num_configs=12)
+
+
+def linear_add(x, weight, addend):
+    """``x @ weight.T + addend`` (a residual connection after a projection).
+    With at most 16 rows the sum is the product's epilogue, in float32 with
+    one rounding (no kernel of its own, no second pass over the output);
+    with more, ``linear`` and an addition."""
+    rows = x.reshape(-1, x.shape[-1])
+    if rows.shape[0] > GEMV_MAX_ROWS:
+        return linear(x, weight) + addend
+    columns = weight.shape[0]
+    output = torch.empty((*x.shape[:-1], columns), dtype=x.dtype, device=x.device)
+    gemv_add_kernel(rows, weight.t(), addend.reshape(-1, columns), output.view(-1, columns),
+                    BLOCK_SIZE_M=GEMV_MAX_ROWS)
     return output
 
 

@@ -88,6 +88,7 @@ def build_model(config, dtype, device, seed=0):
 class NtsymBackend:
     name = "ntsym"
     fuse = True  # one product for q, k, v and one for gate, up (see ``fuse_projections``)
+    residual = True  # the residual additions in the output projections' products (``linear_add``)
 
     def __init__(self):
         from examples.llm import kernels
@@ -108,6 +109,12 @@ class NtsymBackend:
 
     def linear(self, x, weight):
         return self.k.linear(x, weight)
+
+    def linear_add(self, x, weight, addend):
+        return self.k.linear_add(x, weight, addend)
+
+    def rope_and_store(self, q, k, v, cos, sin, keys, values, position):
+        return self.k.rope_and_store(q, k, v, cos, sin, keys, values, position)
 
     def silu_and_mul(self, gate, up):
         return self.k.silu_and_mul(gate, up)
@@ -175,20 +182,47 @@ def _linear_forward(backend):
     return forward
 
 
+def _projected(backend, projection, x, residual):
+    """``projection(x)``, plus ``residual`` where given: added by the product
+    itself (``backend.linear_add``)."""
+    if residual is None:
+        return projection(x)
+    return backend.linear_add(x, projection.weight, residual)
+
+
 def _mlp_forward(backend):
-    def forward(self, x):
+    def forward(self, x, residual=None):
         fused = self.__dict__.get("gate_up_weight")
         if fused is None:
-            return self.down_proj(backend.silu_and_mul(self.gate_proj(x), self.up_proj(x)))
-        gate_up = backend.linear(x, fused)
-        size = self.gate_proj.weight.shape[0]
-        return self.down_proj(backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:]))
+            hidden = backend.silu_and_mul(self.gate_proj(x), self.up_proj(x))
+        else:
+            gate_up = backend.linear(x, fused)
+            size = self.gate_proj.weight.shape[0]
+            hidden = backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:])
+        return _projected(backend, self.down_proj, hidden, residual)
+
+    return forward
+
+
+def _decoder_layer_forward(backend):
+    """transformers' Llama decoder layer with its two residual additions made
+    by the output projections' products (``residual=`` to the patched
+    attention and MLP), so that no kernel of its own adds them."""
+
+    def forward(self, hidden_states, attention_mask=None, position_ids=None, cache=None, use_cache=False,
+                position_embeddings=None, **kwargs):
+        hidden_states, _ = self.self_attn(
+            hidden_states=self.input_layernorm(hidden_states), attention_mask=attention_mask,
+            position_ids=position_ids, cache=cache, use_cache=use_cache, position_embeddings=position_embeddings,
+            residual=hidden_states, **kwargs)
+        return self.mlp(self.post_attention_layernorm(hidden_states), residual=hidden_states)
 
     return forward
 
 
 def _attention_forward(backend):
-    def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, **kwargs):
+    def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, residual=None,
+                **kwargs):
         if cache is None or not hasattr(cache.layers[self.layer_idx], "cumulative_length"):
             raise ValueError("the patched Llama attention needs a StaticCache (see examples/llm/model.py)")
         batch, length, _ = hidden_states.shape
@@ -203,17 +237,25 @@ def _attention_forward(backend):
         k = k.view(batch, length, -1, self.head_dim)
         v = v.view(batch, length, -1, self.head_dim)
         cos, sin = position_embeddings
-        q = backend.rope(q, cos, sin).transpose(1, 2)
-        k = backend.rope(k, cos, sin).transpose(1, 2)
-        v = v.transpose(1, 2)
-        keys, values = cache.update(k, v, self.layer_idx)
-        if length > 1:  # a prompt, into the empty cache
-            output = backend.prefill_attention(q, k, v, self.scaling)
+        layer = cache.layers[self.layer_idx]
+        if length == 1 and getattr(layer, "is_initialized", False) and hasattr(backend, "rope_and_store"):
+            # One kernel rotates q and k and stores k and v at the cache's
+            # length, then the length moves on, as the cache's own update does.
+            q = backend.rope_and_store(q, k, v, cos, sin, layer.keys, layer.values,
+                                       layer.cumulative_length).transpose(1, 2)
+            layer.cumulative_length.add_(1)
+            output = backend.decode_attention(q, layer.keys, layer.values, layer.cumulative_length, self.scaling)
         else:
-            valid = cache.layers[self.layer_idx].cumulative_length
-            output = backend.decode_attention(q, keys, values, valid, self.scaling)
+            q = backend.rope(q, cos, sin).transpose(1, 2)
+            k = backend.rope(k, cos, sin).transpose(1, 2)
+            v = v.transpose(1, 2)
+            keys, values = cache.update(k, v, self.layer_idx)
+            if length > 1:  # a prompt, into the empty cache
+                output = backend.prefill_attention(q, k, v, self.scaling)
+            else:
+                output = backend.decode_attention(q, keys, values, layer.cumulative_length, self.scaling)
         output = output.transpose(1, 2).reshape(batch, length, -1)
-        return self.o_proj(output), None
+        return _projected(backend, self.o_proj, output, residual), None
 
     return forward
 
@@ -237,7 +279,9 @@ def fuse_projections(module, names, attribute):
 
 def patch(model, backend):
     """Replace the Llama kernels of ``model`` by ``backend``'s (in place); returns ``model``.
-    With ``backend.fuse``, q/k/v and gate/up are computed by one product each."""
+    With ``backend.fuse``, q/k/v and gate/up are computed by one product each; with
+    ``backend.residual``, the decoder layers' residual additions are made by the
+    output projections' products."""
     from transformers.models.llama import modeling_llama as llama
 
     if getattr(backend, "fuse", False):
@@ -252,6 +296,8 @@ def patch(model, backend):
         llama.LlamaAttention: _attention_forward(backend),
         llama.LlamaMLP: _mlp_forward(backend),
     }
+    if getattr(backend, "residual", False):
+        forwards[llama.LlamaDecoderLayer] = _decoder_layer_forward(backend)
     linear = _linear_forward(backend)
     for module in model.modules():
         forward = forwards.get(type(module))

@@ -125,6 +125,8 @@ def patch_parallel(shard, backend, world, group=None):
     llm.patch(shard, backend)
     reduce = _all_reduced_linear(backend, group)
     for layer in shard.model.layers:
+        # The residual is added once, after the all-reduce: transformers' own layer.
+        layer.__dict__.pop("forward", None)
         for module in (layer.self_attn.o_proj, layer.mlp.down_proj):
             module.forward = types.MethodType(reduce, module)
     shard.lm_head.forward = types.MethodType(_gathered_linear(backend, group, world), shard.lm_head)
