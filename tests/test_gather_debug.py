@@ -107,7 +107,8 @@ def test_the_persistent_variant_checks_indices_as_the_plain_kernel_does(monkeypa
     index = torch.randint(0, 5, (9, 10))
     out = torch.empty(9, 10)
     kernel(a, b, index, scale, out)
-    torch.testing.assert_close(out, (a @ b) * scale[index], atol=1e-4, rtol=1e-4)
+    tolerance = 2e-2 if out.is_cuda else 1e-4  # a GPU's float32 dot rounds its inputs to tf32
+    torch.testing.assert_close(out, (a @ b) * scale[index], atol=tolerance, rtol=tolerance)
     if torch.cuda.is_available():
         return  # a device assert leaves the process's CUDA context unusable (the plain kernel's test runs it apart)
     index[3, 4] = 5
