@@ -288,5 +288,8 @@ def test_a_class_keeps_each_block_shape_s_best_before_any_second():
 
     a3, a4, b3, c3, b4 = (Config((("B", b),), 4, st) for b, st in ((64, 3), (64, 4), (128, 3), (32, 3), (128, 4)))
     assert tuning.shortlist.leaders([a3, a4, b3, c3, b4]) == (a3, b3, c3, a4, b4)
+    d3, d4 = Config((("B", 16),), 4, 3), Config((("B", 16),), 4, 4)
+    # Past the LEADING_SHAPES best shapes, a shape's other variants come last.
+    assert tuning.shortlist.leaders([a3, b3, c3, d3, d4, a4]) == (a3, b3, c3, d3, a4, d4)
     many = [Config((("B", b),), 4, 3) for b in range(20)]
     assert tuning.shortlist.leaders(many) == tuple(many[: tuning.shortlist.SHORTLIST])

@@ -15,11 +15,17 @@ from ntsym_codegen.tuning.stored import config_from_entry, entry_from_config, _u
 # The configurations of a full search a size class keeps (``leaders``).
 # On an H100 (2026-11-26, benchmarks/lab/tuning_shortlist.py: fp16 mm at
 # 2560-3072 after 2304 and 1536 after 1280, bf16 sdpa at 3500-4000 keys after
-# 3100 and 1600 after 2000), timing twelve cost a new shape's first call
-# 0.6-1.2 s (2.9 s at 4000 keys) where a full search took 2.6-3.5 s (7.2 s),
-# and its choice was within 3 % of a full search's at 5 of 7 shapes (1.071x at
-# mm 1536, 1.035x at 3500 keys); the class's choice untimed, at 4 of 7 (1.171x).
-SHORTLIST = 12
+# 3100 and 1600 after 2000), timing these 24 chose within 3 % of a full search
+# at 7 of 7 shapes (worst 1.004x); a new shape's first call took 1.0-1.6 s for
+# mm (a full search 2.6-3.0 s) and about a full search's time for sdpa (1.4-6.5
+# s against 2.4-6.1 s). Twelve, each shape's best only, chose within 3 % at 5
+# of 7 (1.071x at mm 1536, where the leading shape's other stage count won);
+# the class's choice untimed at 3-4 of 7 (up to 1.22x).
+SHORTLIST = 24
+
+
+# The shapes whose every variant a shortlist keeps (``leaders``).
+LEADING_SHAPES = 3
 
 
 MODES = ("class", "shortlist", "full")
@@ -73,18 +79,27 @@ def _load_shortlist(spec, key, persistent, key_fixed=None):
 
 
 def leaders(ranked):
-    """The SHORTLIST configurations a size class keeps of a full search's
-    ``ranked`` ones (best first): the best of each block shape first, in the
-    order of their ranks, then the next best of any.  Another size of the
-    class may favour another block shape, as tiles per wave change: on an
-    H100, fp16 mm at 2816 was fastest at 128x256, and the shortlist of the
-    eight best of 2304's search led it to 128x128, 1.10x slower."""
-    shapes, first, rest = set(), [], []
+    """The configurations a size class keeps of a full search's ``ranked``
+    ones (best first): the best of each block shape (the persistent variant
+    counted as a shape of its own), in the order of their ranks, then every
+    other variant (stages, warps, pointer advancing) of the LEADING_SHAPES
+    best shapes, then the next best of any; SHORTLIST at most.  Another size
+    of the class may favour another block shape as tiles per wave change (on
+    an H100, fp16 mm at 2816 was fastest at 128x256, and the eight best of
+    2304's search led it to 128x128, 1.10x slower), or another variant of the
+    same shape (mm at 1536: 64x128 with three stages, 1.14x faster than the
+    four that led at 1280)."""
+    best, variants, rest = [], [], []
     for config in ranked:
-        shape = (config.meta, config.persistent)  # the persistent variant is a kernel of its own
-        (rest if shape in shapes else first).append(config)
-        shapes.add(shape)
-    return tuple((first + rest)[:SHORTLIST])
+        shape = (config.meta, config.persistent)
+        shapes = [(c.meta, c.persistent) for c in best]
+        if shape not in shapes:
+            best.append(config)
+        elif shapes.index(shape) < LEADING_SHAPES:
+            variants.append(config)
+        else:
+            rest.append(config)
+    return tuple((best + variants + rest)[:SHORTLIST])
 
 
 def _store_shortlist(spec, key, ranked, classes=None):

@@ -69,9 +69,10 @@ RETIME_REP = 100
 
 
 # A shortlist's search (a new shape of a size class already searched) times
-# its leaders again in fewer, shorter rounds: the shortlist's configurations
-# are already compiled, and this is most of what its first call costs.
-SHORTLIST_RETIME = dict(rounds=2, warmup=10, rep=40, most=3)
+# its leaders again in two rounds of 50 ms after a 25 ms warm-up (a full
+# search: three of 100 ms): the shortlist's configurations are already
+# compiled, and the re-timing is much of what its first call costs.
+SHORTLIST_RETIME = dict(rounds=2, warmup=25, rep=50, most=3)
 
 
 def rank(spec, timed, run, rounds=RETIME_ROUNDS, warmup=RETIME_WARMUP, rep=RETIME_REP, most=RETIME_MAX):
