@@ -458,14 +458,13 @@ def decode_attention(q, k_cache, v_cache, length, scale=None, out=None):
 # -- Linear layers ----------------------------------------------------------------------
 
 
-def gemv_arrangement(
-    input,
-    other,
-    output,
-    BLOCK_SIZE_M=ntsym.block_size(lower_bound=16, upper_bound=16),
-    BLOCK_SIZE_N=ntsym.block_size(lower_bound=16, upper_bound=64),
-    BLOCK_SIZE_K=ntsym.block_size(lower_bound=64, upper_bound=512),
-):
+# The decode products' blocks: one block of 16 rows, narrow columns, long reductions.
+_GEMV_M = ntsym.block_size(lower_bound=16, upper_bound=16)
+_GEMV_N = ntsym.block_size(lower_bound=16, upper_bound=64)
+_GEMV_K = ntsym.block_size(lower_bound=64, upper_bound=512)
+
+
+def gemv_arrangement(input, other, output, BLOCK_SIZE_M=_GEMV_M, BLOCK_SIZE_N=_GEMV_N, BLOCK_SIZE_K=_GEMV_K):
     return _mm.arrangement(input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
 
 
@@ -487,15 +486,8 @@ def linear(x, weight, out=None):
     return output
 
 
-def gemv_add_arrangement(
-    input,
-    other,
-    addend,
-    output,
-    BLOCK_SIZE_M=ntsym.block_size(lower_bound=16, upper_bound=16),
-    BLOCK_SIZE_N=ntsym.block_size(lower_bound=16, upper_bound=64),
-    BLOCK_SIZE_K=ntsym.block_size(lower_bound=64, upper_bound=512),
-):
+def gemv_add_arrangement(input, other, addend, output, BLOCK_SIZE_M=_GEMV_M, BLOCK_SIZE_N=_GEMV_N,
+                         BLOCK_SIZE_K=_GEMV_K):
     input_arranged, other_arranged, output_arranged = _mm.arrangement(
         input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
     return input_arranged, other_arranged, addend.tile((BLOCK_SIZE_M, BLOCK_SIZE_N)), output_arranged
