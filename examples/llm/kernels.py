@@ -89,13 +89,19 @@ def rms_norm(x, weight, eps):
 # -- RoPE -----------------------------------------------------------------------------
 
 
+def _arrange_halves(x, heads):
+    """``x`` ``(B, S, H, 2, D/2)`` in blocks of ``heads`` heads (-1: all): programs
+    ``(B, S, H / heads)``, each with ``x[0]`` and ``x[1]``, the halves, ``(heads, D/2)``."""
+    arranged = x.tile((1, 1, heads, 1, -1))
+    arranged.dtype = arranged.dtype.squeeze((0, 1, 3))
+    arranged = arranged.tile((1, 1, 1, -1, 1)).squeeze((3, 4))
+    arranged.dtype = arranged.dtype.squeeze((0, 1, 2, 4))
+    return arranged
+
+
 def rope_arrangement(input, cos, sin, output, BLOCK_SIZE=ntsym.block_size(lower_bound=1, upper_bound=32)):
     def arrange_halves(x):  # (B, S, H, 2, D/2): a block of heads, both halves
-        arranged = x.tile((1, 1, BLOCK_SIZE, 1, -1))
-        arranged.dtype = arranged.dtype.squeeze((0, 1, 3))
-        arranged = arranged.tile((1, 1, 1, -1, 1)).squeeze((3, 4))
-        arranged.dtype = arranged.dtype.squeeze((0, 1, 2, 4))
-        return arranged
+        return _arrange_halves(x, BLOCK_SIZE)
 
     def arrange_table(table):  # (B, S, D/2): one row, for every head block
         arranged = table.tile((1, 1, -1)).squeeze(2).unsqueeze(2)
@@ -140,14 +146,7 @@ def rope_store_arrangement(q, k, v, cos, sin, position, q_out, keys, values):
     # q, q_out (B, Hkv, G, 2, D/2); k (B, Hkv, 2, D/2); v (B, Hkv, 1, D); cos, sin
     # (B, 1, D/2); position (B, 1, 1); keys, values (B, Hkv, L, D), only stored into.
     # Programs: (B, Hkv, 1), one key/value head and the G query heads of its group.
-    def arrange_q(x):  # x[0], x[1]: the halves, (G, D/2)
-        arranged = x.tile((1, 1, -1, 1, -1))
-        arranged.dtype = arranged.dtype.squeeze((0, 1, 3))
-        arranged = arranged.tile((1, 1, 1, -1, 1)).squeeze((3, 4))
-        arranged.dtype = arranged.dtype.squeeze((0, 1, 2, 4))
-        return arranged
-
-    q_arranged = arrange_q(q)
+    q_arranged = _arrange_halves(q, -1)  # q[0], q[1]: the halves, (G, D/2)
     heads = q_arranged.shape[1]
     k_arranged = k.tile((1, 1, 1, -1))  # k[0], k[1]: the halves, (D/2,)
     k_arranged.dtype = k_arranged.dtype.squeeze((0, 1, 2))
@@ -165,7 +164,7 @@ def rope_store_arrangement(q, k, v, cos, sin, position, q_out, keys, values):
     position_arranged.dtype = position_arranged.dtype.squeeze((0, 1, 2))
     keys_arranged, values_arranged = (c.tile((1, 1, -1, -1)).squeeze(3) for c in (keys, values))
     return (q_arranged, k_arranged, v_arranged, arrange_table(cos), arrange_table(sin), position_arranged,
-            arrange_q(q_out), keys_arranged, values_arranged)
+            _arrange_halves(q_out, -1), keys_arranged, values_arranged)
 
 
 def rope_store_application(q, k, v, cos, sin, position, q_out, keys, values):
