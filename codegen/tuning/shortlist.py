@@ -1,7 +1,7 @@
 """Size classes: the configurations that led a full search of one shape
-(its *shortlist*, best first, each block shape's best before any second), kept per size class (``store.class_key``: sizes
-within a factor of 1.5 of each other, the compile-time sizes exact, the rest
-of the call's facts the same).  A new shape of a class already tuned takes
+(its *shortlist*, ``leaders``), kept per size class (``store.class_key``:
+sizes within a factor of 1.5 of each other, the compile-time sizes exact, the
+rest of the call's facts the same).  A new shape of a class already tuned takes
 the class's choice untimed, or times the class's shortlist, instead of
 searching every candidate, as ``tune_mode`` says."""
 
@@ -89,13 +89,13 @@ def leaders(ranked):
     2304's search led it to 128x128, 1.10x slower), or another variant of the
     same shape (mm at 1536: 64x128 with three stages, 1.14x faster than the
     four that led at 1280)."""
-    best, variants, rest = [], [], []
+    place, best, variants, rest = {}, [], [], []  # place: a shape's rank among the shapes
     for config in ranked:
         shape = (config.meta, config.persistent)
-        shapes = [(c.meta, c.persistent) for c in best]
-        if shape not in shapes:
+        if shape not in place:
+            place[shape] = len(best)
             best.append(config)
-        elif shapes.index(shape) < LEADING_SHAPES:
+        elif place[shape] < LEADING_SHAPES:
             variants.append(config)
         else:
             rest.append(config)

@@ -200,11 +200,11 @@ WARPS_ONLY = (1, 2, 4, 8, 16)
 MAX_ELEMENTS_PER_THREAD = 128
 
 
-def warps_for_block(elements, warps=WARPS_ONLY):
-    """The numbers of warps (of ``warps``) that hold a block of ``elements``
+def warps_for_block(elements):
+    """The numbers of warps of WARPS_ONLY that hold a block of ``elements``
     with at most MAX_ELEMENTS_PER_THREAD a thread; the largest where none does."""
-    kept = [w for w in warps if elements <= MAX_ELEMENTS_PER_THREAD * 32 * w]
-    return kept or [max(warps)]
+    kept = [w for w in WARPS_ONLY if elements <= MAX_ELEMENTS_PER_THREAD * 32 * w]
+    return kept or [max(WARPS_ONLY)]
 
 
 def _spread_candidates(spec, fixed, widest=None):
@@ -214,10 +214,8 @@ def _spread_candidates(spec, fixed, widest=None):
         stages = spec.num_stages or NUM_STAGES.default
         if spec.num_warps:
             return [Config(meta, spec.num_warps, stages)]
-        configs = [Config(meta, w, stages) for w in WARPS_ONLY]
-        if widest is None:
-            return configs
-        return [Config(meta, w, stages) for w in warps_for_block(widest(configs[0]))]
+        warps = WARPS_ONLY if widest is None else warps_for_block(widest(Config(meta, WARPS_ONLY[0], stages)))
+        return [Config(meta, w, stages) for w in warps]
     values = [m.candidates for m in free]
     warps = [spec.num_warps] if spec.num_warps else [4, 8]
     stages = [spec.num_stages] if spec.num_stages else [2, 3, 4]
