@@ -34,6 +34,7 @@ a kernel): without one its pairs are reported as skipped, with the reason.
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -477,7 +478,6 @@ def _print_common(results):
     warm = [done["ntsym"][n]["warm_ms"] / done["ninetoothed"][n]["warm_ms"] for n in common
             if done["ntsym"][n].get("warm_ms") and done["ninetoothed"][n].get("warm_ms")]
     if warm:
-        import math
         print(f"warm time per call ntsym / NineToothed over {len(warm)} pairs: geometric mean "
               f"{math.exp(sum(map(math.log, warm)) / len(warm)):.3f}, largest {max(warm):.3f}")
 

@@ -346,7 +346,7 @@ class AddressingMixin:
             bounds = [expr("{index} >= 0", index=copy.deepcopy(index)),
                       expr("{index} < {size}", index=copy.deepcopy(index), size=printer(size))]
             if debug_checks.enabled():
-                self._check_index(p, d, key, copy.deepcopy(bounds))
+                self._check_index(p, d, key, bounds)
             # Dimensions meet through tl.where, not ``&``: an index may be a
             # scalar (a program's row) and another a block, and Triton's
             # interpreter mistypes a scalar boolean ``&`` a block one.
