@@ -56,9 +56,24 @@ class AccessMixin:
         """A tile's value, through the emitter's access strategy (a tensor
         descriptor where that applies, else a masked pointer load, which
         always does: codegen/strategies.py)."""
+        self.check_levels_indexed(ref, node)
         self.records.loaded.add(ref.param.name)
         data_races.note(self.records, ref.param.name, "read", node)
         return self.access.read(self, ref, node)
+
+    def check_levels_indexed(self, ref, node):
+        """A tile below a level of several tiles is a value only once that
+        level is indexed: ``x.dtype`` of a tensor whose level holds a loop's
+        tiles names their type, not one of them."""
+        p = ref.param
+        for depth in range(1, ref.depth):
+            for var, extent in zip(p.level_vars[depth], p.levels[depth]):
+                if var not in ref.fixed and extent != 1:
+                    shape = tuple(p.levels[depth])
+                    raise self.error(
+                        f"`{p.name}`'s tiles of level {depth + 1} are read here without an index for level {depth} "
+                        f"(shape {shape}): index it first (`{p.name}[k]`); for their element type, "
+                        f"`{p.name}[k].dtype` or `{p.name}.source.dtype`", node)
 
     def store(self, ref, value, node):
         """Write ``value`` to a tile, through the emitter's access strategy."""

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import ntsym
+import ntsym.language as ntl
 from examples import mm
 from ntsym import Tensor, block_size
 
@@ -68,3 +69,20 @@ def test_offsets_of_a_tile_of_tiles_name_the_level_and_the_fix():
     y = torch.zeros(8)
     ntsym.make(arrangement, inner, (ntsym.Tensor(1), ntsym.Tensor(1)))(x, y)
     torch.testing.assert_close(y, x)
+
+
+def _cast_to_the_level_below(input, other, output):
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+    for k in range(input.shape[0]):
+        accumulator += ntl.dot(ntl.cast(input[k], input.dtype), other[k])  # input.dtype: the loop's tiles
+    output = accumulator  # noqa: F841
+
+
+def test_the_tiles_of_an_unindexed_level_are_refused_at_make_with_the_fix():
+    """``input.dtype`` of a tensor whose next level holds a loop's tiles is
+    those tiles, not one of them: read as a value it had no index for the
+    loop (a generated name left undefined, a NameError at the launch)."""
+    with pytest.raises(ntsym.ApplicationError,
+                       match=r"(?s)`input`'s tiles of level 2 are read here without an index for level 1.*"
+                             r"`input\[k\]\.dtype` or `input\.source\.dtype`.*line \d+"):
+        ntsym.make(_fixed_mm_arrangement, _cast_to_the_level_below, (Tensor(2), Tensor(2), Tensor(2)))

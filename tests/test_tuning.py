@@ -248,6 +248,29 @@ def test_products_of_few_rows_time_skinny_tiles():
     many_rows = (torch.empty(64, 256, dtype=torch.float16),) + two_rows[1:]
     assert tuning.candidates(mm.kernel.spec, {}, many_rows) == tuning.candidates(mm.kernel.spec, {})
     assert tuning.space.skinny_candidates(mm.kernel.spec, {"BLOCK_SIZE_M": 64}, two_rows) == []
+    # A product with a prologue streams a third tile (the norm's weight along
+    # the reduction, or SiLU's second operand): still a product of few rows.
+    for fused in (kernels.gemv_rms_kernel, kernels.gemv_silu_add_kernel):
+        assert tuning.candidates(fused.spec, {"BLOCK_SIZE_M": 16}) == gemv
+
+
+def test_a_product_is_recognised_by_its_two_operands_tiles():
+    """(rows, reduction) and (reduction, columns) tiles make a product whatever
+    their order; a third streamed tile must span the blocks of one operand."""
+    from types import SimpleNamespace
+
+    def spec(*tiles):
+        return SimpleNamespace(streamed_tiles=tuple((i, None, (), dims) for i, dims in enumerate(tiles)))
+
+    free = [SimpleNamespace(symbol=SimpleNamespace(name=n)) for n in ("M", "N", "K")]
+    a, b = (("M",), ("K",)), (("K",), ("N",))
+    roles = tuning.space._gemm_roles
+    assert roles(spec(a, b), free) == ("M", "N", "K")
+    assert roles(spec(b, a), free) == ("M", "N", "K")
+    assert roles(spec(a, ((), ("K",)), b), free) == ("M", "N", "K")
+    assert tuning.space._gemm_operands(spec(((), ("K",)), a, b), free) == (1, 2)
+    assert roles(spec(a, b, (("M",), ("N",))), free) is None  # spans rows and columns: not a prologue's operand
+    assert roles(spec(a, (("N",), ("K",))), free) is None
 
 
 class _RecordingKernel:

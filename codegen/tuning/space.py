@@ -129,7 +129,7 @@ def skinny_candidates(spec, fixed, tensors):
         return []
     block = fixed.get(rows)
     if block is None:
-        position = spec.streamed_tiles[0][0]
+        position = _gemm_operands(spec, metas)[0]
         if not tensors or tensors[position].dim() != 2 or tensors[position].shape[0] > SKINNY_ROWS:
             return []
         block = SKINNY_ROWS
@@ -146,28 +146,51 @@ def skinny_candidates(spec, fixed, tensors):
 
 
 def _gemm_roles(spec, free):
-    """For a matrix-product-like kernel (two streamed tiles sharing one block
-    size): the meta names of (rows, columns, reduction), else None."""
-    if len(spec.streamed_tiles) != 2 or len(free) != 3:
-        return None
-    (_, _, _, a), (_, _, _, b) = spec.streamed_tiles
-    if len(a) != 2 or len(b) != 2 or not all(len(d) == 1 for d in a + b):
-        return None
-    (a0,), (a1,) = a
-    (b0,), (b1,) = b
-    if a1 != b0 or len({a0, a1, b1}) != 3:
-        return None
+    """For a matrix-product-like kernel: the meta names of (rows, columns,
+    reduction), else None.  Such a kernel streams a (rows, reduction) tile
+    and a (reduction, columns) tile whose three block sizes are the free
+    ones; any other tile it streams (an operand of a prologue, such as a
+    second (rows, reduction) tile or a row of scales along the reduction)
+    spans only blocks of one of the two."""
+    found = _gemm_match(spec, free)
+    return None if found is None else found[0]
+
+
+def _gemm_operands(spec, free):
+    """The tensor positions of the (rows, reduction) and (reduction, columns)
+    tiles of a matrix-product-like kernel (see ``_gemm_roles``), else None."""
+    found = _gemm_match(spec, free)
+    return None if found is None else found[1]
+
+
+def _gemm_match(spec, free):
     names = {m.symbol.name for m in free}
-    return (a0, b1, a1) if {a0, b1, a1} == names else None
+    if len(names) != 3:
+        return None
+    tiles = [(position, dims) for position, _, _, dims in spec.streamed_tiles]
+    for position_a, a in tiles:
+        for position_b, b in tiles:
+            if position_a == position_b or len(a) != 2 or len(b) != 2 or not all(len(d) == 1 for d in a + b):
+                continue
+            (a0,), (a1,) = a
+            (b0,), (b1,) = b
+            if a1 != b0 or {a0, a1, b1} != names:
+                continue
+            others = [{n for d in dims for n in d} for p, dims in tiles if p not in (position_a, position_b)]
+            if all(o <= {a0, a1} or o <= {a1, b1} for o in others):
+                return (a0, b1, a1), (position_a, position_b)
+    return None
 
 
 def _gemm_k_factor(spec, tensors):
     """How many times longer than GEMM_SHAPES' the reduction tiles of a
-    matrix product are: 2 where both streamed operands have 1-byte elements
-    (fp8, int8), so that a tile holds the bytes of a 2-byte one; else 1."""
-    if not tensors or len(spec.streamed_tiles) != 2:
+    matrix product are: 2 where both operands of its product have 1-byte
+    elements (fp8, int8), so that a tile holds the bytes of a 2-byte one;
+    else 1."""
+    operands = _gemm_operands(spec, [m for m in spec.metas if m.meta]) if tensors else None
+    if operands is None:
         return 1
-    sizes = {tensors[position].element_size() for position, _, _, _ in spec.streamed_tiles}
+    sizes = {tensors[position].element_size() for position in operands}
     return 2 if sizes == {1} else 1
 
 
