@@ -139,3 +139,54 @@ def test_a_patched_decode_step_rotates_and_stores_in_one_kernel(tiny):
         llm.unpatch(model)
     assert torch.equal(got, tokens[:, :3])
     assert kernels.rope_store_kernel.stats.launches - before == 2 * model.config.num_hidden_layers  # two decode steps
+
+
+@pytest.mark.parametrize("rows", [2, 16, 20])
+def test_linear_rms_normalises_inside_the_product(rows):
+    from examples.llm import kernels
+
+    gen = torch.Generator().manual_seed(rows)
+    x = 3 * torch.randn(rows, 1, 96, generator=gen)
+    norm_weight = torch.randn(96, generator=gen)
+    weight = torch.randn(40, 96, generator=gen)  # 40 columns: a partial block of the widest (64)
+    eps = 1e-5
+    expected = norm_weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) @ weight.t()
+    got = kernels.linear_rms(x, norm_weight, eps, weight)
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-5)
+    assert got.shape == (rows, 1, 40)
+
+
+@pytest.mark.parametrize("rows", [2, 16, 20])
+def test_silu_mul_linear_add_multiplies_inside_the_product(rows):
+    from examples.llm import kernels
+
+    gen = torch.Generator().manual_seed(rows)
+    gate_up = torch.randn(rows, 1, 2 * 72, generator=gen)  # gate and up: column views of one product
+    gate, up = gate_up[..., :72], gate_up[..., 72:]
+    weight = torch.randn(40, 72, generator=gen)
+    residual = torch.randn(rows, 1, 40, generator=gen)
+    got = kernels.silu_mul_linear_add(gate, up, weight, residual)
+    torch.testing.assert_close(got, torch.nn.functional.silu(gate) * up @ weight.t() + residual, atol=1e-4, rtol=1e-5)
+
+
+def test_a_patched_decode_step_has_no_norm_or_silu_kernel_of_its_own(tiny):
+    from examples.llm import kernels
+
+    model, prompt, tokens = tiny[0], tiny[1], tiny[2]
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    kinds = (kernels.rms_norm_kernel, kernels.silu_mul_kernel, kernels.gemv_rms_kernel, kernels.gemv_silu_add_kernel)
+
+    def launches(new_tokens):  # the prompt, then new_tokens - 1 decode steps
+        before = [k.stats.launches for k in kinds]
+        got = llm.Generator(model, 2, 8, new_tokens)(prompt)
+        return got, [k.stats.launches - b for k, b in zip(kinds, before)]
+
+    try:
+        _, prompt_only = launches(1)
+        got, with_step = launches(2)
+    finally:
+        llm.unpatch(model)
+    assert torch.equal(got, tokens[:, :2])
+    layers = model.config.num_hidden_layers
+    # One decode step: the final norm only, no SiLU kernel; the norms of every layer inside products.
+    assert [w - p for w, p in zip(with_step, prompt_only)] == [1, 0, 2 * layers, layers]

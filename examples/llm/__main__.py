@@ -4,12 +4,13 @@
     python -m examples.llm --bench          # GPU: the 8B architecture, random fp16 weights (~16 GB)
     python -m examples.llm --bench --quick  # GPU: 4 layers, outputs of 32 and 128 tokens
 
-``--bench``: batch 2, 32-token prompts, outputs of 128, 512 and 2048 tokens,
+``--bench``: batch 2 (``--batch``), 32-token prompts, outputs of 128, 512 and 2048 tokens,
 for the variants ``torch`` (transformers eager, its default SDPA attention),
 ``compile`` (``torch.compile(mode="reduce-overhead")`` of the unmodified model's
 decode step), ``triton`` (hand-written Triton kernels where they apply, decode
 captured in a CUDA graph) and ``ntsym`` (ntsym kernels, decode captured in a CUDA
-graph).  Each (variant, length): one warm-up generation (tuning, compilation,
+graph); ``ntsym-separate``, on request, is ``ntsym`` with a decode step's RMSNorms and
+SiLU-and-multiply as kernels of their own rather than inside the products.  Each (variant, length): one warm-up generation (tuning, compilation,
 graph capture), then ``--runs`` measured ones (3; the 2048-token output gets
 ``--long-runs``, 1 by default, to keep the whole run within 8 minutes).
 tokens/s = batch * new tokens / wall time of a generation (prefill included).
@@ -40,11 +41,11 @@ def _sync():
 
 
 def _make_generator(model, variant, new_tokens, device):
-    if variant in ("ntsym", "triton"):
+    if variant in llm.BACKENDS:
         llm.patch(model, llm.BACKENDS[variant]())
     else:
         llm.unpatch(model)
-    graph = device == "cuda" and variant in ("ntsym", "triton")
+    graph = device == "cuda" and variant in llm.BACKENDS
     generator = llm.Generator(model, BATCH, PROMPT, new_tokens, graph=graph)
     if variant == "compile":
         generator.step_fn = torch.compile(generator._forward, mode="reduce-overhead")
@@ -198,7 +199,7 @@ def bench(args):
     emit("|---|---:|---:|---:|")
     llm.unpatch(model)
     reference = llm.Generator(model, BATCH, PROMPT, 32)(prompt, keep_logits=True)
-    for variant in [v for v in args.variants if v in ("ntsym", "triton")]:
+    for variant in [v for v in args.variants if v in llm.BACKENDS]:
         a = logits_agreement(model, variant, prompt, 32, reference)
         results["agreement"].append(a)
         emit(f"| {variant} | {a['steps_equal']} | {a['max_abs_diff']:.3g} | {a['max_abs_logit']:.3g} |")
@@ -210,10 +211,10 @@ def bench(args):
          f"{read / 1e9:.2f} GB (all {every / 1e9:.2f} GB but the embedding), device copy bandwidth "
          f"{bandwidth / 1e12:.2f} TB/s, bound {read / bandwidth * 1e3:.2f} ms")
     emit()
-    emit("| variant | ms per step | tokens/s (batch 2) | step / bound |")
+    emit(f"| variant | ms per step | tokens/s (batch {BATCH}) | step / bound |")
     emit("|---|---:|---:|---:|")
     kept = None
-    for variant in [v for v in args.variants if v in ("ntsym", "triton")]:
+    for variant in [v for v in args.variants if v in llm.BACKENDS]:
         ms, generator = decode_step_time(model, variant, n, prompt)
         results["decode"][variant] = ms
         emit(f"| {variant} | {ms:.3f} | {BATCH * 1e3 / ms:.1f} | {ms / (read / bandwidth * 1e3):.2f} |")
@@ -280,8 +281,11 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="measured generations per length")
     parser.add_argument("--long-runs", type=int, default=1, help="measured generations of 2048 tokens or more")
     parser.add_argument("--variants", nargs="+", default=["torch", "compile", "triton", "ntsym"],
-                        choices=["torch", "compile", "triton", "ntsym"])
+                        choices=["torch", "compile", "triton", "ntsym", "ntsym-separate"])
+    parser.add_argument("--batch", type=int, default=BATCH, help="with --bench: sequences generated together")
     args = parser.parse_args()
+    global BATCH
+    BATCH = args.batch
     if args.bench:
         if not torch.cuda.is_available():
             raise SystemExit("--bench needs a CUDA device")

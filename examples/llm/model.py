@@ -89,6 +89,10 @@ class NtsymBackend:
     name = "ntsym"
     fuse = True  # one product for q, k, v and one for gate, up (see ``fuse_projections``)
     residual = True  # the residual additions in the output projections' products (``linear_add``)
+    # RMSNorm inside the q/k/v and gate/up products and SiLU-and-multiply inside
+    # the down product (``linear_rms``, ``silu_mul_linear_add``; with more than
+    # 16 rows these run the norm and SiLU kernels, then the products)
+    norm_in_products = True
 
     def __init__(self):
         from examples.llm import kernels
@@ -118,6 +122,12 @@ class NtsymBackend:
 
     def silu_and_mul(self, gate, up):
         return self.k.silu_and_mul(gate, up)
+
+    def linear_rms(self, x, norm_weight, eps, weight):
+        return self.k.linear_rms(x, norm_weight, eps, weight)
+
+    def silu_mul_linear_add(self, gate, up, weight, addend):
+        return self.k.silu_mul_linear_add(gate, up, weight, addend)
 
 
 class TritonBackend:
@@ -162,7 +172,15 @@ class TritonBackend:
         return self.t.silu(gate) * up
 
 
-BACKENDS = {"ntsym": NtsymBackend, "triton": TritonBackend}
+class NtsymSeparateBackend(NtsymBackend):
+    """``NtsymBackend`` with a decode step's RMSNorms and SiLU-and-multiply as
+    kernels of their own (for comparison)."""
+
+    name = "ntsym-separate"
+    norm_in_products = False
+
+
+BACKENDS = {"ntsym": NtsymBackend, "ntsym-separate": NtsymSeparateBackend, "triton": TritonBackend}
 
 
 # -- Patching ---------------------------------------------------------------------------------
@@ -190,16 +208,31 @@ def _projected(backend, projection, x, residual):
     return backend.linear_add(x, projection.weight, residual)
 
 
+def _normed_product(backend, x, norm, weight):
+    """``norm(x) @ weight.T``: through ``backend.linear_rms`` where the backend
+    has it (the normalisation inside the product), else the norm, then the product."""
+    if norm is None:
+        return backend.linear(x, weight)
+    if getattr(backend, "norm_in_products", False):
+        return backend.linear_rms(x, norm.weight, norm.variance_epsilon, weight)
+    return backend.linear(norm(x), weight)
+
+
 def _mlp_forward(backend):
-    def forward(self, x, residual=None):
+    def forward(self, x, residual=None, norm=None):
+        """``norm``: the RMSNorm of ``x`` still to apply (the patched decoder
+        layer hands it over so that the gate/up product applies it)."""
         fused = self.__dict__.get("gate_up_weight")
         if fused is None:
-            hidden = backend.silu_and_mul(self.gate_proj(x), self.up_proj(x))
+            x = x if norm is None else norm(x)
+            gate, up = self.gate_proj(x), self.up_proj(x)
         else:
-            gate_up = backend.linear(x, fused)
+            gate_up = _normed_product(backend, x, norm, fused)
             size = self.gate_proj.weight.shape[0]
-            hidden = backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:])
-        return _projected(backend, self.down_proj, hidden, residual)
+            gate, up = gate_up[..., :size], gate_up[..., size:]
+        if residual is not None and getattr(backend, "norm_in_products", False):
+            return backend.silu_mul_linear_add(gate, up, self.down_proj.weight, residual)
+        return _projected(backend, self.down_proj, backend.silu_and_mul(gate, up), residual)
 
     return forward
 
@@ -207,14 +240,23 @@ def _mlp_forward(backend):
 def _decoder_layer_forward(backend):
     """transformers' Llama decoder layer with its two residual additions made
     by the output projections' products (``residual=`` to the patched
-    attention and MLP), so that no kernel of its own adds them."""
+    attention and MLP), so that no kernel of its own adds them.  With
+    ``backend.norm_in_products``, the layer's two RMSNorms are handed to the
+    attention and the MLP (``norm=``), whose first products apply them."""
+    inside = getattr(backend, "norm_in_products", False)
 
     def forward(self, hidden_states, attention_mask=None, position_ids=None, cache=None, use_cache=False,
                 position_embeddings=None, **kwargs):
+        if inside:
+            attention_input, attention_norm = hidden_states, {"norm": self.input_layernorm}
+        else:
+            attention_input, attention_norm = self.input_layernorm(hidden_states), {}
         hidden_states, _ = self.self_attn(
-            hidden_states=self.input_layernorm(hidden_states), attention_mask=attention_mask,
+            hidden_states=attention_input, attention_mask=attention_mask,
             position_ids=position_ids, cache=cache, use_cache=use_cache, position_embeddings=position_embeddings,
-            residual=hidden_states, **kwargs)
+            residual=hidden_states, **attention_norm, **kwargs)
+        if inside:
+            return self.mlp(hidden_states, residual=hidden_states, norm=self.post_attention_layernorm)
         return self.mlp(self.post_attention_layernorm(hidden_states), residual=hidden_states)
 
     return forward
@@ -222,15 +264,17 @@ def _decoder_layer_forward(backend):
 
 def _attention_forward(backend):
     def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, residual=None,
-                **kwargs):
+                norm=None, **kwargs):
+        """``norm``: the RMSNorm of ``hidden_states`` still to apply (see ``_mlp_forward``)."""
         if cache is None or not hasattr(cache.layers[self.layer_idx], "cumulative_length"):
             raise ValueError("the patched Llama attention needs a StaticCache (see examples/llm/model.py)")
         batch, length, _ = hidden_states.shape
         fused = self.__dict__.get("qkv_weight")
         if fused is None:
-            q, k, v = self.q_proj(hidden_states), self.k_proj(hidden_states), self.v_proj(hidden_states)
+            x = hidden_states if norm is None else norm(hidden_states)
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         else:  # column views of one product
-            qkv = backend.linear(hidden_states, fused)
+            qkv = _normed_product(backend, hidden_states, norm, fused)
             nq, nk = self.q_proj.weight.shape[0], self.k_proj.weight.shape[0]
             q, k, v = qkv[..., :nq], qkv[..., nq:nq + nk], qkv[..., nq + nk:]
         q = q.view(batch, length, -1, self.head_dim)
