@@ -273,6 +273,7 @@ def tiny(args):
 
 
 def main():
+    global BATCH
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", action="store_true", help="the 8B architecture on a GPU")
     parser.add_argument("--quick", action="store_true", help="with --bench: 4 layers, outputs of 32 and 128 tokens")
@@ -284,7 +285,6 @@ def main():
                         choices=["torch", "compile", "triton", "ntsym", "ntsym-separate"])
     parser.add_argument("--batch", type=int, default=BATCH, help="with --bench: sequences generated together")
     args = parser.parse_args()
-    global BATCH
     BATCH = args.batch
     if args.bench:
         if not torch.cuda.is_available():
