@@ -518,91 +518,56 @@ def linear_add(x, weight, addend):
     return output
 
 
-# -- Products with their neighbours inside (decode) ------------------------------------------
+# -- A product with the RMSNorm before it (decode) ------------------------------------------
 
 
-def gemv_rms_arrangement(input, norm, other, eps, output, BLOCK_SIZE_M=_GEMV_M, BLOCK_SIZE_N=_GEMV_N,
+def gemv_rms_arrangement(input, other, eps, output, BLOCK_SIZE_M=_GEMV_M, BLOCK_SIZE_N=_GEMV_N,
                          BLOCK_SIZE_K=_GEMV_K):
     input_arranged, other_arranged, output_arranged = _mm.arrangement(
         input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
-    # The norm's weight (1, K), in the input's reduction blocks: norm[k] is (1, BLOCK_SIZE_K).
-    norm_arranged = norm.tile((1, BLOCK_SIZE_K)).tile((1, -1))
-    norm_arranged = norm_arranged.expand((output_arranged.shape[0], output_arranged.shape[1]))
-    norm_arranged.dtype = norm_arranged.dtype.squeeze(0)
-    return input_arranged, norm_arranged, other_arranged, eps, output_arranged
+    return input_arranged, other_arranged, eps, output_arranged
 
 
-def gemv_rms_application(input, norm, other, eps, output):
+def gemv_rms_application(input, other, eps, output):
     accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
     squares = ntl.zeros((output.shape[0],), dtype=ntl.float32)
     for k in range(input.shape[0]):
-        x = ntl.cast(input[k], ntl.float32)
-        squares += ntl.sum(x * x, 1)
-        scaled = ntl.cast(x * ntl.cast(norm[k], ntl.float32), input.source.dtype)
-        accumulator += ntl.dot(scaled, other[k])
-    # (x * w) @ W scaled by each row's 1 / rms: the rows' sums of squares come
-    # with the reduction's own blocks, so no first pass over the rows.
+        x = input[k]
+        accumulator += ntl.dot(x, other[k])
+        x32 = ntl.cast(x, ntl.float32)
+        squares += ntl.sum(x32 * x32, 1)
+    # The rows' sums of squares come with the reduction's own blocks (no first
+    # pass over the rows); each row of the product is scaled by its 1 / rms.
     output = accumulator * ntl.rsqrt(squares / input.source.shape[1] + eps)[:, None]  # noqa: F841
 
 
 gemv_rms_kernel = ntsym.make(gemv_rms_arrangement, gemv_rms_application,
-                             (Tensor(2), Tensor(shape=(1, None)), Tensor(2), Tensor(0), Tensor(2)),
-                             max_num_configs=12)
+                             (Tensor(2), Tensor(2), Tensor(0), Tensor(2)), max_num_configs=12)
 
 
-def linear_rms(x, norm_weight, eps, weight):
-    """``rms_norm(x, norm_weight, eps) @ weight.T``.  With at most 16 rows the
-    normalisation is inside the product: each reduction block of ``x`` is
-    multiplied by the norm's weight before the ``dot``, its squares summed on
-    the way, and the accumulated rows scaled by their ``1 / rms`` at the end
-    (one kernel, no normalised copy of ``x``; rounded to ``x``'s dtype once,
-    where transformers rounds the normalised row, then its product with the
-    weight).  With more rows, ``rms_norm`` and ``linear``."""
+def fold_norm(weight, norm_weight):
+    """``weight`` ``(N, K)`` with its columns scaled by the RMSNorm's weight
+    ``(K,)``, for ``linear_rms``: ``norm(x) @ weight.T`` is
+    ``(x @ fold_norm(weight, w).T) / rms(x)``.  A new tensor, rounded to
+    ``weight``'s dtype once."""
+    return (weight.float() * norm_weight.float()).to(weight.dtype)
+
+
+def linear_rms(x, eps, folded, weight=None, norm_weight=None):
+    """``rms_norm(x, norm_weight, eps) @ weight.T``, given ``folded =
+    fold_norm(weight, norm_weight)``.  With at most 16 rows, one kernel: the
+    product of ``x`` itself with ``folded``, each row scaled at the end by
+    ``1 / rms`` of ``x``, whose squares it sums from the blocks the product
+    loads (no normalised copy of ``x``, no launch of its own).  Rounding
+    differs from transformers' (which rounds the normalised row, then its
+    product with the norm's weight) by the one rounding of ``folded``.  With
+    more rows, ``rms_norm`` and ``linear`` of ``weight`` and ``norm_weight``."""
     rows = x.reshape(-1, x.shape[-1])
     if rows.shape[0] > GEMV_MAX_ROWS:
         return linear(rms_norm(x, norm_weight, eps), weight)
-    columns = weight.shape[0]
+    columns = folded.shape[0]
     output = torch.empty((*x.shape[:-1], columns), dtype=x.dtype, device=x.device)
-    gemv_rms_kernel(rows, norm_weight.view(1, -1), weight.t(), float(eps), output.view(-1, columns),
-                    BLOCK_SIZE_M=GEMV_MAX_ROWS)
-    return output
-
-
-def gemv_silu_add_arrangement(gate, up, other, addend, output, BLOCK_SIZE_M=_GEMV_M, BLOCK_SIZE_N=_GEMV_N,
-                              BLOCK_SIZE_K=_GEMV_K):
-    gate_arranged, other_arranged, output_arranged = _mm.arrangement(
-        gate, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
-    up_arranged = _mm.arrangement(up, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)[0]
-    return gate_arranged, up_arranged, other_arranged, addend.tile((BLOCK_SIZE_M, BLOCK_SIZE_N)), output_arranged
-
-
-def gemv_silu_add_application(gate, up, other, addend, output):
-    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
-    for k in range(gate.shape[0]):
-        g = ntl.cast(gate[k], ntl.float32)
-        hidden = ntl.cast(g * ntl.sigmoid(g) * ntl.cast(up[k], ntl.float32), gate.source.dtype)
-        accumulator += ntl.dot(hidden, other[k])
-    output = accumulator + ntl.cast(addend, ntl.float32)  # noqa: F841
-
-
-gemv_silu_add_kernel = ntsym.make(gemv_silu_add_arrangement, gemv_silu_add_application,
-                                  (Tensor(2), Tensor(2), Tensor(2), Tensor(2), Tensor(2)), max_num_configs=12)
-
-
-def silu_mul_linear_add(gate, up, weight, addend):
-    """``(silu(gate) * up) @ weight.T + addend``: the MLP's down projection and
-    its residual connection.  With at most 16 rows, SiLU-and-multiply is
-    computed on each reduction block of ``gate`` and ``up`` inside the
-    product (as ``silu_and_mul``: in float32, rounded once) and the sum is
-    its epilogue; ``gate`` and ``up`` may be column views of one product.
-    With more rows, ``silu_and_mul`` and ``linear_add``."""
-    rows_gate = gate.reshape(-1, gate.shape[-1])
-    if rows_gate.shape[0] > GEMV_MAX_ROWS:
-        return linear_add(silu_and_mul(gate, up), weight, addend)
-    columns = weight.shape[0]
-    output = torch.empty((*gate.shape[:-1], columns), dtype=gate.dtype, device=gate.device)
-    gemv_silu_add_kernel(rows_gate, up.reshape(-1, up.shape[-1]), weight.t(), addend.reshape(-1, columns),
-                         output.view(-1, columns), BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    gemv_rms_kernel(rows, folded.t(), float(eps), output.view(-1, columns), BLOCK_SIZE_M=GEMV_MAX_ROWS)
     return output
 
 

@@ -89,9 +89,9 @@ class NtsymBackend:
     name = "ntsym"
     fuse = True  # one product for q, k, v and one for gate, up (see ``fuse_projections``)
     residual = True  # the residual additions in the output projections' products (``linear_add``)
-    # RMSNorm inside the q/k/v and gate/up products and SiLU-and-multiply inside
-    # the down product (``linear_rms``, ``silu_mul_linear_add``; with more than
-    # 16 rows these run the norm and SiLU kernels, then the products)
+    # The decoder layers' RMSNorms inside the q/k/v and gate/up products
+    # (``linear_rms`` of weights with the norm's weight folded in, ``fold_norm``;
+    # with more than 16 rows, the norm kernel, then the product)
     norm_in_products = True
 
     def __init__(self):
@@ -123,11 +123,11 @@ class NtsymBackend:
     def silu_and_mul(self, gate, up):
         return self.k.silu_and_mul(gate, up)
 
-    def linear_rms(self, x, norm_weight, eps, weight):
-        return self.k.linear_rms(x, norm_weight, eps, weight)
+    def fold_norm(self, weight, norm_weight):
+        return self.k.fold_norm(weight, norm_weight)
 
-    def silu_mul_linear_add(self, gate, up, weight, addend):
-        return self.k.silu_mul_linear_add(gate, up, weight, addend)
+    def linear_rms(self, x, eps, folded, weight, norm_weight):
+        return self.k.linear_rms(x, eps, folded, weight, norm_weight)
 
 
 class TritonBackend:
@@ -173,8 +173,8 @@ class TritonBackend:
 
 
 class NtsymSeparateBackend(NtsymBackend):
-    """``NtsymBackend`` with a decode step's RMSNorms and SiLU-and-multiply as
-    kernels of their own (for comparison)."""
+    """``NtsymBackend`` with a decode step's RMSNorms as kernels of their own
+    (for comparison)."""
 
     name = "ntsym-separate"
     norm_in_products = False
@@ -208,31 +208,32 @@ def _projected(backend, projection, x, residual):
     return backend.linear_add(x, projection.weight, residual)
 
 
-def _normed_product(backend, x, norm, weight):
-    """``norm(x) @ weight.T``: through ``backend.linear_rms`` where the backend
-    has it (the normalisation inside the product), else the norm, then the product."""
+def _normed_product(backend, module, x, norm, attribute):
+    """``norm(x) @ W.T`` for the fused weight ``W`` of ``module.<attribute>``:
+    through ``backend.linear_rms`` and the weight with the norm folded in
+    (``module.<attribute>_normed``, made by ``patch``) where there is one,
+    else the norm, then the product."""
+    weight = module.__dict__[attribute]
     if norm is None:
         return backend.linear(x, weight)
-    if getattr(backend, "norm_in_products", False):
-        return backend.linear_rms(x, norm.weight, norm.variance_epsilon, weight)
-    return backend.linear(norm(x), weight)
+    folded = module.__dict__.get(attribute + "_normed")
+    if folded is None:
+        return backend.linear(norm(x), weight)
+    return backend.linear_rms(x, norm.variance_epsilon, folded, weight, norm.weight)
 
 
 def _mlp_forward(backend):
     def forward(self, x, residual=None, norm=None):
         """``norm``: the RMSNorm of ``x`` still to apply (the patched decoder
         layer hands it over so that the gate/up product applies it)."""
-        fused = self.__dict__.get("gate_up_weight")
-        if fused is None:
+        if "gate_up_weight" not in self.__dict__:
             x = x if norm is None else norm(x)
-            gate, up = self.gate_proj(x), self.up_proj(x)
+            hidden = backend.silu_and_mul(self.gate_proj(x), self.up_proj(x))
         else:
-            gate_up = _normed_product(backend, x, norm, fused)
+            gate_up = _normed_product(backend, self, x, norm, "gate_up_weight")
             size = self.gate_proj.weight.shape[0]
-            gate, up = gate_up[..., :size], gate_up[..., size:]
-        if residual is not None and getattr(backend, "norm_in_products", False):
-            return backend.silu_mul_linear_add(gate, up, self.down_proj.weight, residual)
-        return _projected(backend, self.down_proj, backend.silu_and_mul(gate, up), residual)
+            hidden = backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:])
+        return _projected(backend, self.down_proj, hidden, residual)
 
     return forward
 
@@ -269,12 +270,11 @@ def _attention_forward(backend):
         if cache is None or not hasattr(cache.layers[self.layer_idx], "cumulative_length"):
             raise ValueError("the patched Llama attention needs a StaticCache (see examples/llm/model.py)")
         batch, length, _ = hidden_states.shape
-        fused = self.__dict__.get("qkv_weight")
-        if fused is None:
+        if "qkv_weight" not in self.__dict__:
             x = hidden_states if norm is None else norm(hidden_states)
             q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         else:  # column views of one product
-            qkv = _normed_product(backend, hidden_states, norm, fused)
+            qkv = _normed_product(backend, self, hidden_states, norm, "qkv_weight")
             nq, nk = self.q_proj.weight.shape[0], self.k_proj.weight.shape[0]
             q, k, v = qkv[..., :nq], qkv[..., nq:nq + nk], qkv[..., nq + nk:]
         q = q.view(batch, length, -1, self.head_dim)
@@ -321,11 +321,14 @@ def fuse_projections(module, names, attribute):
     module.__dict__[attribute] = fused
 
 
-def patch(model, backend):
+def patch(model, backend, layers=True):
     """Replace the Llama kernels of ``model`` by ``backend``'s (in place); returns ``model``.
     With ``backend.fuse``, q/k/v and gate/up are computed by one product each; with
     ``backend.residual``, the decoder layers' residual additions are made by the
-    output projections' products."""
+    output projections' products, and with ``backend.norm_in_products`` their
+    RMSNorms by the q/k/v and gate/up products, from weights with the norms'
+    weights folded in (a copy of those weights; ``unpatch`` drops it).
+    ``layers=False`` keeps transformers' decoder layers (neither of the last two)."""
     from transformers.models.llama import modeling_llama as llama
 
     if getattr(backend, "fuse", False):
@@ -334,13 +337,20 @@ def patch(model, backend):
                 fuse_projections(module, ("q_proj", "k_proj", "v_proj"), "qkv_weight")
             elif type(module) is llama.LlamaMLP:
                 fuse_projections(module, ("gate_proj", "up_proj"), "gate_up_weight")
+        if layers and getattr(backend, "residual", False) and getattr(backend, "norm_in_products", False):
+            for layer in model.modules():
+                if type(layer) is llama.LlamaDecoderLayer:
+                    for module, attribute, norm in ((layer.self_attn, "qkv_weight", layer.input_layernorm),
+                                                    (layer.mlp, "gate_up_weight", layer.post_attention_layernorm)):
+                        module.__dict__[attribute + "_normed"] = backend.fold_norm(
+                            module.__dict__[attribute], norm.weight)
 
     forwards = {
         llama.LlamaRMSNorm: _rms_norm_forward(backend),
         llama.LlamaAttention: _attention_forward(backend),
         llama.LlamaMLP: _mlp_forward(backend),
     }
-    if getattr(backend, "residual", False):
+    if layers and getattr(backend, "residual", False):
         forwards[llama.LlamaDecoderLayer] = _decoder_layer_forward(backend)
     linear = _linear_forward(backend)
     for module in model.modules():
@@ -358,6 +368,8 @@ def unpatch(model):
         module.__dict__.pop("forward", None)
         module.__dict__.pop("qkv_weight", None)  # the projections' weights stay views of it
         module.__dict__.pop("gate_up_weight", None)
+        module.__dict__.pop("qkv_weight_normed", None)
+        module.__dict__.pop("gate_up_weight_normed", None)
     model.patched_with = None
     return model
 

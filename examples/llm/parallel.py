@@ -122,11 +122,10 @@ def _gathered_linear(backend, group, world):
 def patch_parallel(shard, backend, world, group=None):
     """``llm.patch`` of the shard, then the collectives: all-reduce after the
     row-parallel projections, all-gather of the vocabulary-parallel logits."""
-    llm.patch(shard, backend)
+    # The residual is added once, after the all-reduce: transformers' own layers.
+    llm.patch(shard, backend, layers=False)
     reduce = _all_reduced_linear(backend, group)
     for layer in shard.model.layers:
-        # The residual is added once, after the all-reduce: transformers' own layer.
-        layer.__dict__.pop("forward", None)
         for module in (layer.self_attn.o_proj, layer.mlp.down_proj):
             module.forward = types.MethodType(reduce, module)
     shard.lm_head.forward = types.MethodType(_gathered_linear(backend, group, world), shard.lm_head)
