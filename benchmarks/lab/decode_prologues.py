@@ -8,10 +8,9 @@ leaves it (CUDA-graph replays, `do_bench_cudagraph` medians, one process).
 Three forms:
 - ``prologue``: each reduction block of the activations is transformed before
   the ``dot`` (times the norm's weight, or ``silu(gate) * up``), the squares
-  summed on the way for the norm (the kernels below, not in the example);
-- ``folded`` (norm only): the norm's weight folded into the weight
-  (``examples/llm/kernels.py``'s ``linear_rms``), the block ``x`` itself fed to
-  the ``dot`` and its squares summed beside it;
+  summed on the way for the norm (the kernels below);
+- ``folded`` (norm only): the norm's weight folded into a copy of the weight,
+  the block ``x`` itself fed to the ``dot`` and its squares summed beside it;
 - ``apart``: ``rms_norm`` then ``linear``, or ``silu_and_mul`` then ``linear_add``.
 """
 
@@ -47,6 +46,33 @@ def _prologue_rms_application(input, norm, other, eps, output):
 
 prologue_rms = ntsym.make(_prologue_rms_arrangement, _prologue_rms_application,
                           (Tensor(2), Tensor(shape=(1, None)), Tensor(2), Tensor(0), Tensor(2)), max_num_configs=12)
+
+
+def _folded_rms_arrangement(input, other, eps, output, BLOCK_SIZE_M=kernels._GEMV_M,
+                            BLOCK_SIZE_N=kernels._GEMV_N, BLOCK_SIZE_K=kernels._GEMV_K):
+    input_arranged, other_arranged, output_arranged = _mm.arrangement(
+        input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+    return input_arranged, other_arranged, eps, output_arranged
+
+
+def _folded_rms_application(input, other, eps, output):
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+    squares = ntl.zeros((output.shape[0],), dtype=ntl.float32)
+    for k in range(input.shape[0]):
+        x = input[k]
+        accumulator += ntl.dot(x, other[k])
+        x32 = ntl.cast(x, ntl.float32)
+        squares += ntl.sum(x32 * x32, 1)
+    output = accumulator * ntl.rsqrt(squares / input.source.shape[1] + eps)[:, None]  # noqa: F841
+
+
+folded_rms = ntsym.make(_folded_rms_arrangement, _folded_rms_application,
+                        (Tensor(2), Tensor(2), Tensor(0), Tensor(2)), max_num_configs=12)
+
+
+def fold_norm(weight, norm_weight):
+    """``weight`` with its columns scaled by the norm's weight, rounded once."""
+    return (weight.float() * norm_weight.float()).to(weight.dtype)
 
 
 def _prologue_silu_arrangement(gate, up, other, addend, output, BLOCK_SIZE_M=kernels._GEMV_M,
@@ -89,17 +115,17 @@ def main():
         x = torch.randn(rows, k_model, device=device, dtype=dtype, generator=gen)
         w = torch.randn(n, k_model, device=device, dtype=dtype, generator=gen) / k_model ** 0.5
         norm_weight = 1 + 0.1 * torch.randn(k_model, device=device, dtype=dtype, generator=gen)
-        folded = kernels.fold_norm(w, norm_weight)
+        folded = fold_norm(w, norm_weight)
         out = torch.empty(rows, n, device=device, dtype=dtype)
         forms = {
             "apart": lambda: kernels.linear(kernels.rms_norm(x, norm_weight, 1e-5), w),
-            "folded": lambda: kernels.linear_rms(x, 1e-5, folded, w, norm_weight),
+            "folded": lambda: folded_rms(x, folded.t(), 1e-5, out, BLOCK_SIZE_M=16) or out,
             "prologue": lambda: prologue_rms(x, norm_weight.view(1, -1), w.t(), 1e-5, out, BLOCK_SIZE_M=16) or out,
         }
         reference = forms["apart"]().float()
         for form, f in forms.items():
             error = (f().float() - reference).abs().max().item()
-            owner = {"apart": kernels.gemv_kernel, "folded": kernels.gemv_rms_kernel, "prologue": prologue_rms}[form]
+            owner = {"apart": kernels.gemv_kernel, "folded": folded_rms, "prologue": prologue_rms}[form]
             print(f"| {label} | {form} | {bench(f):.1f} | {_tuned(owner)} | {error:.3g} |", flush=True)
     gate_up = torch.randn(rows, 2 * inter, device=device, dtype=dtype, generator=gen)
     gate, up = gate_up[:, :inter], gate_up[:, inter:]

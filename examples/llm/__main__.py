@@ -9,8 +9,7 @@ for the variants ``torch`` (transformers eager, its default SDPA attention),
 ``compile`` (``torch.compile(mode="reduce-overhead")`` of the unmodified model's
 decode step), ``triton`` (hand-written Triton kernels where they apply, decode
 captured in a CUDA graph) and ``ntsym`` (ntsym kernels, decode captured in a CUDA
-graph); ``ntsym-separate``, on request, is ``ntsym`` with a decode step's RMSNorms and
-SiLU-and-multiply as kernels of their own rather than inside the products.  Each (variant, length): one warm-up generation (tuning, compilation,
+graph).  Each (variant, length): one warm-up generation (tuning, compilation,
 graph capture), then ``--runs`` measured ones (3; the 2048-token output gets
 ``--long-runs``, 1 by default, to keep the whole run within 8 minutes).
 tokens/s = batch * new tokens / wall time of a generation (prefill included).
@@ -282,7 +281,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="measured generations per length")
     parser.add_argument("--long-runs", type=int, default=1, help="measured generations of 2048 tokens or more")
     parser.add_argument("--variants", nargs="+", default=["torch", "compile", "triton", "ntsym"],
-                        choices=["torch", "compile", "triton", "ntsym", "ntsym-separate"])
+                        choices=["torch", "compile", "triton", "ntsym"])
     parser.add_argument("--batch", type=int, default=BATCH, help="with --bench: sequences generated together")
     args = parser.parse_args()
     BATCH = args.batch

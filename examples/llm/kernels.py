@@ -518,59 +518,6 @@ def linear_add(x, weight, addend):
     return output
 
 
-# -- A product with the RMSNorm before it (decode) ------------------------------------------
-
-
-def gemv_rms_arrangement(input, other, eps, output, BLOCK_SIZE_M=_GEMV_M, BLOCK_SIZE_N=_GEMV_N,
-                         BLOCK_SIZE_K=_GEMV_K):
-    input_arranged, other_arranged, output_arranged = _mm.arrangement(
-        input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
-    return input_arranged, other_arranged, eps, output_arranged
-
-
-def gemv_rms_application(input, other, eps, output):
-    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
-    squares = ntl.zeros((output.shape[0],), dtype=ntl.float32)
-    for k in range(input.shape[0]):
-        x = input[k]
-        accumulator += ntl.dot(x, other[k])
-        x32 = ntl.cast(x, ntl.float32)
-        squares += ntl.sum(x32 * x32, 1)
-    # The rows' sums of squares come with the reduction's own blocks (no first
-    # pass over the rows); each row of the product is scaled by its 1 / rms.
-    output = accumulator * ntl.rsqrt(squares / input.source.shape[1] + eps)[:, None]  # noqa: F841
-
-
-gemv_rms_kernel = ntsym.make(gemv_rms_arrangement, gemv_rms_application,
-                             (Tensor(2), Tensor(2), Tensor(0), Tensor(2)), max_num_configs=12)
-
-
-def fold_norm(weight, norm_weight):
-    """``weight`` ``(N, K)`` with its columns scaled by the RMSNorm's weight
-    ``(K,)``, for ``linear_rms``: ``norm(x) @ weight.T`` is
-    ``(x @ fold_norm(weight, w).T) / rms(x)``.  A new tensor, rounded to
-    ``weight``'s dtype once."""
-    return (weight.float() * norm_weight.float()).to(weight.dtype)
-
-
-def linear_rms(x, eps, folded, weight=None, norm_weight=None):
-    """``rms_norm(x, norm_weight, eps) @ weight.T``, given ``folded =
-    fold_norm(weight, norm_weight)``.  With at most 16 rows, one kernel: the
-    product of ``x`` itself with ``folded``, each row scaled at the end by
-    ``1 / rms`` of ``x``, whose squares it sums from the blocks the product
-    loads (no normalised copy of ``x``, no launch of its own).  Rounding
-    differs from transformers' (which rounds the normalised row, then its
-    product with the norm's weight) by the one rounding of ``folded``.  With
-    more rows, ``rms_norm`` and ``linear`` of ``weight`` and ``norm_weight``."""
-    rows = x.reshape(-1, x.shape[-1])
-    if rows.shape[0] > GEMV_MAX_ROWS:
-        return linear(rms_norm(x, norm_weight, eps), weight)
-    columns = folded.shape[0]
-    output = torch.empty((*x.shape[:-1], columns), dtype=x.dtype, device=x.device)
-    gemv_rms_kernel(rows, folded.t(), float(eps), output.view(-1, columns), BLOCK_SIZE_M=GEMV_MAX_ROWS)
-    return output
-
-
 # -- SiLU-and-multiply --------------------------------------------------------------------
 
 

@@ -89,10 +89,6 @@ class NtsymBackend:
     name = "ntsym"
     fuse = True  # one product for q, k, v and one for gate, up (see ``fuse_projections``)
     residual = True  # the residual additions in the output projections' products (``linear_add``)
-    # The decoder layers' RMSNorms inside the q/k/v and gate/up products
-    # (``linear_rms`` of weights with the norm's weight folded in, ``fold_norm``;
-    # with more than 16 rows, the norm kernel, then the product)
-    norm_in_products = True
 
     def __init__(self):
         from examples.llm import kernels
@@ -122,12 +118,6 @@ class NtsymBackend:
 
     def silu_and_mul(self, gate, up):
         return self.k.silu_and_mul(gate, up)
-
-    def fold_norm(self, weight, norm_weight):
-        return self.k.fold_norm(weight, norm_weight)
-
-    def linear_rms(self, x, eps, folded, weight, norm_weight):
-        return self.k.linear_rms(x, eps, folded, weight, norm_weight)
 
 
 class TritonBackend:
@@ -172,15 +162,7 @@ class TritonBackend:
         return self.t.silu(gate) * up
 
 
-class NtsymSeparateBackend(NtsymBackend):
-    """``NtsymBackend`` with a decode step's RMSNorms as kernels of their own
-    (for comparison)."""
-
-    name = "ntsym-separate"
-    norm_in_products = False
-
-
-BACKENDS = {"ntsym": NtsymBackend, "ntsym-separate": NtsymSeparateBackend, "triton": TritonBackend}
+BACKENDS = {"ntsym": NtsymBackend, "triton": TritonBackend}
 
 
 # -- Patching ---------------------------------------------------------------------------------
@@ -208,29 +190,13 @@ def _projected(backend, projection, x, residual):
     return backend.linear_add(x, projection.weight, residual)
 
 
-def _normed_product(backend, module, x, norm, attribute):
-    """``norm(x) @ W.T`` for the fused weight ``W`` of ``module.<attribute>``:
-    through ``backend.linear_rms`` and the weight with the norm folded in
-    (``module.<attribute>_normed``, made by ``patch``) where there is one,
-    else the norm, then the product."""
-    weight = module.__dict__[attribute]
-    if norm is None:
-        return backend.linear(x, weight)
-    folded = module.__dict__.get(attribute + "_normed")
-    if folded is None:
-        return backend.linear(norm(x), weight)
-    return backend.linear_rms(x, norm.variance_epsilon, folded, weight, norm.weight)
-
-
 def _mlp_forward(backend):
-    def forward(self, x, residual=None, norm=None):
-        """``norm``: the RMSNorm of ``x`` still to apply (the patched decoder
-        layer hands it over so that the gate/up product applies it)."""
-        if "gate_up_weight" not in self.__dict__:
-            x = x if norm is None else norm(x)
+    def forward(self, x, residual=None):
+        fused = self.__dict__.get("gate_up_weight")
+        if fused is None:
             hidden = backend.silu_and_mul(self.gate_proj(x), self.up_proj(x))
         else:
-            gate_up = _normed_product(backend, self, x, norm, "gate_up_weight")
+            gate_up = backend.linear(x, fused)
             size = self.gate_proj.weight.shape[0]
             hidden = backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:])
         return _projected(backend, self.down_proj, hidden, residual)
@@ -241,23 +207,14 @@ def _mlp_forward(backend):
 def _decoder_layer_forward(backend):
     """transformers' Llama decoder layer with its two residual additions made
     by the output projections' products (``residual=`` to the patched
-    attention and MLP), so that no kernel of its own adds them.  With
-    ``backend.norm_in_products``, the layer's two RMSNorms are handed to the
-    attention and the MLP (``norm=``), whose first products apply them."""
-    inside = getattr(backend, "norm_in_products", False)
+    attention and MLP), so that no kernel of its own adds them."""
 
     def forward(self, hidden_states, attention_mask=None, position_ids=None, cache=None, use_cache=False,
                 position_embeddings=None, **kwargs):
-        if inside:
-            attention_input, attention_norm = hidden_states, {"norm": self.input_layernorm}
-        else:
-            attention_input, attention_norm = self.input_layernorm(hidden_states), {}
         hidden_states, _ = self.self_attn(
-            hidden_states=attention_input, attention_mask=attention_mask,
+            hidden_states=self.input_layernorm(hidden_states), attention_mask=attention_mask,
             position_ids=position_ids, cache=cache, use_cache=use_cache, position_embeddings=position_embeddings,
-            residual=hidden_states, **attention_norm, **kwargs)
-        if inside:
-            return self.mlp(hidden_states, residual=hidden_states, norm=self.post_attention_layernorm)
+            residual=hidden_states, **kwargs)
         return self.mlp(self.post_attention_layernorm(hidden_states), residual=hidden_states)
 
     return forward
@@ -265,16 +222,15 @@ def _decoder_layer_forward(backend):
 
 def _attention_forward(backend):
     def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, residual=None,
-                norm=None, **kwargs):
-        """``norm``: the RMSNorm of ``hidden_states`` still to apply (see ``_mlp_forward``)."""
+                **kwargs):
         if cache is None or not hasattr(cache.layers[self.layer_idx], "cumulative_length"):
             raise ValueError("the patched Llama attention needs a StaticCache (see examples/llm/model.py)")
         batch, length, _ = hidden_states.shape
-        if "qkv_weight" not in self.__dict__:
-            x = hidden_states if norm is None else norm(hidden_states)
-            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        fused = self.__dict__.get("qkv_weight")
+        if fused is None:
+            q, k, v = self.q_proj(hidden_states), self.k_proj(hidden_states), self.v_proj(hidden_states)
         else:  # column views of one product
-            qkv = _normed_product(backend, self, hidden_states, norm, "qkv_weight")
+            qkv = backend.linear(hidden_states, fused)
             nq, nk = self.q_proj.weight.shape[0], self.k_proj.weight.shape[0]
             q, k, v = qkv[..., :nq], qkv[..., nq:nq + nk], qkv[..., nq + nk:]
         q = q.view(batch, length, -1, self.head_dim)
@@ -325,10 +281,8 @@ def patch(model, backend, layers=True):
     """Replace the Llama kernels of ``model`` by ``backend``'s (in place); returns ``model``.
     With ``backend.fuse``, q/k/v and gate/up are computed by one product each; with
     ``backend.residual``, the decoder layers' residual additions are made by the
-    output projections' products, and with ``backend.norm_in_products`` their
-    RMSNorms by the q/k/v and gate/up products, from weights with the norms'
-    weights folded in (a copy of those weights; ``unpatch`` drops it).
-    ``layers=False`` keeps transformers' decoder layers (neither of the last two)."""
+    output projections' products.  ``layers=False`` keeps transformers' decoder
+    layers (and so their residual additions)."""
     from transformers.models.llama import modeling_llama as llama
 
     if getattr(backend, "fuse", False):
@@ -337,13 +291,6 @@ def patch(model, backend, layers=True):
                 fuse_projections(module, ("q_proj", "k_proj", "v_proj"), "qkv_weight")
             elif type(module) is llama.LlamaMLP:
                 fuse_projections(module, ("gate_proj", "up_proj"), "gate_up_weight")
-        if layers and getattr(backend, "residual", False) and getattr(backend, "norm_in_products", False):
-            for layer in model.modules():
-                if type(layer) is llama.LlamaDecoderLayer:
-                    for module, attribute, norm in ((layer.self_attn, "qkv_weight", layer.input_layernorm),
-                                                    (layer.mlp, "gate_up_weight", layer.post_attention_layernorm)):
-                        module.__dict__[attribute + "_normed"] = backend.fold_norm(
-                            module.__dict__[attribute], norm.weight)
 
     forwards = {
         llama.LlamaRMSNorm: _rms_norm_forward(backend),
@@ -368,8 +315,6 @@ def unpatch(model):
         module.__dict__.pop("forward", None)
         module.__dict__.pop("qkv_weight", None)  # the projections' weights stay views of it
         module.__dict__.pop("gate_up_weight", None)
-        module.__dict__.pop("qkv_weight_normed", None)
-        module.__dict__.pop("gate_up_weight_normed", None)
     model.patched_with = None
     return model
 
