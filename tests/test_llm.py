@@ -139,3 +139,37 @@ def test_a_patched_decode_step_rotates_and_stores_in_one_kernel(tiny):
         llm.unpatch(model)
     assert torch.equal(got, tokens[:, :3])
     assert kernels.rope_store_kernel.stats.launches - before == 2 * model.config.num_hidden_layers  # two decode steps
+
+
+@pytest.mark.parametrize("rows", [2, 16, 20])
+def test_linear_swiglu_multiplies_in_the_products_epilogue(rows):
+    from examples.llm import kernels
+
+    gen = torch.Generator().manual_seed(rows)
+    x = torch.randn(rows, 1, 96, generator=gen)
+    gate_up = torch.randn(2 * 40, 96, generator=gen) / 96 ** 0.5  # 40 columns each: a partial block of 64
+    got = kernels.linear_swiglu(x, gate_up, 40)
+    expected = torch.nn.functional.silu(x @ gate_up[:40].t()) * (x @ gate_up[40:].t())
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    assert got.shape == (rows, 1, 40)
+
+
+def test_a_patched_decode_step_has_no_silu_kernel_of_its_own(tiny):
+    from examples.llm import kernels
+
+    model, prompt, tokens = tiny[0], tiny[1], tiny[2]
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    kinds = (kernels.silu_mul_kernel, kernels.gemv_swiglu_kernel)
+
+    def launches(new_tokens):  # the prompt, then new_tokens - 1 decode steps
+        before = [k.stats.launches for k in kinds]
+        got = llm.Generator(model, 2, 8, new_tokens)(prompt)
+        return got, [k.stats.launches - b for k, b in zip(kinds, before)]
+
+    try:
+        _, prompt_only = launches(1)
+        got, with_step = launches(2)
+    finally:
+        llm.unpatch(model)
+    assert torch.equal(got, tokens[:, :2])
+    assert [w - p for w, p in zip(with_step, prompt_only)] == [0, model.config.num_hidden_layers]

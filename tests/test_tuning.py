@@ -287,11 +287,11 @@ def test_a_product_is_recognised_by_its_two_operands_tiles():
 
     free = [SimpleNamespace(symbol=SimpleNamespace(name=n)) for n in ("M", "N", "K")]
     a, b = (("M",), ("K",)), (("K",), ("N",))
-    roles = tuning.space._gemm_roles
+    roles = tuning.space.gemm_roles
     assert roles(spec(a, b), free) == ("M", "N", "K")
     assert roles(spec(b, a), free) == ("M", "N", "K")
     assert roles(spec(a, ((), ("K",)), b), free) == ("M", "N", "K")
-    assert tuning.space._gemm_operands(spec(((), ("K",)), a, b), free) == (1, 2)
+    assert tuning.space.gemm_operands(spec(((), ("K",)), a, b), free) == (1, 2)
     assert roles(spec(a, b, (("M",), ("N",))), free) is None  # spans rows and columns: not a prologue's operand
     assert roles(spec(a, (("N",), ("K",))), free) is None
 

@@ -78,7 +78,7 @@ def square_candidates(spec, fixed):
     attention's 64x64 and 128x128, and at head dim 128 and 1k keys the tuner
     then chose 64x32 where 64x64 is faster)."""
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
-    if len(free) < 2 or not spec.loops or spec.num_warps or _gemm_roles(spec, free) is not None:
+    if len(free) < 2 or not spec.loops or spec.num_warps or gemm_roles(spec, free) is not None:
         return []
     stages = [spec.num_stages] if spec.num_stages else [3, 4]
     out = []
@@ -121,7 +121,7 @@ def skinny_candidates(spec, fixed, tensors):
     Empty where the kernel is no such product, the caller fixed the columns
     or reduction blocks, or fixed num_warps/num_stages at make."""
     metas = [m for m in spec.metas if m.meta]
-    roles = _gemm_roles(spec, metas)
+    roles = gemm_roles(spec, metas)
     if roles is None or spec.num_warps or spec.num_stages:
         return []
     rows, columns, reduction = roles
@@ -129,7 +129,7 @@ def skinny_candidates(spec, fixed, tensors):
         return []
     block = fixed.get(rows)
     if block is None:
-        position = _gemm_operands(spec, metas)[0]
+        position = gemm_operands(spec, metas)[0]
         if not tensors or tensors[position].dim() != 2 or tensors[position].shape[0] > SKINNY_ROWS:
             return []
         block = SKINNY_ROWS
@@ -145,7 +145,7 @@ def skinny_candidates(spec, fixed, tensors):
     return configs
 
 
-def _gemm_roles(spec, free):
+def gemm_roles(spec, free):
     """For a matrix-product-like kernel: the meta names of (rows, columns,
     reduction), else None.  Such a kernel streams a (rows, reduction) tile
     and a (reduction, columns) tile whose three block sizes are the free
@@ -156,9 +156,9 @@ def _gemm_roles(spec, free):
     return None if found is None else found[0]
 
 
-def _gemm_operands(spec, free):
+def gemm_operands(spec, free):
     """The tensor positions of the (rows, reduction) and (reduction, columns)
-    tiles of a matrix-product-like kernel (see ``_gemm_roles``), else None."""
+    tiles of a matrix-product-like kernel (see ``gemm_roles``), else None."""
     found = _gemm_match(spec, free)
     return None if found is None else found[1]
 
@@ -187,7 +187,7 @@ def _gemm_k_factor(spec, tensors):
     matrix product are: 2 where both operands of its product have 1-byte
     elements (fp8, int8), so that a tile holds the bytes of a 2-byte one;
     else 1."""
-    operands = _gemm_operands(spec, [m for m in spec.metas if m.meta]) if tensors else None
+    operands = gemm_operands(spec, [m for m in spec.metas if m.meta]) if tensors else None
     if operands is None:
         return 1
     sizes = {tensors[position].element_size() for position in operands}
@@ -196,7 +196,7 @@ def _gemm_k_factor(spec, tensors):
 
 def _candidates(spec, fixed, k_factor=1, widest=None):
     free = [m for m in spec.metas if m.meta and fixed.get(m.symbol.name) is None]
-    roles = _gemm_roles(spec, free)
+    roles = gemm_roles(spec, free)
     if roles is not None:
         by_name = {m.symbol.name: m for m in free}
         stages = [spec.num_stages] if spec.num_stages else [3, 4]

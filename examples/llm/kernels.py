@@ -518,6 +518,51 @@ def linear_add(x, weight, addend):
     return output
 
 
+# -- The MLP's gate and up products with SiLU-and-multiply as their epilogue (decode) ----------
+
+
+def gemv_swiglu_arrangement(input, gate, up, output, BLOCK_SIZE_M=_GEMV_M, BLOCK_SIZE_N=_GEMV_N,
+                            BLOCK_SIZE_K=_GEMV_K):
+    input_arranged, gate_arranged, output_arranged = _mm.arrangement(
+        input, gate, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+    up_arranged = _mm.arrangement(input, up, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)[1]
+    return input_arranged, gate_arranged, up_arranged, output_arranged
+
+
+def gemv_swiglu_application(input, gate, up, output):
+    g = ntl.zeros(output.shape, dtype=ntl.float32)
+    u = ntl.zeros(output.shape, dtype=ntl.float32)
+    for k in range(input.shape[0]):
+        x = input[k]
+        g += ntl.dot(x, gate[k])
+        u += ntl.dot(x, up[k])
+    # transformers rounds each product to the activations' dtype before SiLU.
+    g = ntl.cast(ntl.cast(g, input.source.dtype), ntl.float32)
+    u = ntl.cast(ntl.cast(u, input.source.dtype), ntl.float32)
+    output = g * ntl.sigmoid(g) * u  # noqa: F841
+
+
+gemv_swiglu_kernel = ntsym.make(gemv_swiglu_arrangement, gemv_swiglu_application,
+                                (Tensor(2), Tensor(2), Tensor(2), Tensor(2)), max_num_configs=12)
+
+
+def linear_swiglu(x, gate_up, size):
+    """``silu(x @ gate.T) * (x @ up.T)``, the MLP's first half, for the fused
+    weight ``gate_up`` ``(2 * size, K)`` (``gate`` its first ``size`` rows, ``up``
+    the rest).  With at most 16 rows one kernel: each program computes the same
+    columns of both products and stores ``silu(gate) * up`` (the products
+    rounded to ``x``'s dtype first, as ``silu_and_mul`` of ``linear``'s output
+    sees them).  With more, ``linear`` of the fused weight and ``silu_and_mul``."""
+    rows = x.reshape(-1, x.shape[-1])
+    if rows.shape[0] > GEMV_MAX_ROWS:
+        both = linear(x, gate_up)
+        return silu_and_mul(both[..., :size], both[..., size:])
+    output = torch.empty((*x.shape[:-1], size), dtype=x.dtype, device=x.device)
+    gemv_swiglu_kernel(rows, gate_up[:size].t(), gate_up[size:].t(), output.view(-1, size),
+                       BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    return output
+
+
 # -- SiLU-and-multiply --------------------------------------------------------------------
 
 

@@ -119,6 +119,9 @@ class NtsymBackend:
     def silu_and_mul(self, gate, up):
         return self.k.silu_and_mul(gate, up)
 
+    def linear_swiglu(self, x, gate_up, size):
+        return self.k.linear_swiglu(x, gate_up, size)
+
 
 class TritonBackend:
     """The hand-written Triton kernels where one applies, torch where none does.
@@ -196,9 +199,12 @@ def _mlp_forward(backend):
         if fused is None:
             hidden = backend.silu_and_mul(self.gate_proj(x), self.up_proj(x))
         else:
-            gate_up = backend.linear(x, fused)
             size = self.gate_proj.weight.shape[0]
-            hidden = backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:])
+            if hasattr(backend, "linear_swiglu"):  # SiLU-and-multiply in the product's epilogue
+                hidden = backend.linear_swiglu(x, fused, size)
+            else:
+                gate_up = backend.linear(x, fused)
+                hidden = backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:])
         return _projected(backend, self.down_proj, hidden, residual)
 
     return forward
