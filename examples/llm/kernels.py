@@ -36,6 +36,9 @@ Llama code uses:
 - ``linear_add(x, weight, addend)``: ``x @ weight.T + addend``, the residual
   connections after the attention's output projection and the MLP's down
   projection; with at most 16 rows the addition is the product's epilogue.
+- ``linear_swiglu(x, gate_up, size)``: ``silu(x @ gate.T) * (x @ up.T)`` for the MLP's
+  fused gate/up weight; with at most 16 rows the SiLU-and-multiply is the product's
+  epilogue (each program computes the same columns of both products).
 - ``silu_and_mul(gate, up)``: ``silu(gate) * up``, element-wise, fused; row by row, so
   that ``gate`` and ``up`` may be column views of one product.
 
