@@ -246,6 +246,16 @@ def test_products_of_few_rows_time_skinny_tiles():
     skinny = tuning.candidates(mm.kernel.spec, {}, two_rows)
     assert skinny and all(dict(c.meta)["BLOCK_SIZE_M"] == 16 for c in skinny)
     assert (32, 256) in {(dict(c.meta)["BLOCK_SIZE_N"], dict(c.meta)["BLOCK_SIZE_K"]) for c in skinny}
+    # A batch of products of one row each (the paper's Linear: bmm of (B, 1, K) activations
+    # with the weight expanded over the batch) is as skinny.
+    from examples import bmm
+
+    one_row_each = (torch.empty(2, 1, 256, dtype=torch.float16),
+                    torch.empty(256, 512, dtype=torch.float16).expand(2, -1, -1),
+                    torch.empty(2, 1, 512, dtype=torch.float16))
+    assert tuning.candidates(bmm.kernel.spec, {}, one_row_each) == skinny
+    many_batched = (torch.empty(2, 64, 256, dtype=torch.float16),) + one_row_each[1:]
+    assert tuning.candidates(bmm.kernel.spec, {}, many_batched) == tuning.candidates(bmm.kernel.spec, {})
     many_rows = (torch.empty(64, 256, dtype=torch.float16),) + two_rows[1:]
     assert tuning.candidates(mm.kernel.spec, {}, many_rows) == tuning.candidates(mm.kernel.spec, {})
     assert tuning.space.skinny_candidates(mm.kernel.spec, {"BLOCK_SIZE_M": 64}, two_rows) == []

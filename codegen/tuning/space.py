@@ -117,7 +117,8 @@ SKINNY_ROWS = 16
 def skinny_candidates(spec, fixed, tensors):
     """SKINNY_SHAPES for a matrix product whose rows fit one block of 16:
     its rows block fixed at 16 or less by the caller, or its first operand a
-    2-D tensor of at most 16 rows (the rows block is then 16, dot's least).
+    matrix (or a batch of them: bmm's, a decode step's ``(B, 1, K)``
+    activations) of at most 16 rows (the rows block is then 16, dot's least).
     Empty where the kernel is no such product, the caller fixed the columns
     or reduction blocks, or fixed num_warps/num_stages at make."""
     metas = [m for m in spec.metas if m.meta]
@@ -130,7 +131,7 @@ def skinny_candidates(spec, fixed, tensors):
     block = fixed.get(rows)
     if block is None:
         position = gemm_operands(spec, metas)[0]
-        if not tensors or tensors[position].dim() != 2 or tensors[position].shape[0] > SKINNY_ROWS:
+        if not tensors or tensors[position].dim() < 2 or tensors[position].shape[-2] > SKINNY_ROWS:
             return []
         block = SKINNY_ROWS
     elif block > SKINNY_ROWS:
