@@ -173,3 +173,33 @@ def test_a_patched_decode_step_has_no_silu_kernel_of_its_own(tiny):
         llm.unpatch(model)
     assert torch.equal(got, tokens[:, :2])
     assert [w - p for w, p in zip(with_step, prompt_only)] == [0, model.config.num_hidden_layers]
+
+
+@pytest.mark.parametrize("columns", [5000, 4096, 2 * 2048 + 1])
+def test_argmax_is_torchs_first_index_of_the_maximum(columns):
+    from examples.llm import kernels
+
+    gen = torch.Generator().manual_seed(columns)
+    logits = -1 - torch.rand(3, columns, generator=gen)  # all negative: padded lanes must not win
+    logits[0, columns - 1] = 0.5  # in the last, partial block
+    logits[1, 7] = logits[1, columns - 3] = 0.25  # a tie across blocks: the first
+    logits[2, 2048] = logits[2, 2049] = 0.0  # a tie inside a block
+    out = torch.full((3, 1), -1, dtype=torch.int64)
+    assert kernels.argmax(logits, out) is out
+    assert torch.equal(out, logits.argmax(-1, keepdim=True))
+    assert out[:, 0].tolist() == [columns - 1, 7, 2048]
+
+
+def test_a_patched_model_chooses_its_tokens_with_the_backends_argmax(tiny):
+    from examples.llm import kernels
+
+    model, prompt, tokens = tiny[0], tiny[1], tiny[2]
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    try:
+        before = kernels.argmax_rows_kernel.stats.launches
+        got = llm.Generator(model, 2, 8, 3)(prompt)
+        assert kernels.argmax_rows_kernel.stats.launches - before == 3  # the prompt's token, two decode steps
+    finally:
+        llm.unpatch(model)
+    assert torch.equal(got, tokens[:, :3])
+    assert model.greedy is None

@@ -39,6 +39,8 @@ Llama code uses:
 - ``linear_swiglu(x, gate_up, size)``: ``silu(x @ gate.T) * (x @ up.T)`` for the MLP's
   fused gate/up weight; with at most 16 rows the SiLU-and-multiply is the product's
   epilogue (each program computes the same columns of both products).
+- ``argmax(logits, out)``: each row's greedy token, ``logits.argmax(-1, keepdim=True)``,
+  in two passes (blocks of a row, then the row's blocks).
 - ``silu_and_mul(gate, up)``: ``silu(gate) * up``, element-wise, fused; row by row, so
   that ``gate`` and ``up`` may be column views of one product.
 
@@ -563,6 +565,60 @@ def linear_swiglu(x, gate_up, size):
     output = torch.empty((*x.shape[:-1], size), dtype=x.dtype, device=x.device)
     gemv_swiglu_kernel(rows, gate_up[:size].t(), gate_up[size:].t(), output.view(-1, size),
                        BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    return output
+
+
+# -- Greedy choice: the argmax of each row of logits ----------------------------------------
+
+ARGMAX_BLOCK = 2048  # columns a program of the first pass reads
+
+
+def argmax_blocks_arrangement(input, values, indices):
+    # input (R, V) in blocks of ARGMAX_BLOCK columns; values, indices (R, P): one per block.
+    return input.tile((1, ARGMAX_BLOCK)), values.tile((1, 1)), indices.tile((1, 1))
+
+
+def argmax_blocks_application(input, values, indices):
+    x = ntl.cast(input, ntl.float32)
+    values = ntl.max(x, 1)[:, None]  # noqa: F841
+    indices = (ntl.argmax(x, 1) + ntl.min(input.offsets(1)))[:, None]  # noqa: F841
+
+
+argmax_blocks_kernel = ntsym.make(argmax_blocks_arrangement, argmax_blocks_application,
+                                  (Tensor(2), Tensor(2), Tensor(2, dtype=ntsym.int64)))
+
+
+def argmax_rows_arrangement(values, indices, output):
+    # values, indices (R, P): a row's blocks in one tile; output (R, 1).
+    return values.tile((1, -1)), indices.tile((1, -1)), output.tile((1, 1))
+
+
+def argmax_rows_application(values, indices, output):
+    top = ntl.max(values, 1)
+    # The first block holding the maximum: argmax's first index, as torch's.
+    output = ntl.min(ntl.where(values == top[:, None], indices, 2**62), 1)[:, None]  # noqa: F841
+
+
+_blocks = {"constexpr": True, "upper_bound": 2**14}
+argmax_rows_kernel = ntsym.make(argmax_rows_arrangement, argmax_rows_application,
+                                (Tensor(2, shape_options=(None, _blocks)),
+                                 Tensor(2, dtype=ntsym.int64, shape_options=(None, _blocks)),
+                                 Tensor(2, dtype=ntsym.int64)))
+
+
+def argmax(logits, out=None):
+    """``logits.argmax(-1, keepdim=True)`` of ``(R, V)`` logits (the first index
+    of each row's maximum) in two kernels: the maximum and its index in each
+    block of ARGMAX_BLOCK columns, then each row's over its blocks; into
+    ``out`` ``(R, 1)`` (int64) if given.  (torch reduces each of a decode
+    step's two rows of 128,256 logits with one block of threads.)"""
+    rows, columns = logits.shape
+    blocks = -(-columns // ARGMAX_BLOCK)
+    values = torch.empty((rows, blocks), dtype=torch.float32, device=logits.device)
+    indices = torch.empty((rows, blocks), dtype=torch.int64, device=logits.device)
+    argmax_blocks_kernel(logits, values, indices)
+    output = torch.empty((rows, 1), dtype=torch.int64, device=logits.device) if out is None else out
+    argmax_rows_kernel(values, indices, output)
     return output
 
 

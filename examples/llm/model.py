@@ -6,8 +6,10 @@ attention), ``LlamaMLP`` (fused SiLU-and-multiply) and bias-free ``nn.Linear``
 (the projections and ``lm_head``) by calls of ``backend``: ``NTSYM`` (the ntsym
 kernels of ``examples/llm/kernels.py``) or ``TRITON`` (the hand-written Triton
 kernels of ``benchmarks/triton_baselines.py`` where they apply).  ``unpatch``
-restores the model.  The embedding, the residual additions, the RoPE tables and
-the argmax stay ``transformers``' torch code in every variant.
+restores the model.  The embedding and the RoPE tables stay ``transformers``'
+torch code in every variant; the residual additions (in the output projections'
+products) and the greedy loop's argmax are the ntsym backend's, torch's for the
+Triton one.
 
 What the patched attention assumes (the loop below keeps to it): a
 ``StaticCache``; a prompt (more than one token) fills the empty cache and
@@ -121,6 +123,9 @@ class NtsymBackend:
 
     def linear_swiglu(self, x, gate_up, size):
         return self.k.linear_swiglu(x, gate_up, size)
+
+    def argmax(self, logits, out):
+        return self.k.argmax(logits, out)
 
 
 class TritonBackend:
@@ -313,6 +318,8 @@ def patch(model, backend, layers=True):
         if forward is not None:
             module.forward = types.MethodType(forward, module)
     model.patched_with = backend.name
+    # The greedy loop's choice of each next token (``Generator``), where the backend has one.
+    model.greedy = getattr(backend, "argmax", None)
     return model
 
 
@@ -322,6 +329,7 @@ def unpatch(model):
         module.__dict__.pop("qkv_weight", None)  # the projections' weights stay views of it
         module.__dict__.pop("gate_up_weight", None)
     model.patched_with = None
+    model.greedy = None
     return model
 
 
@@ -366,9 +374,18 @@ class Generator:
         return self.model(input_ids=ids, position_ids=positions, cache=self.cache, use_cache=True,
                           logits_to_keep=1, **self._kwargs()).logits[:, -1]
 
+    def _choose(self, logits):
+        """The next tokens into ``self.ids``: the patched backend's argmax where
+        it has one, else torch's."""
+        greedy = getattr(self.model, "greedy", None)
+        if greedy is None:
+            self.ids.copy_(logits.argmax(-1, keepdim=True))
+        else:
+            greedy(logits, self.ids)
+
     def _step(self):
         logits = self.step_fn(self.ids, self.positions)
-        self.ids.copy_(logits.argmax(-1, keepdim=True))
+        self._choose(logits)
         self.positions.add_(1)
         return logits
 
@@ -381,7 +398,7 @@ class Generator:
                             logits_to_keep=1, **self._kwargs()).logits[:, -1]
         tokens = torch.empty((batch, self.new_tokens), dtype=torch.long, device=prompt.device)
         kept = [logits] if keep_logits else None
-        self.ids.copy_(logits.argmax(-1, keepdim=True))
+        self._choose(logits)
         self.positions.fill_(prompt_len)
         tokens[:, 0] = self.ids[:, 0]
         for i in range(1, self.new_tokens):
