@@ -203,3 +203,33 @@ def test_a_patched_model_chooses_its_tokens_with_the_backends_argmax(tiny):
         llm.unpatch(model)
     assert torch.equal(got, tokens[:, :3])
     assert model.greedy is None
+
+
+def test_a_patched_decode_step_advances_every_layers_length_with_one_addition(tiny):
+    model, prompt, tokens = tiny[0], tiny[1], tiny[2]
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    try:
+        generator = llm.Generator(model, 2, 8, 4)
+        got = generator(prompt)
+    finally:
+        llm.unpatch(model)
+    assert torch.equal(got, tokens[:, :4])
+    cache = generator.cache
+    # The prompt's 8 positions and three decode steps' tokens, in every layer.
+    assert cache.shared_lengths.tolist() == [11] * model.config.num_hidden_layers
+    assert all(layer.cumulative_length.data_ptr() == cache.shared_lengths[i].data_ptr()
+               for i, layer in enumerate(cache.layers))
+
+
+def test_decode_attention_counts_the_pending_token():
+    from examples.llm import kernels
+
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 4, 1, 16, generator=gen)
+    keys, values = torch.randn(2, 2, 64, 16, generator=gen), torch.randn(2, 2, 64, 16, generator=gen)
+    counted = kernels.decode_attention(q, keys, values, torch.tensor([9]))
+    pending = kernels.decode_attention(q, keys, values, torch.tensor([8]), pending=1)
+    torch.testing.assert_close(pending, counted)
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        q, keys[:, :, :9].repeat_interleave(2, 1), values[:, :, :9].repeat_interleave(2, 1))
+    torch.testing.assert_close(pending, expected, atol=1e-5, rtol=1e-5)

@@ -314,6 +314,7 @@ def decode_arrangement(
     k,
     v,
     length,
+    pending,
     scale,
     o,
     lse,
@@ -343,10 +344,10 @@ def decode_arrangement(
     length_arranged = length.tile((1,)).unsqueeze(1).unsqueeze(2).unsqueeze(3)
     length_arranged = length_arranged.expand(tuple(k_arranged.shape))
 
-    return q_arranged, k_arranged, arrange_k_or_v(v), length_arranged, scale, o_arranged, lse_arranged
+    return q_arranged, k_arranged, arrange_k_or_v(v), length_arranged, pending, scale, o_arranged, lse_arranged
 
 
-def decode_application(q, k, v, length, scale, o, lse):
+def decode_application(q, k, v, length, pending, scale, o, lse):
     q_loaded = q
     scale_log2 = scale * 1.4426950408889634
     acc = ntl.zeros(o.shape, dtype=ntl.float32)
@@ -354,7 +355,7 @@ def decode_application(q, k, v, length, scale, o, lse):
     l = ntl.zeros((q.shape[0],), dtype=ntl.float32)
     # The valid positions of this program's split, counted from its start.
     split = lse.offsets(2)  # one value: the tile lies in one split
-    valid = ntl.sum(length, 0) - split * k.source.shape[3]
+    valid = ntl.sum(length, 0) + pending - split * k.source.shape[3]
     # Only the split's blocks that start before its last valid position are visited.
     count = ntl.minimum(ntl.maximum(valid + k[0].shape[0] - 1, 0) // k[0].shape[0], k.shape[0])
     for i in range(count):
@@ -380,6 +381,7 @@ decode_kernel = ntsym.make(
      Tensor(5, shape_options=(None, None, None, None, _d)),
      Tensor(5, shape_options=(None, None, None, None, _d)),
      Tensor(shape=(1,)),
+     Tensor(0, dtype=ntsym.int64),
      Tensor(0),
      Tensor(5, shape_options=(None, None, None, None, _d)),
      Tensor(4)),
@@ -437,12 +439,15 @@ def padded_cache_len(n):
     return -(-n // step) * step
 
 
-def decode_attention(q, k_cache, v_cache, length, scale=None, out=None):
-    """``q`` ``(B, H, 1, D)`` against the first ``length`` positions of ``(B, Hkv, L, D)`` caches.
+def decode_attention(q, k_cache, v_cache, length, scale=None, out=None, pending=0):
+    """``q`` ``(B, H, 1, D)`` against the first ``length + pending`` positions of
+    ``(B, Hkv, L, D)`` caches.
 
     Returns ``(B, H, 1, D)`` (into ``out`` if given).  ``length`` is a one-element
     integer tensor; the splits are fixed by ``L``, so the call's shape, and a CUDA
-    graph of it, does not depend on ``length``.
+    graph of it, does not depend on ``length``.  ``pending``: positions stored but
+    not yet counted in ``length`` (a decode step's token, stored before the
+    cache's length moves on).
     """
     b, h, one, d = q.shape
     kv_heads, cache_len = k_cache.shape[1], k_cache.shape[2]
@@ -452,7 +457,7 @@ def decode_attention(q, k_cache, v_cache, length, scale=None, out=None):
     o_part = torch.empty((b, kv_heads, n_split, groups, d), dtype=torch.float32, device=q.device)
     lse = torch.empty((b, kv_heads, n_split, groups), dtype=torch.float32, device=q.device)
     decode_kernel(q.reshape(b, kv_heads, 1, groups, d), k_cache.unflatten(2, (n_split, -1)),
-                  v_cache.unflatten(2, (n_split, -1)), length.reshape(1), float(scale), o_part, lse,
+                  v_cache.unflatten(2, (n_split, -1)), length.reshape(1), int(pending), float(scale), o_part, lse,
                   BLOCK_SIZE_G=16, BLOCK_SIZE_N=block_n)
     output = torch.empty(q.shape, dtype=q.dtype, device=q.device) if out is None else out
     combine_kernel(o_part, lse, output.view(b, kv_heads, groups, d))

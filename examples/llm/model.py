@@ -106,8 +106,8 @@ class NtsymBackend:
     def prefill_attention(self, q, k, v, scale):
         return self.k.prefill_attention(q, k, v, scale)
 
-    def decode_attention(self, q, k_cache, v_cache, length, scale):
-        return self.k.decode_attention(q, k_cache, v_cache, length, scale)
+    def decode_attention(self, q, k_cache, v_cache, length, scale, pending=0):
+        return self.k.decode_attention(q, k_cache, v_cache, length, scale, pending=pending)
 
     def linear(self, x, weight):
         return self.k.linear(x, weight)
@@ -254,8 +254,9 @@ def _attention_forward(backend):
             # length, then the length moves on, as the cache's own update does.
             q = backend.rope_and_store(q, k, v, cos, sin, layer.keys, layer.values,
                                        layer.cumulative_length).transpose(1, 2)
-            layer.cumulative_length.add_(1)
-            output = backend.decode_attention(q, layer.keys, layer.values, layer.cumulative_length, self.scaling)
+            output = backend.decode_attention(q, layer.keys, layer.values, layer.cumulative_length, self.scaling,
+                                              pending=1)
+            _advance(cache, self.layer_idx)
         else:
             q = backend.rope(q, cos, sin).transpose(1, 2)
             k = backend.rope(k, cos, sin).transpose(1, 2)
@@ -269,6 +270,33 @@ def _attention_forward(backend):
         return _projected(backend, self.o_proj, output, residual), None
 
     return forward
+
+
+def share_lengths(cache):
+    """Make every layer's length (``cumulative_length``, a 0-d tensor once the
+    cache is initialised) an element of one tensor, ``cache.shared_lengths``,
+    so that the patched attention advances all of them with one addition a
+    decode step (``_advance``) instead of one per layer.  Their values and
+    the cache's own updates are unchanged (in-place updates of the views)."""
+    if getattr(cache, "shared_lengths", None) is not None:
+        return
+    layers = cache.layers
+    if not all(getattr(layer, "is_initialized", False) for layer in layers):
+        return
+    shared = torch.stack([layer.cumulative_length for layer in layers])
+    for i, layer in enumerate(layers):
+        layer.cumulative_length = shared[i]
+    cache.shared_lengths = shared
+
+
+def _advance(cache, layer_idx):
+    """A decode step's token is in layer ``layer_idx``'s cache: count it.  With
+    shared lengths, the last layer (the last to read them) advances them all."""
+    shared = getattr(cache, "shared_lengths", None)
+    if shared is None:
+        cache.layers[layer_idx].cumulative_length.add_(1)
+    elif layer_idx == len(cache.layers) - 1:
+        shared.add_(1)
 
 
 def fuse_projections(module, names, attribute):
@@ -400,6 +428,8 @@ class Generator:
         kept = [logits] if keep_logits else None
         self._choose(logits)
         self.positions.fill_(prompt_len)
+        if getattr(self.model, "patched_with", None):
+            share_lengths(self.cache)  # one addition a decode step advances every layer's length
         tokens[:, 0] = self.ids[:, 0]
         for i in range(1, self.new_tokens):
             if self.graph is not None:
