@@ -383,8 +383,9 @@ def _small_guard(kernel, plan):
 
 
 def _representative(kernel, plan, size=TUNE_SIZE):
-    """Tensors of every free size ``size`` (compile-time sizes at their first
-    compiled value), scalars 1."""
+    """Tensors of every free size ``size``, or the size's upper bound where
+    that is smaller (as NineToothed's build tunes), compile-time sizes at
+    their first compiled value; scalars 1."""
     import torch
 
     values = {}
@@ -394,15 +395,21 @@ def _representative(kernel, plan, size=TUNE_SIZE):
     args = []
     for p, ir_p in zip(plan.params, kernel.ir.call_params):
         if p.kind in ("tensor", "shape"):
-            shape = [values.get(getattr(s, "name", ""), size) if hasattr(s, "name") else int(s)
+            shape = [values.get(s.name, _bounded(size, s)) if hasattr(s, "name") else int(s)
                      for s in ir_p.source_sizes]
             dtype = getattr(torch, p.dtype or "float16")
-            args.append(torch.randn(shape, device="cuda").to(dtype))
+            args.append(torch.randn(shape, device="cuda", dtype=dtype) if dtype.is_floating_point
+                        else torch.randn(shape, device="cuda").to(dtype))
         elif p.kind == "scalar":
             args.append(1.0 if p.ctype == "double" else 1)
         else:
             args.append(values.get(p.name, 0))
     return args
+
+
+def _bounded(size, symbol):
+    bound = getattr(symbol, "upper_bound", None)
+    return size if bound is None else min(size, bound)
 
 
 def _time(fn, reps=20):

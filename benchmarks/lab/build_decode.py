@@ -37,8 +37,10 @@ SHAPES = ((4096, 4096), (14336, 4096))  # (K, N): q/o, down
 def premake(k, n, block_size_m, block_size_n, block_size_k):
     arrangement = functools.partial(bmm.arrangement, BLOCK_SIZE_M=block_size_m, BLOCK_SIZE_N=block_size_n,
                                     BLOCK_SIZE_K=block_size_k)
-    tensors = (Tensor(shape=(None, None, k), dtype=ntsym.float16), Tensor(shape=(None, k, n), dtype=ntsym.float16),
-               Tensor(shape=(None, None, n), dtype=ntsym.float16))
+    batch = ({"upper_bound": 4}, None, None)  # as the paper's protocol declares its batch
+    tensors = (Tensor(shape=(None, None, k), dtype=ntsym.float16, shape_options=batch),
+               Tensor(shape=(None, k, n), dtype=ntsym.float16, shape_options=batch),
+               Tensor(shape=(None, None, n), dtype=ntsym.float16, shape_options=batch))
     return arrangement, mm.application, tensors
 
 
