@@ -13,7 +13,11 @@ class (the previous build).  Each called with the paper's Linear operands,
 ``x`` ``(2, 1, K)`` and ``weight.T`` expanded over the batch, timed as CUDA-graph
 replays (``do_bench_cudagraph``, µs), beside ``torch.bmm``.
 
-    python -m benchmarks.lab.build_decode
+    python -m benchmarks.lab.build_decode [--same-config]
+
+``--same-config``: instead, one configuration (block sizes 64 x 128 x 32, 4
+warps, 3 stages) as a library (``make(..., caller="cuda")``) and as the JIT
+kernel, with the weight expanded and not, at 1 and 64 rows a sequence.
 """
 
 import functools
@@ -90,5 +94,35 @@ def main():
               + f" | {reference:.1f} | {error:.3g} |", flush=True)
 
 
+def same_config():
+    out_dir = pathlib.Path(tempfile.mkdtemp(prefix="ntsym_build_decode_"))
+    print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}; fp16, "
+          "block sizes 64 x 128 x 32, 4 warps, 3 stages")
+    print("\n| weight (K, N) | batch x rows | weight | library µs | JIT µs | torch.bmm µs |")
+    print("|---|---|---|---:|---:|---:|")
+    gen = torch.Generator("cuda").manual_seed(0)
+    meta = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32}
+    for k, n in SHAPES:
+        arrangement, application, tensors = premake(k, n, 64, 128, 32)
+        lib = ntsym.make(arrangement, application, tensors, caller="cuda", kernel_name=f"bmm_{k}_{n}",
+                         output_dir=out_dir / f"{k}_{n}", num_warps=4, num_stages=3)
+        for rows, expanded in itertools.product((1, 64), (True, False)):
+            x = torch.randn(2, rows, k, device="cuda", dtype=torch.float16, generator=gen)
+            weight = torch.randn(n, k, device="cuda", dtype=torch.float16, generator=gen) / k ** 0.5
+            other = weight.t().unsqueeze(0).expand(2, -1, -1)
+            other = other if expanded else other.contiguous()
+            out = torch.empty(2, rows, n, device="cuda", dtype=torch.float16)
+            lib(x, other, out)
+            library = triton.testing.do_bench_cudagraph(lambda: lib(x, other, out)) * 1e3
+            bmm.kernel(x, other, out, **meta, num_warps=4, num_stages=3)
+            jit = triton.testing.do_bench_cudagraph(
+                lambda: bmm.kernel(x, other, out, **meta, num_warps=4, num_stages=3)) * 1e3
+            reference = triton.testing.do_bench_cudagraph(lambda: torch.bmm(x, other)) * 1e3
+            print(f"| {k} x {n} | 2 x {rows} | {'expanded' if expanded else 'contiguous'} | {library:.1f} | "
+                  f"{jit:.1f} | {reference:.1f} |", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    same_config() if "--same-config" in sys.argv else main()

@@ -8,8 +8,9 @@ chooses 64-bit index math where an offset can reach 2**31, and computes the
 compile-time flags (peeled loops, contiguous layouts) and the grid.  What the
 Python launcher gives Triton at run time as compile-time values, the C launcher
 can only choose among cubins compiled beforehand: every combination of those
-flags is compiled (``plan``), plus a specialised variant for 16-byte aligned
-data, sizes and strides that are multiples of 16 and unit last strides.
+flags is compiled (``plan``), plus specialised variants for 16-byte aligned
+data, strides that are multiples of 16 and unit last strides, with sizes that
+are multiples of 16 or not.
 
 The parts: ``common`` (element types, status codes, SymPy to C), ``planning``
 (the plan and its variants), ``build`` (cubins, the C compiler, the build

@@ -351,7 +351,9 @@ def launcher_c(plan_, static=True):
     body.append(f"int64_t grid = {plan_.grid};")
     body.append("if (grid <= 0) return NTSYM_SUCCESS;  /* an empty problem: nothing to run */")
     for ax in plan_.axes:
-        if ax.kind == "aligned":
+        if ax.kind == "aligned" and ax.c_partial:
+            body.append(f"int64_t aligned_value = NTSYM_INT64_value ? 0 : {ax.c} ? 1 : {ax.c_partial} ? 2 : 0;")
+        elif ax.kind == "aligned":
             body.append(f"int64_t aligned_value = !NTSYM_INT64_value && {ax.c};")
         else:
             body.append(f"int64_t {ax.name}_value = {ax.c};")

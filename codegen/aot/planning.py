@@ -33,6 +33,7 @@ class Axis:
     values: tuple
     c: str  # C expression computing it from the call
     kind: str = "flag"  # "flag", "int64", "aligned", "choice"
+    c_partial: str = ""  # "aligned": the condition of its value 2 (see ``_axes``)
 
 
 @dataclass
@@ -308,14 +309,23 @@ def _axes(ir, generated, params, meta_subs, choices, specialize):
     int64_terms = " || ".join([f"ntsym_needs_int64(&{p.name})" for p in tensor_params]
                               + [_logical_peak(ir, meta_subs)]) or "0"
     axes = [Axis("NTSYM_INT64", (0, 1), f"({int64_terms})", "int64")]
+    # aligned = 1: data 16-byte aligned, unit last strides, every other stride
+    # and every size a multiple of 16; = 2: the same but the sizes (a decode
+    # step's batch of 2 and row of 1 are no multiples of 16, yet its operands'
+    # loads can be vectorised); 0: neither.
     aligned = [f"((uintptr_t){p.name}.data % 16 == 0)" for p in tensor_params]
+    sizes = []
     for a in (a for a in ir.size_args if not a.constexpr):
         ndim = next(p.ndim for p in ir.params if p.name == a.param)
         if a.kind == "stride" and a.dim == ndim - 1:
             aligned.append(f"({a.symbol.name} == 1)")
-        else:
+        elif a.kind == "stride":
             aligned.append(f"({a.symbol.name} % 16 == 0)")
-    axes.append(Axis("aligned", (0, 1), "(" + " && ".join(aligned or ["1"]) + ")", "aligned"))
+        else:
+            sizes.append(f"({a.symbol.name} % 16 == 0)")
+    partial = "(" + " && ".join(aligned or ["1"]) + ")"
+    full = "(" + " && ".join(aligned + sizes or ["1"]) + ")"
+    axes.append(Axis("aligned", (0, 1, 2) if sizes else (0, 1), full, "aligned", partial if sizes else ""))
     for flag, (size, block) in dict(records.whole).items():
         size, block = (sympy.sympify(x).xreplace(meta_subs) for x in (size, block))
         axes.append(Axis(flag, (0, 1), f"({c_expr(size)} % {c_expr(block)} == 0)"))
@@ -411,7 +421,7 @@ def _variant(ir, generated, assignment, meta, known, choices, advance):
             constexprs[arg.name] = value
         if launched is not None:
             launch.append(launched)
-        if hinted and facts.aligned:
+        if hinted:
             attrs[(i,)] = [["tt.divisibility", 16]]
     return Variant(dict(assignment), signature, constexprs, attrs, launch)
 
@@ -419,19 +429,20 @@ def _variant(ir, generated, assignment, meta, known, choices, advance):
 class _VariantFacts:
     """What one variant fixes: ``value(arg)`` is the Triton type (or
     ``"constexpr"``), the constant, the (C local, C type) its launch passes
-    (or None) and whether it takes the 16-byte divisibility hint."""
+    (or None) and whether it takes the 16-byte divisibility hint (data and
+    strides in the aligned variants, sizes in the one of aligned sizes too)."""
 
     def __init__(self, ir, assignment, meta, known, advance):
         self.ir, self.assignment, self.meta, self.known, self.advance = ir, assignment, meta, known, advance
         self.int64 = bool(assignment["NTSYM_INT64"])
-        self.aligned = bool(assignment["aligned"])
+        self.aligned = int(assignment["aligned"])
         self.int_type = "i64" if self.int64 else "i32"
         self.by_name = {p.name: p for p in ir.params}
 
     def value(self, arg):
         if arg.source == "tensor":
             p = self.by_name[arg.detail.name]
-            return "*" + TRITON_TYPES[dtype_name(p.dtype)], None, (f"{p.name}_data", "CUdeviceptr"), True
+            return "*" + TRITON_TYPES[dtype_name(p.dtype)], None, (f"{p.name}_data", "CUdeviceptr"), self.aligned != 0
         if arg.source == "scalar":
             return self._scalar(arg)
         if arg.source in ("fixed", "constexpr"):
@@ -477,7 +488,8 @@ class _VariantFacts:
         if self.aligned and a.kind == "stride" and a.dim == ndim - 1:
             return "constexpr", 1, None, False
         ctype = "int32_t" if self.int_type == "i32" else "int64_t"
-        return self.int_type, None, (f"{arg.name}_{self.int_type}", ctype), True
+        hinted = self.aligned == 1 or (self.aligned == 2 and a.kind == "stride")
+        return self.int_type, None, (f"{arg.name}_{self.int_type}", ctype), hinted
 
     def _pow2(self, arg):
         value = _by_name(arg.detail, self.known)
