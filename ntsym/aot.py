@@ -19,11 +19,6 @@ from ntsym import compiler
 
 DEFAULT_TARGET = ("cuda", 90, 32)
 TUNE_SIZE = 256  # every size of the representative tensors build-time tuning runs on
-# A second, small class: every free size at most SMALL_LIMIT (a decode step's
-# products: a few rows a sequence), tuned at SMALL_SIZE.  Where its choice of
-# meta-parameters differs, the dispatcher takes it for calls of that class.
-SMALL_SIZE = 2
-SMALL_LIMIT = 16
 
 
 def current_target():
@@ -193,10 +188,8 @@ def _compiled(premake, config):
     return compiler.compile(arrangement, application, tensors)
 
 
-def _write_library(kernel_name, output_dir, plans, keys, config_names, target, workers=None, guards=None):
-    """Compile the plans' variants (in parallel), write the sources and link
-    the ``.so``; ``guards``: a C condition per plan (or None), see
-    ``aot.config_dispatch``."""
+def _write_library(kernel_name, output_dir, plans, keys, config_names, target, workers=None):
+    """Compile the plans' variants (in parallel), write the sources and link the ``.so``."""
     output_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for p in plans:
@@ -207,8 +200,8 @@ def _write_library(kernel_name, output_dir, plans, keys, config_names, target, w
     for p in plans:
         for i, v in enumerate(p.variants):
             (output_dir / f"{p.name}.{i}.cubin").write_bytes(v.cubin)
-    if config_names or any(guards or ()):
-        dispatch, entry = aot.config_dispatch(kernel_name, plans, keys, config_names, guards)
+    if config_names:
+        dispatch, entry = aot.config_dispatch(kernel_name, plans, keys, config_names)
     else:
         dispatch, entry = aot.single_dispatch(kernel_name, plans[0])
     (output_dir / f"{kernel_name}.h").write_text(aot.header(kernel_name, entry))
@@ -267,9 +260,9 @@ def build(premake, configs, *, meta_parameters=None, caller="cuda", kernel_name=
     tuned = {}
     if meta_parameters:
         winners, tuned = _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names)
-        chosen = [plans[i] for i, _ in winners]
-        _write_library(kernel_name, output_dir, chosen, [keys[i][:len(config_names)] for i, _ in winners],
-                       config_names, target, workers, [guard for _, guard in winners])
+        chosen = [plans[i] for i in winners]
+        _write_library(kernel_name, output_dir, chosen, [keys[i][:len(config_names)] for i in winners],
+                       config_names, target, workers)
         plans = chosen
     saved = {"key": key, "params": [(p.name, p.kind, p.ctype) for p in plans[0].params],
              "config_names": config_names, "tuned": tuned, "seconds": time.perf_counter() - started,
@@ -320,12 +313,8 @@ def _config_key(config, meta_parameters):
 
 def _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names):
     """Time each meta-parameter choice per configuration through the library
-    just built, on representative tensors of every free size TUNE_SIZE, then
-    of every free size SMALL_SIZE; where there is no GPU, the first choice of
-    each stands (marked untimed).  Returns the plans to dispatch to, as
-    (index, guard) in the order the dispatcher tries them: a configuration's
-    small-class choice (guarded by ``_small_guard``) where it differs, then
-    its choice."""
+    just built; where there is no GPU, the first choice of each stands
+    (marked untimed)."""
     import torch
 
     library = Library(kernel_name, output_dir, [(p.name, p.kind, p.ctype) for p in plans[0].params],
@@ -344,42 +333,12 @@ def _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, con
                 code, _ = library.status(*full)
                 times[i] = _time(lambda: library.status(*full)) if code == 0 else float("inf")
         best = min(members, key=lambda i: times.get(i, 0.0))
-        entry = {"meta": _meta_of(configs[best], meta_parameters), "ms": times.get(best), "timed": bool(times)}
-        guard = _small_guard(kernels[members[0]], plans[members[0]])
-        if times and guard:
-            args = _representative(kernels[members[0]], plans[members[0]], SMALL_SIZE)
-            small = {}
-            for i in members:
-                full = list(args) + list(_config_key(configs[i], meta_parameters))
-                code, _ = library.status(*full)
-                small[i] = _time(lambda: library.status(*full)) if code == 0 else float("inf")
-            small_best = min(members, key=lambda i: small[i])
-            if small_best != best and small[small_best] < float("inf"):
-                winners.append((small_best, guard))
-                entry["small"] = {"meta": _meta_of(configs[small_best], meta_parameters), "ms": small[small_best],
-                                  "when": guard}
-        winners.append((best, None))
-        tuned[json.dumps(list(key))] = entry
+        winners.append(best)
+        tuned[json.dumps(list(key))] = {"meta": {k: configs[best][1][k] for k in meta_parameters
+                                                 if k in configs[best][1]},
+                                        "ms": times.get(best), "timed": bool(times)}
     (output_dir / f"{kernel_name}.tuned.json").write_text(json.dumps(tuned, indent=1))
     return winners, tuned
-
-
-def _meta_of(config, meta_parameters):
-    return {k: config[1][k] for k in meta_parameters if k in config[1]}
-
-
-def _free_dims(kernel, plan):
-    """(tensor name, dimension) of every size a call chooses freely (not a
-    compile-time choice of the plan)."""
-    choices = {ax.name for ax in plan.axes if ax.kind == "choice"}
-    return [(p.name, d) for p, ir_p in zip(plan.params, kernel.ir.call_params) if p.kind in ("tensor", "shape")
-            for d, size in enumerate(ir_p.source_sizes) if hasattr(size, "name") and size.name not in choices]
-
-
-def _small_guard(kernel, plan):
-    """The C condition of the small class: every free size at most SMALL_LIMIT."""
-    return " && ".join(f"{name}.ndim > {d} && {name}.shape[{d}] <= {SMALL_LIMIT}"
-                       for name, d in _free_dims(kernel, plan)) or None
 
 
 def _representative(kernel, plan, size=TUNE_SIZE):

@@ -263,32 +263,3 @@ def test_a_script_file_builds_at_its_top_level(tmp_path):
     assert "ntsym: building add_script_c0: 4/4 variants compiled" in done.stderr
     assert (tmp_path / "lib" / "add_script.so").exists()
     assert len(list((tmp_path / "lib").glob("add_script_c0.*.cubin"))) == 4
-
-
-@pytest.mark.slow
-def test_build_dispatches_calls_of_small_sizes_to_their_own_choice(tmp_path, monkeypatch):
-    """Built with meta-parameters, a configuration is tuned at every free size
-    256 and again at 2; where the small sizes' choice differs, the library
-    calls it for calls whose free sizes are all at most 16 (a decode step's
-    products).  Here the GPU's choices are stood in for."""
-    import ntsym.aot as built
-
-    guards = []
-
-    def tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names):
-        guards.append(built._small_guard(kernels[0], plans[0]))
-        return [(1, guards[0]), (0, None)], {"[]": {"meta": {"BLOCK_SIZE": 512}, "small": {"meta": {"BLOCK_SIZE": 1024}}}}
-
-    monkeypatch.setattr(built, "_tune", tune)
-    configs = [((), {"BLOCK_SIZE": 512}, {"num_warps": 4}), ((), {"BLOCK_SIZE": 1024}, {"num_warps": 4})]
-    lib = ntsym.build(_add_premake, configs, meta_parameters=("BLOCK_SIZE",), kernel_name="add_small",
-                      output_dir=tmp_path, target=SM90)
-    assert guards == ["input.ndim > 0 && input.shape[0] <= 16 && other.ndim > 0 && other.shape[0] <= 16 && "
-                      "output.ndim > 0 && output.shape[0] <= 16"]
-    source = (tmp_path / "add_small.c").read_text()
-    small = source.index(f"if (({guards[0]})) return add_small_c1_launch(")
-    assert small < source.index("if (1) return add_small_c0_launch(")
-    assert lib.config_names == ()
-    x = torch.zeros(10, dtype=torch.float16)
-    code, message = lib.status(x, x[:3], torch.zeros(10, dtype=torch.float16))  # checked by either plan
-    assert code == 2 and "(=3)" in message
