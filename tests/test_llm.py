@@ -127,18 +127,26 @@ def test_rope_and_store_rotates_q_and_stores_k_and_v_at_the_cache_length():
     assert kernels.rope_store_kernel.stats.launches == launches + 1
 
 
+def _generate_counting(model, prompt, new_tokens, counted):
+    """The tokens of a generation by the ntsym-patched model (the prompt, then
+    ``new_tokens - 1`` decode steps) and how many times each kernel of
+    ``counted`` was launched."""
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    try:
+        before = [k.stats.launches for k in counted]
+        got = llm.Generator(model, 2, 8, new_tokens)(prompt)
+        return got, [k.stats.launches - b for k, b in zip(counted, before)]
+    finally:
+        llm.unpatch(model)
+
+
 def test_a_patched_decode_step_rotates_and_stores_in_one_kernel(tiny):
     from examples.llm import kernels
 
     model, prompt, tokens = tiny[0], tiny[1], tiny[2]
-    llm.patch(model, llm.BACKENDS["ntsym"]())
-    try:
-        before = kernels.rope_store_kernel.stats.launches
-        got = llm.Generator(model, 2, 8, 3)(prompt)
-    finally:
-        llm.unpatch(model)
+    got, (launches,) = _generate_counting(model, prompt, 3, [kernels.rope_store_kernel])
     assert torch.equal(got, tokens[:, :3])
-    assert kernels.rope_store_kernel.stats.launches - before == 2 * model.config.num_hidden_layers  # two decode steps
+    assert launches == 2 * model.config.num_hidden_layers  # two decode steps
 
 
 @pytest.mark.parametrize("rows", [2, 16, 20])
@@ -158,19 +166,9 @@ def test_a_patched_decode_step_has_no_silu_kernel_of_its_own(tiny):
     from examples.llm import kernels
 
     model, prompt, tokens = tiny[0], tiny[1], tiny[2]
-    llm.patch(model, llm.BACKENDS["ntsym"]())
     kinds = (kernels.silu_mul_kernel, kernels.gemv_swiglu_kernel)
-
-    def launches(new_tokens):  # the prompt, then new_tokens - 1 decode steps
-        before = [k.stats.launches for k in kinds]
-        got = llm.Generator(model, 2, 8, new_tokens)(prompt)
-        return got, [k.stats.launches - b for k, b in zip(kinds, before)]
-
-    try:
-        _, prompt_only = launches(1)
-        got, with_step = launches(2)
-    finally:
-        llm.unpatch(model)
+    _, prompt_only = _generate_counting(model, prompt, 1, kinds)
+    got, with_step = _generate_counting(model, prompt, 2, kinds)
     assert torch.equal(got, tokens[:, :2])
     assert [w - p for w, p in zip(with_step, prompt_only)] == [0, model.config.num_hidden_layers]
 
@@ -194,15 +192,10 @@ def test_a_patched_model_chooses_its_tokens_with_the_backends_argmax(tiny):
     from examples.llm import kernels
 
     model, prompt, tokens = tiny[0], tiny[1], tiny[2]
-    llm.patch(model, llm.BACKENDS["ntsym"]())
-    try:
-        before = kernels.argmax_rows_kernel.stats.launches
-        got = llm.Generator(model, 2, 8, 3)(prompt)
-        assert kernels.argmax_rows_kernel.stats.launches - before == 3  # the prompt's token, two decode steps
-    finally:
-        llm.unpatch(model)
+    got, (launches,) = _generate_counting(model, prompt, 3, [kernels.argmax_rows_kernel])
+    assert launches == 3  # the prompt's token, two decode steps
     assert torch.equal(got, tokens[:, :3])
-    assert model.greedy is None
+    assert model.greedy is None  # unpatched: torch's argmax again
 
 
 def test_a_patched_decode_step_advances_every_layers_length_with_one_addition(tiny):
