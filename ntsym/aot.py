@@ -341,8 +341,8 @@ def _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, con
     return winners, tuned
 
 
-def _representative(kernel, plan, size=TUNE_SIZE):
-    """Tensors of every free size ``size``, or the size's upper bound where
+def _representative(kernel, plan):
+    """Tensors of every free size TUNE_SIZE, or the size's upper bound where
     that is smaller (as NineToothed's build tunes), compile-time sizes at
     their first compiled value; scalars 1."""
     import torch
@@ -354,7 +354,7 @@ def _representative(kernel, plan, size=TUNE_SIZE):
     args = []
     for p, ir_p in zip(plan.params, kernel.ir.call_params):
         if p.kind in ("tensor", "shape"):
-            shape = [values.get(s.name, _bounded(size, s)) if hasattr(s, "name") else int(s)
+            shape = [values.get(s.name, _bounded(TUNE_SIZE, s)) if hasattr(s, "name") else int(s)
                      for s in ir_p.source_sizes]
             dtype = getattr(torch, p.dtype or "float16")
             args.append(torch.randn(shape, device="cuda", dtype=dtype) if dtype.is_floating_point

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import ntsym
-import ntsym.language as ntl
 from ntsym_codegen import tuning
 from ntsym import Tensor
 
@@ -259,32 +258,9 @@ def test_products_of_few_rows_time_skinny_tiles():
     many_rows = (torch.empty(64, 256, dtype=torch.float16),) + two_rows[1:]
     assert tuning.candidates(mm.kernel.spec, {}, many_rows) == tuning.candidates(mm.kernel.spec, {})
     assert tuning.space.skinny_candidates(mm.kernel.spec, {"BLOCK_SIZE_M": 64}, two_rows) == []
-    # A product with a prologue streams a third tile (here a row of scales
-    # along the reduction): still a product of few rows.
-    assert tuning.candidates(_scaled_gemv().spec, {"BLOCK_SIZE_M": 16}) == gemv
-
-
-def _scaled_gemv():
-    from examples import mm
-    from examples.llm import kernels
-
-    def arrangement(input, scales, other, output, BLOCK_SIZE_M=kernels._GEMV_M, BLOCK_SIZE_N=kernels._GEMV_N,
-                    BLOCK_SIZE_K=kernels._GEMV_K):
-        input_arranged, other_arranged, output_arranged = mm.arrangement(
-            input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
-        scales_arranged = scales.tile((1, BLOCK_SIZE_K)).tile((1, -1))
-        scales_arranged = scales_arranged.expand((output_arranged.shape[0], output_arranged.shape[1]))
-        scales_arranged.dtype = scales_arranged.dtype.squeeze(0)
-        return input_arranged, scales_arranged, other_arranged, output_arranged
-
-    def application(input, scales, other, output):
-        accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
-        for k in range(input.shape[0]):
-            accumulator += ntl.dot(ntl.cast(input[k] * scales[k], input.source.dtype), other[k])
-        output = accumulator  # noqa: F841
-
-    return ntsym.make(arrangement, application, (Tensor(2), Tensor(shape=(1, None)), Tensor(2), Tensor(2)),
-                      max_num_configs=12)
+    # A product that streams a third tile (the SwiGLU product's second weight,
+    # spanning the reduction and the columns) is still a product of few rows.
+    assert tuning.candidates(kernels.gemv_swiglu_kernel.spec, {"BLOCK_SIZE_M": 16}) == gemv
 
 
 def test_a_product_is_recognised_by_its_two_operands_tiles():

@@ -24,11 +24,12 @@ from ntsym import Tensor
 from examples import bmm, mm
 
 SHAPES = ((4096, 4096), (14336, 4096))  # (K, N): q/o, down
+BLOCKS = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32}
+WARPS, STAGES = 4, 3
 
 
-def premake(k, n, block_size_m, block_size_n, block_size_k):
-    arrangement = functools.partial(bmm.arrangement, BLOCK_SIZE_M=block_size_m, BLOCK_SIZE_N=block_size_n,
-                                    BLOCK_SIZE_K=block_size_k)
+def premake(k, n):
+    arrangement = functools.partial(bmm.arrangement, **BLOCKS)
     batch = ({"upper_bound": 4}, None, None)  # as the paper's protocol declares its batch
     tensors = (Tensor(shape=(None, None, k), dtype=ntsym.float16, shape_options=batch),
                Tensor(shape=(None, k, n), dtype=ntsym.float16, shape_options=batch),
@@ -38,16 +39,16 @@ def premake(k, n, block_size_m, block_size_n, block_size_k):
 
 def main():
     out_dir = pathlib.Path(tempfile.mkdtemp(prefix="ntsym_build_decode_"))
+    blocks = " x ".join(str(v) for v in BLOCKS.values())
     print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}; fp16, "
-          "block sizes 64 x 128 x 32, 4 warps, 3 stages")
+          f"block sizes {blocks}, {WARPS} warps, {STAGES} stages")
     print("\n| weight (K, N) | batch x rows | weight | library µs | JIT µs | torch.bmm µs |")
     print("|---|---|---|---:|---:|---:|")
     gen = torch.Generator("cuda").manual_seed(0)
-    meta = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32}
     for k, n in SHAPES:
-        arrangement, application, tensors = premake(k, n, 64, 128, 32)
+        arrangement, application, tensors = premake(k, n)
         lib = ntsym.make(arrangement, application, tensors, caller="cuda", kernel_name=f"bmm_{k}_{n}",
-                         output_dir=out_dir / f"{k}_{n}", num_warps=4, num_stages=3)
+                         output_dir=out_dir / f"{k}_{n}", num_warps=WARPS, num_stages=STAGES)
         for rows, expanded in itertools.product((1, 64), (True, False)):
             x = torch.randn(2, rows, k, device="cuda", dtype=torch.float16, generator=gen)
             weight = torch.randn(n, k, device="cuda", dtype=torch.float16, generator=gen) / k ** 0.5
@@ -56,9 +57,9 @@ def main():
             out = torch.empty(2, rows, n, device="cuda", dtype=torch.float16)
             lib(x, other, out)
             library = triton.testing.do_bench_cudagraph(lambda: lib(x, other, out)) * 1e3
-            bmm.kernel(x, other, out, **meta, num_warps=4, num_stages=3)
-            jit = triton.testing.do_bench_cudagraph(
-                lambda: bmm.kernel(x, other, out, **meta, num_warps=4, num_stages=3)) * 1e3
+            config = dict(BLOCKS, num_warps=WARPS, num_stages=STAGES)
+            bmm.kernel(x, other, out, **config)
+            jit = triton.testing.do_bench_cudagraph(lambda: bmm.kernel(x, other, out, **config)) * 1e3
             reference = triton.testing.do_bench_cudagraph(lambda: torch.bmm(x, other)) * 1e3
             print(f"| {k} x {n} | 2 x {rows} | {'expanded' if expanded else 'contiguous'} | {library:.1f} | "
                   f"{jit:.1f} | {reference:.1f} |", flush=True)
