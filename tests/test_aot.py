@@ -49,9 +49,26 @@ def test_libraries_are_written(built):
             assert (out / f"{name}{suffix}").exists(), name + suffix
         cubins = sorted(out.glob(f"{name}_c0.*.cubin"))
         assert cubins and all(c.read_bytes()[:4] == b"\x7fELF" for c in cubins)
-    # mm: 32-bit general, aligned and aligned but for the sizes, 64-bit general, each with the
-    # peeled loop's flag both ways.
-    assert len(list(out.glob("mm_f16_c0.*.cubin"))) == 8
+    # mm: 32-bit general, aligned, aligned but for the sizes, either input transposed and
+    # 64-bit general, each with the peeled loop's flag both ways.
+    assert len(list(out.glob("mm_f16_c0.*.cubin"))) == 12
+
+
+def test_a_transposed_operand_has_its_own_aligned_variant(built):
+    """``other`` passed as ``weight.T`` (unit stride first) takes a variant with
+    that stride a constant 1 and the others hinted, not the general one; the
+    launcher tries it after the row-major ones, and never for the output."""
+    out, _, mm_lib, _ = built
+    source = (out / "mm_f16.c").read_text()
+    chain = next(line for line in source.splitlines() if "aligned_value =" in line)
+    tests = chain.split(" ? ")
+    assert [t.split(" : ")[0] for t in tests[2:]] == ["1", "2", "3", "4"]
+    # value 4: `other`'s first stride is 1 and its second a multiple of 16, `input`'s as row-major
+    fourth = tests[4].split(" : ", 1)[1]
+    assert "(other_stride_0 == 1)" in fourth and "(other_stride_1 % 16 == 0)" in fourth
+    assert "(input_stride_1 == 1)" in fourth and "output_stride_0 == 1" not in chain
+    launch = next(line for line in source.splitlines() if "aligned_value == 4 &&" in line)
+    assert "&other_stride_1_i32" in launch and "&other_stride_0_i32" not in launch
 
 
 def test_library_links_no_cuda_library(built):

@@ -10,7 +10,8 @@ Python launcher gives Triton at run time as compile-time values, the C launcher
 can only choose among cubins compiled beforehand: every combination of those
 flags is compiled (``plan``), plus specialised variants for 16-byte aligned
 data, strides that are multiples of 16 and unit last strides, with sizes that
-are multiples of 16 or not.
+are multiples of 16 or not, and one per read-only input whose unit stride is
+its next-to-last (a transposed operand).
 
 The parts: ``common`` (element types, status codes, SymPy to C), ``planning``
 (the plan and its variants), ``build`` (cubins, the C compiler, the build

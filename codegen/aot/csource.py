@@ -351,10 +351,12 @@ def launcher_c(plan_, static=True):
     body.append(f"int64_t grid = {plan_.grid};")
     body.append("if (grid <= 0) return NTSYM_SUCCESS;  /* an empty problem: nothing to run */")
     for ax in plan_.axes:
-        if ax.kind == "aligned" and ax.c_partial:
-            body.append(f"int64_t aligned_value = NTSYM_INT64_value ? 0 : {ax.c} ? 1 : {ax.c_partial} ? 2 : 0;")
-        elif ax.kind == "aligned":
-            body.append(f"int64_t aligned_value = !NTSYM_INT64_value && {ax.c};")
+        if ax.kind == "aligned":
+            # the most specialised variant whose preconditions hold (``planning._axes``)
+            tests = [(ax.c, 1)] + ([(ax.c_partial, 2)] if ax.c_partial else [])
+            tests += [(cond, 3 + i) for i, (_, cond) in enumerate(ax.c_transposed)]
+            chain = " ".join(f"{cond} ? {value} :" for cond, value in tests)
+            body.append(f"int64_t aligned_value = NTSYM_INT64_value ? 0 : {chain} 0;")
         else:
             body.append(f"int64_t {ax.name}_value = {ax.c};")
     for ax in plan_.axes:

@@ -34,6 +34,9 @@ class Axis:
     c: str  # C expression computing it from the call
     kind: str = "flag"  # "flag", "int64", "aligned", "choice"
     c_partial: str = ""  # "aligned": the condition of its value 2 (see ``_axes``)
+    # "aligned": (tensor, condition) of its values 3, 4, ...: that tensor's unit stride in its
+    # next-to-last dimension (a transposed operand), the rest as for value 2
+    c_transposed: tuple = ()
 
 
 @dataclass
@@ -312,20 +315,33 @@ def _axes(ir, generated, params, meta_subs, choices, specialize):
     # aligned = 1: data 16-byte aligned, unit last strides, every other stride
     # and every size a multiple of 16; = 2: the same but the sizes (a decode
     # step's batch of 2 and row of 1 are no multiples of 16, yet its operands'
-    # loads can be vectorised); 0: neither.
-    aligned = [f"((uintptr_t){p.name}.data % 16 == 0)" for p in tensor_params]
-    sizes = []
+    # loads can be vectorised); = 3 + i: as 2, but the i-th transposable
+    # tensor (read only, two dimensions or more) has its unit stride in its
+    # next-to-last dimension and its last stride a multiple of 16 (a weight
+    # passed as ``weight.T``, as ``F.linear``'s operands often are); 0: none.
+    data = [f"((uintptr_t){p.name}.data % 16 == 0)" for p in tensor_params]
+    strides, sizes = {}, []
     for a in (a for a in ir.size_args if not a.constexpr):
-        ndim = next(p.ndim for p in ir.params if p.name == a.param)
-        if a.kind == "stride" and a.dim == ndim - 1:
-            aligned.append(f"({a.symbol.name} == 1)")
-        elif a.kind == "stride":
-            aligned.append(f"({a.symbol.name} % 16 == 0)")
+        if a.kind == "stride":
+            strides.setdefault(a.param, {})[a.dim] = a.symbol.name
         else:
             sizes.append(f"({a.symbol.name} % 16 == 0)")
-    partial = "(" + " && ".join(aligned or ["1"]) + ")"
-    full = "(" + " && ".join(aligned + sizes or ["1"]) + ")"
-    axes.append(Axis("aligned", (0, 1, 2) if sizes else (0, 1), full, "aligned", partial if sizes else ""))
+    ndims = {p.name: p.ndim for p in ir.params}
+
+    def layout(unit):  # C: aligned data, each tensor's stride unit[name] (default last) 1, the rest % 16
+        terms = list(data)
+        for name, by_dim in strides.items():
+            one = unit.get(name, ndims[name] - 1)
+            terms += [f"({s} == 1)" if d == one else f"({s} % 16 == 0)" for d, s in sorted(by_dim.items())]
+        return "(" + " && ".join(terms or ["1"]) + ")"
+
+    partial = layout({})
+    full = "(" + " && ".join([partial] + sizes) + ")"
+    transposed = tuple((p.name, layout({p.name: p.ndim - 2})) for p in tensor_params
+                       if not p.written and p.ndim >= 2 and p.ndim - 2 in strides.get(p.name, {}))
+    values = (0, 1, 2) if sizes else (0, 1)
+    values += tuple(range(3, 3 + len(transposed)))
+    axes.append(Axis("aligned", values, full, "aligned", partial if sizes else "", transposed))
     for flag, (size, block) in dict(records.whole).items():
         size, block = (sympy.sympify(x).xreplace(meta_subs) for x in (size, block))
         axes.append(Axis(flag, (0, 1), f"({c_expr(size)} % {c_expr(block)} == 0)"))
@@ -374,7 +390,9 @@ def _variants(ir, generated, axes, meta, meta_subs, choices, advance):
             known[ir.symbols.get(sym, sympy.Symbol(sym))] = assignment[sym]
         if _contradicts(whole, assignment, known):
             continue
-        variants.append(_variant(ir, generated, assignment, meta, known, choices, advance))
+        aligned = next(ax for ax in axes if ax.kind == "aligned")
+        transposed = aligned.c_transposed[assignment["aligned"] - 3][0] if assignment["aligned"] >= 3 else None
+        variants.append(_variant(ir, generated, assignment, meta, known, choices, advance, transposed))
     return variants
 
 
@@ -408,11 +426,11 @@ def _check_message(rel, check, display):
     return "\n".join(line for line in lines if line), values
 
 
-def _variant(ir, generated, assignment, meta, known, choices, advance):
+def _variant(ir, generated, assignment, meta, known, choices, advance, transposed=None):
     """The Triton signature, constants and hints of one variant, and the
     arguments its launch passes: each kernel parameter by its source
     (``ntsym_codegen.arguments``)."""
-    facts = _VariantFacts(ir, assignment, meta, known, advance)
+    facts = _VariantFacts(ir, assignment, meta, known, advance, transposed)
     signature, constexprs, attrs, launch = {}, {}, {}, []
     for i, arg in enumerate(generated.arguments):
         kind, value, launched, hinted = facts.value(arg)
@@ -432,10 +450,11 @@ class _VariantFacts:
     (or None) and whether it takes the 16-byte divisibility hint (data and
     strides in the aligned variants, sizes in the one of aligned sizes too)."""
 
-    def __init__(self, ir, assignment, meta, known, advance):
+    def __init__(self, ir, assignment, meta, known, advance, transposed=None):
         self.ir, self.assignment, self.meta, self.known, self.advance = ir, assignment, meta, known, advance
         self.int64 = bool(assignment["NTSYM_INT64"])
         self.aligned = int(assignment["aligned"])
+        self.transposed = transposed  # the tensor whose unit stride is its next-to-last, or None
         self.int_type = "i64" if self.int64 else "i32"
         self.by_name = {p.name: p for p in ir.params}
 
@@ -485,10 +504,11 @@ class _VariantFacts:
         if a.constexpr:
             return "constexpr", int(self.assignment[arg.name]), None, False
         ndim = self.by_name[a.param].ndim
-        if self.aligned and a.kind == "stride" and a.dim == ndim - 1:
+        unit = ndim - 2 if a.param == self.transposed else ndim - 1
+        if self.aligned and a.kind == "stride" and a.dim == unit:
             return "constexpr", 1, None, False
         ctype = "int32_t" if self.int_type == "i32" else "int64_t"
-        hinted = self.aligned == 1 or (self.aligned == 2 and a.kind == "stride")
+        hinted = self.aligned == 1 or (self.aligned >= 2 and a.kind == "stride")
         return self.int_type, None, (f"{arg.name}_{self.int_type}", ctype), hinted
 
     def _pow2(self, arg):
