@@ -90,5 +90,6 @@ def compile_facts(facts):
     a real call's tuning)."""
     from ntsym_codegen import runtime
 
-    cache = runtime.CallCache(counts=facts.cache.counts, classes=facts.cache.classes)
+    cache = runtime.CallCache(counts=facts.cache.counts, classes=facts.cache.classes,
+                              settled=facts.cache.settled)
     return dataclasses.replace(facts, cache=cache, compile_only=True)

@@ -133,8 +133,9 @@ def run_doubling(kernel, n):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")
 def test_many_shapes_search_once_per_size_class(mocked_timer):
-    # The default: a full search per size class; each other shape of a class
-    # times the class's shortlist (here all 3 candidates, B in {16, 32, 64}).
+    # The default: a full search per size class; other shapes of a class time
+    # the class's shortlist (here all 3 candidates, B in {16, 32, 64}) until
+    # two timings agree (at most SETTLE_AFTER a class), then take it untimed.
     kernel = doubling_kernel()
     sizes = range(1, 201)
     for n in sizes:
@@ -143,9 +144,58 @@ def test_many_shapes_search_once_per_size_class(mocked_timer):
     assert len(classes) == 16
     stats = kernel.stats
     assert stats.tunes == len(classes)
-    assert stats.shortlists == len(sizes) - len(classes)
-    assert stats.candidates_timed == 3 * len(sizes)
+    assert 0 < stats.shortlists <= tuning.choice.SETTLE_AFTER * len(classes) < len(sizes) - len(classes)
+    assert stats.candidates_timed == 3 * (stats.tunes + stats.shortlists)
     assert stats.launches == len(sizes)
+
+
+def scripted_shortlists(monkeypatch, picks):
+    """Shortlist timings that choose ``shortlist[i]`` for each ``i`` of
+    ``picks`` in turn (full searches as the mocked clock ranks them); returns
+    the list of what each timing was offered."""
+    real = tuning.choice.benchmark
+    picks, offered = iter(picks), []
+
+    def benchmark(*args, shortlist=None, **kwargs):
+        if shortlist is None:
+            return real(*args, **kwargs)
+        offered.append(shortlist)
+        choice = shortlist[next(picks)]
+        return choice, [choice]
+
+    monkeypatch.setattr(tuning.choice, "benchmark", benchmark)
+    return offered
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")
+@pytest.mark.parametrize("picks, timings", [
+    ((0,), 1),  # the class's search's choice again: settled at once
+    ((1, 1), 2),  # another, chosen twice in a row: settled
+    ((1, 2, 1), 3),  # no two in a row agree: the third timing's choice stands (SETTLE_AFTER)
+])
+def test_a_size_class_stops_timing_once_its_choice_repeats(mocked_timer, monkeypatch, picks, timings):
+    # A decode loop's cache length: one longer each call, every length in
+    # the class of 97..128 after a search at 97.
+    offered = scripted_shortlists(monkeypatch, picks)
+    kernel = doubling_kernel()
+    for n in range(97, 129):
+        run_doubling(kernel, n)
+    assert len(offered) == timings and kernel.stats.tunes == 1
+    chosen = offered[-1][picks[-1]]
+    lengths = {key[-1][0][0]: config for key, config in kernel.calls.tuned.items()}
+    assert all(lengths[n] == chosen for n in range(97 + timings + 1, 129))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")
+def test_full_tuning_ignores_a_settled_class(mocked_timer, monkeypatch):
+    offered = scripted_shortlists(monkeypatch, (0,))
+    kernel = doubling_kernel()
+    for n in (100, 101):
+        run_doubling(kernel, n)
+    assert len(offered) == 1
+    monkeypatch.setenv("NTSYM_TUNE", "full")
+    run_doubling(kernel, 102)
+    assert kernel.stats.tunes == 2
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's tuning, with a mocked timer")

@@ -160,7 +160,8 @@ def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_che
 
     int64 = index_width(spec, tensors, metas)
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, None,
-                           tuned=facts.cache.tuned, timed=False, classes=facts.cache.classes)
+                           tuned=facts.cache.tuned, timed=False, classes=facts.cache.classes,
+                           settled=facts.cache.settled)
     if config is None:
         return None
     if config.persistent:  # tuned on a real call: the same blocks, plain
@@ -184,7 +185,8 @@ def _compile(facts, args, metas, tensors, grid, derived, options, late_checks, p
     kernel, spec, cache = facts.kernel, facts.spec, facts.cache
     int64 = index_width(spec, tensors, metas)
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
-                           tuned=cache.tuned, timed=False, counter=cache.counts, classes=cache.classes)
+                           tuned=cache.tuned, timed=False, counter=cache.counts, classes=cache.classes,
+                           settled=cache.settled)
     if config is None:
         return None
     if late_checks is not None:
@@ -239,7 +241,7 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     int64 = index_width(spec, tensors, metas)
     cache = facts.cache
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
-                           tuned=cache.tuned, counter=cache.counts, classes=cache.classes)
+                           tuned=cache.tuned, counter=cache.counts, classes=cache.classes, settled=cache.settled)
     if config is None:  # an empty problem: no programs to run
         _remember(facts, key, None, args, None, tensors, user_args)
         return None

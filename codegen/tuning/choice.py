@@ -21,12 +21,17 @@ def _tune_in_interpreter():
     return os.environ.get("NTSYM_TUNE_IN_INTERPRETER", "") == "1"
 
 
+# Shortlist timings of one size class after which its latest choice stands
+# for the class's later shapes even where no two timings agreed.
+SETTLE_AFTER = 3
+
+
 # What ``ntsym_options`` may say (codegen/options.py).
 OPTIONS = launch_options.NAMES
 
 
 def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=None, persistent=None, *, tuned,
-           timed=True, counter=None, classes=None):
+           timed=True, counter=None, classes=None, settled=None):
     """The configuration for this call (None when the problem is empty).
     ``persistent`` is the kernel's persistent variant (:class:`ntsym_codegen.runtime.Persistent`) or
     None; ``ntsym_options={"persistent": True/False}`` asks for it or rules it
@@ -36,7 +41,9 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     nothing: a choice stored for the call's shape, else its size class's,
     else the default.  ``counter`` (``ntsym_codegen.counters.Counter``) counts searches and
     what they time; ``classes`` (``CallCache.classes``) holds the size
-    classes this kernel handle tuned or was given (``load_tuning``)."""
+    classes this kernel handle tuned or was given (``load_tuning``);
+    ``settled`` (``CallCache.settled``) the classes whose shortlist timings
+    agreed (``_Search.settle``)."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
     # Constexprs the call gives select the compiled kernel (a causal flag):
     # each value is tuned on its own.
@@ -57,7 +64,7 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
         fail(f"kernel `{spec.name}`: ntsym_options asks loops to advance pointers, but no loop of the kernel "
              "reads or writes a tile at an address affine in its index")
     search = _Search(kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent,
-                     counter, classes)
+                     counter, classes, settled)
     config = search.untimed(probe)
     if config is None:
         config = search.stored_or_timed(probe, timed)
@@ -89,9 +96,10 @@ class _Search:
     by the call, the interpreter's default, stored, or timed."""
 
     def __init__(self, kernel, spec, grid, args, derived, tensors, int64, fixed_items, given, options, persistent,
-                 counter=None, classes=None):
+                 counter=None, classes=None, settled=None):
         self.kernel, self.spec, self.grid, self.args, self.derived = kernel, spec, grid, args, derived
         self.counter, self.classes = counter, classes if classes is not None else {}
+        self.settled = settled if settled is not None else {}
         self.tensors, self.int64, self.fixed_items, self.given = tensors, int64, fixed_items, given
         self.options, self.persistent = options, persistent
         self.fixed = dict(fixed_items)
@@ -146,6 +154,9 @@ class _Search:
                                            compiled_sizes(spec)) + restricted
         shortlist = None if mode == "full" else _class_configs(spec, class_key, persistent, self.fixed_items,
                                                                self.classes)
+        settled = _settled(self.settled.get(class_key), shortlist)
+        if settled is not None and mode != "full":  # its timings agreed: untimed
+            return settled
         if (mode == "class" or not timed) and shortlist:  # the class was tuned: its choice, untimed
             return shortlist[0]
         if not timed:
@@ -160,7 +171,23 @@ class _Search:
         _store(spec, disk_key, config, shortlisted=shortlist is not None)
         if shortlist is None:  # only a full search sets its class's shortlist
             _store_shortlist(spec, class_key, ranked, self.classes)
+        else:
+            self.settled.setdefault(class_key, []).append(config)  # what ``_settled`` reads
         return config
+
+
+def _settled(history, shortlist):
+    """The configuration a size class's later shapes take untimed, or None:
+    where the class's latest shortlist timing chose what its search chose
+    (``shortlist[0]``) or what the timing before chose, or after
+    ``SETTLE_AFTER`` timings, its choice.  A decode loop's cache length, one
+    longer each step, would otherwise time the shortlist at every step."""
+    if not history or not shortlist or history[-1] not in shortlist:
+        return None
+    last = history[-1]
+    if last == shortlist[0] or history[-2:-1] == [last] or len(history) >= SETTLE_AFTER:
+        return last
+    return None
 
 
 def _tensor_key(tensors):
