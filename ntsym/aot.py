@@ -10,11 +10,13 @@ import pathlib
 import shutil
 import tempfile
 import time
+import types
 
 from ntsym_codegen import aot
 from ntsym_codegen.cache import package_version
 from ntsym_codegen.errors import LaunchError
 from ntsym_codegen.options import NUM_STAGES, NUM_WARPS
+from ntsym_codegen.writes import note_writes
 from ntsym import compiler
 
 DEFAULT_TARGET = ("cuda", 90, 32)
@@ -38,14 +40,30 @@ class Tensor(ctypes.Structure):
                 ("strides", ctypes.POINTER(ctypes.c_int64)), ("ndim", ctypes.c_int32), ("dtype", ctypes.c_int32)]
 
 
+# (shape, strides) -> their C arrays, which the C launcher only reads: a call
+# of a layout seen before builds none (a bounded cache, emptied when full).
+_LAYOUTS = {}
+_LAYOUTS_KEPT = 4096
+# torch dtype -> the C API's code (-1: a dtype the library has no code for)
+_CODES = {}
+
+
 def c_tensor(t):
     """A struct over a torch tensor (its arrays kept alive with it)."""
-    ndim = t.ndim
-    shape = (ctypes.c_int64 * max(ndim, 1))(*t.shape)
-    strides = (ctypes.c_int64 * max(ndim, 1))(*t.stride())
-    code = aot.DTYPES.index(aot.dtype_name(t.dtype)) if aot.dtype_name(t.dtype) in aot.DTYPES else -1
-    struct = Tensor(t.data_ptr(), shape, strides, ndim, code)
-    struct._keep = (shape, strides)
+    shape, strides = t.shape, t.stride()
+    arrays = _LAYOUTS.get((shape, strides))
+    if arrays is None:
+        array = ctypes.c_int64 * max(len(shape), 1)
+        arrays = (array(*shape), array(*strides))
+        if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+            _LAYOUTS.clear()
+        _LAYOUTS[(shape, strides)] = arrays
+    code = _CODES.get(t.dtype)
+    if code is None:
+        name = aot.dtype_name(t.dtype)
+        code = _CODES[t.dtype] = aot.DTYPES.index(name) if name in aot.DTYPES else -1
+    struct = Tensor(t.data_ptr(), arrays[0], arrays[1], len(shape), code)
+    struct._keep = arrays
     return struct
 
 
@@ -59,7 +77,13 @@ class Library:
         self.kernel_name = kernel_name
         self.output_dir = pathlib.Path(output_dir)
         self.path = self.output_dir / f"{kernel_name}.so"
-        self.params = params  # (name, kind, ctype) of the entry point's arguments after the stream
+        # (name, kind, ctype, written) of the entry point's arguments after the stream; a
+        # record without ``written`` (an older build) counts every tensor as written
+        params = [tuple(p) if len(p) > 3 else (*p, p[1] == "tensor") for p in params]
+        self.params = [p[:3] for p in params]
+        self.written = tuple(i for i, p in enumerate(params) if p[1] == "tensor" and p[3])
+        self._writes = types.SimpleNamespace(call_params=[(p[0],) for p in params])  # names, as writes.py reads them
+        self._tensors = tuple(i for i, p in enumerate(params) if p[1] in ("tensor", "shape"))
         self.config_names = tuple(config_names)
         self.tuned = tuned or {}
         # Loaded from a copy: a library rebuilt at the same path (after tuning)
@@ -71,12 +95,12 @@ class Library:
         os.unlink(copy)
         self.entry = getattr(self._lib, f"{kernel_name}_launch")
         self.entry.restype = ctypes.c_int
-        types = [ctypes.c_void_p]
-        for _, kind, ctype in params:
-            types.append(Tensor if kind in ("tensor", "shape") else
-                         ctypes.c_double if ctype == "double" else ctypes.c_int64)
-        types += [ctypes.c_int64] * len(self.config_names)
-        self.entry.argtypes = types
+        argtypes = [ctypes.c_void_p]
+        for _, kind, ctype in self.params:
+            argtypes.append(Tensor if kind in ("tensor", "shape") else
+                            ctypes.c_double if ctype == "double" else ctypes.c_int64)
+        argtypes += [ctypes.c_int64] * len(self.config_names)
+        self.entry.argtypes = argtypes
         self._message = getattr(self._lib, f"{kernel_name}_message")
         self._message.restype = ctypes.c_char_p
 
@@ -92,7 +116,7 @@ class Library:
         out = []
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor) and i < len(self.params) and self.params[i][1] in ("tensor", "shape"):
-                if self.params[i][1] == "tensor":
+                if self.params[i][1] == "tensor" and (a.is_neg() or a.is_conj()):
                     _refuse_lazy_view(self.params[i][0], a)
                 out.append(c_tensor(a))
             elif isinstance(a, torch.Tensor):
@@ -108,12 +132,17 @@ class Library:
         return self._message().decode()
 
     def status(self, *args, stream=None):
-        """The launch's status code and message, without raising."""
+        """The launch's status code and message, without raising.  Written
+        tensors are treated as the torch launcher treats them
+        (``ntsym_codegen.writes``): one that requires grad under grad mode is
+        refused, and each one's version counter is bumped."""
         arguments = self.arguments(args)
         if stream is None:
-            stream = _current_stream(args)
+            stream = _current_stream(args, self._tensors)
+        if self.written:
+            note_writes(self._writes, args, self.written)
         code = self.entry(stream, *arguments)
-        return code, self.message()
+        return code, (self.message() if code else "")
 
     def __call__(self, *args, stream=None):
         code, message = self.status(*args, stream=stream)
@@ -140,12 +169,15 @@ def _refuse_lazy_view(name, t):
                       "tensor and copy back)")
 
 
-def _current_stream(args):
+def _current_stream(args, positions=None):
+    """The current CUDA stream of the first CUDA tensor among ``args`` (at
+    ``positions``, where given), as a pointer; None where there is none."""
     import torch
 
-    for a in args:
+    for i in range(len(args)) if positions is None else positions:
+        a = args[i] if i < len(args) else None
         if isinstance(a, torch.Tensor) and a.is_cuda:
-            return torch.cuda.current_stream(a.device).cuda_stream
+            return torch._C._cuda_getCurrentRawStream(a.get_device())
     return None
 
 
@@ -264,7 +296,7 @@ def build(premake, configs, *, meta_parameters=None, caller="cuda", kernel_name=
         _write_library(kernel_name, output_dir, chosen, [keys[i][:len(config_names)] for i in winners],
                        config_names, target, workers)
         plans = chosen
-    saved = {"key": key, "params": [(p.name, p.kind, p.ctype) for p in plans[0].params],
+    saved = {"key": key, "params": [(p.name, p.kind, p.ctype, p.written) for p in plans[0].params],
              "config_names": config_names, "tuned": tuned, "seconds": time.perf_counter() - started,
              "target": list(target)}
     record.write_text(json.dumps(saved, indent=1))
@@ -317,7 +349,7 @@ def _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, con
     (marked untimed)."""
     import torch
 
-    library = Library(kernel_name, output_dir, [(p.name, p.kind, p.ctype) for p in plans[0].params],
+    library = Library(kernel_name, output_dir, [(p.name, p.kind, p.ctype, p.written) for p in plans[0].params],
                       config_names + _meta_names(configs, meta_parameters))
     groups = {}
     for i, c in enumerate(configs):

@@ -172,6 +172,25 @@ def test_a_good_call_reaches_the_driver(built):
     assert code == aot.STATUS["NTSYM_ERROR_CUDA"] and "libcuda" in message
 
 
+def test_a_library_treats_written_tensors_as_the_torch_launcher_does(built):
+    """Only the written tensor's version counter moves (a backward that saved
+    it then raises instead of reading the new values); a written tensor that
+    requires grad under grad mode is refused before the launch, with the
+    torch launcher's message."""
+    _, add_lib, _, _ = built
+    x, y, z = (torch.zeros(10, dtype=torch.float16) for _ in range(3))
+    versions = [t._version for t in (x, y, z)]
+    add_lib.status(x, y, z)  # no driver here (or a launch on a GPU)
+    assert [t._version for t in (x, y, z)] == [versions[0], versions[1], versions[2] + 1]
+    leaf = torch.zeros(10, dtype=torch.float16, requires_grad=True)
+    with pytest.raises(ntsym.LaunchError, match="`output` is written by the kernel and is a leaf tensor that "
+                                                "requires grad"):
+        add_lib(x, y, leaf)
+    with torch.no_grad():
+        add_lib.status(x, y, leaf)
+    assert leaf._version == 1
+
+
 def test_a_second_build_does_nothing(built):
     out, *_ = built
     so = out / "add_f16.so"
