@@ -226,3 +226,18 @@ def test_decode_attention_counts_the_pending_token():
     expected = torch.nn.functional.scaled_dot_product_attention(
         q, keys[:, :, :9].repeat_interleave(2, 1), values[:, :, :9].repeat_interleave(2, 1))
     torch.testing.assert_close(pending, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_the_paper_protocol_modules_generate_torch_s_tokens():
+    """benchmarks/paper_inference.py's modules (the NineToothed paper's
+    Linear as a bmm of ``weight.T`` expanded, RMSNorm, SiLU, attention with
+    RoPE) on ntsym's kernels: a tiny float32 Llama generates the tokens of
+    the same modules on torch and of transformers' own model, and every
+    attention call went through the kernel."""
+    from benchmarks import paper_inference
+
+    results = paper_inference.tiny(steps=3)
+    tokens = {name: t.tolist() for name, (t, _) in results.items()}
+    assert tokens["ntsym"] == tokens["torch"] == tokens["transformers"]
+    counts = results["ntsym"][1]
+    assert counts == {"kernel": 2 * 3, "masked": 0}  # 2 layers, a prompt and 2 decode steps
