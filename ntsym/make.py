@@ -114,7 +114,7 @@ class Kernel:
 
             args, kwargs = prepare(self.ir, self.spec, args, kwargs)
         args = _needed(self.ir, args)
-        if any(name in kwargs for name in launch_options.KEYWORDS):
+        if kwargs and any(name in kwargs for name in launch_options.KEYWORDS):
             kwargs = _launch_options(kwargs, self.spec)
         for name in self._any_size:
             value = kwargs.get(name)

@@ -54,7 +54,7 @@ class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
     __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "scalars",
-                 "options")
+                 "options", "pairs")
 
     def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False,
                  options=()):
@@ -68,18 +68,23 @@ class _Entry:
         self.direct = direct  # _Direct, or None: launch through Triton's JIT
         self.scalars = scalars  # whether the call has arguments besides tensors (their values may change)
         self.options = options  # the configuration's warps and stages (``counters.note_variant``)
+        # (a, b) indices into ``tensor_positions`` of the pairs whose overlap a launch checks:
+        # those with a written tensor (two tensors only read may share memory)
+        self.pairs = ()
 
 
 def fast_launch(facts, entry, args):
     """Launch a call whose shapes were validated before: only aliasing, which
     depends on the data pointers, is checked again."""
     spec = facts.spec
-    if entry.spans is not None and spec.written:
+    if entry.pairs:
         pointers = [args[i].data_ptr() for i in entry.tensor_positions]
-        if any(pointers[a] < pointers[b] + entry.spans[b] and pointers[b] < pointers[a] + entry.spans[a]
-               for a in range(len(pointers)) for b in range(a + 1, len(pointers))):
-            # Possible overlap: the full check decides, over every pair, once.
-            _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
+        spans = entry.spans
+        for a, b in entry.pairs:
+            if pointers[a] < pointers[b] + spans[b] and pointers[b] < pointers[a] + spans[a]:
+                # Possible overlap: the full check decides, over every pair, once.
+                _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
+                break
     if spec.written_positions:
         note_writes(spec, args, spec.written_positions)
     if entry.grid is None:
@@ -141,8 +146,12 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
     params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
     scalars = len(positions) < len(user_args)
-    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel,
-                                    scalars, options)
+    entry = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel, scalars, options)
+    if spans is not None:
+        written = [facts.spec.call_params[i][0] in facts.spec.written for i in positions]
+        entry.pairs = tuple((a, b) for a in range(len(positions)) for b in range(a + 1, len(positions))
+                            if written[a] or written[b])
+    facts.cache.calls[key] = entry
 
 
 def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):
