@@ -188,6 +188,24 @@ def test_argmax_is_torchs_first_index_of_the_maximum(columns):
     assert out[:, 0].tolist() == [columns - 1, 7, 2048]
 
 
+@pytest.mark.parametrize("columns", [5000, 2 * 2048 + 1])
+def test_argmax_takes_a_nan_for_the_maximum_as_torch(columns):
+    from examples.llm import kernels
+
+    gen = torch.Generator().manual_seed(columns)
+    logits = torch.rand(5, columns, generator=gen)
+    logits[0, 3000] = float("nan")  # a NaN in a later block than the row's maximum
+    logits[0, 10] = 2.0
+    logits[1, columns - 1] = logits[1, 2] = float("nan")  # the first NaN, in the first block
+    logits[2, 2049] = float("nan")
+    logits[2, 4000] = float("nan")  # two blocks with a NaN: the first
+    logits[3] = float("-inf")  # all -inf: index 0
+    logits[4, columns - 2] = float("inf")  # no NaN: +inf is the maximum
+    out = kernels.argmax(logits)
+    assert torch.equal(out, logits.argmax(-1, keepdim=True))
+    assert out[:, 0].tolist() == [3000, 2, 2049, 0, columns - 2]
+
+
 def test_a_patched_model_chooses_its_tokens_with_the_backends_argmax(tiny):
     from examples.llm import kernels
 

@@ -584,9 +584,15 @@ def argmax_blocks_arrangement(input, values, indices):
 
 
 def argmax_blocks_application(input, values, indices):
+    # torch's argmax takes a NaN for the maximum: a block's first NaN (its value NaN),
+    # else its first maximum.
     x = ntl.cast(input, ntl.float32)
-    values = ntl.max(x, 1)[:, None]  # noqa: F841
-    indices = (ntl.argmax(x, 1) + ntl.min(input.offsets(1)))[:, None]  # noqa: F841
+    nan = ntl.cast(x != x, ntl.int32)
+    has_nan = ntl.max(nan, 1) > 0
+    clean = ntl.where(x != x, float("-inf"), x)
+    values = ntl.where(has_nan, float("nan"), ntl.max(clean, 1))[:, None]  # noqa: F841
+    first = ntl.where(has_nan, ntl.argmax(nan, 1), ntl.argmax(clean, 1))
+    indices = (first + ntl.min(input.offsets(1)))[:, None]  # noqa: F841
 
 
 argmax_blocks_kernel = ntsym.make(argmax_blocks_arrangement, argmax_blocks_application,
@@ -599,9 +605,13 @@ def argmax_rows_arrangement(values, indices, output):
 
 
 def argmax_rows_application(values, indices, output):
-    top = ntl.max(values, 1)
-    # The first block holding the maximum: argmax's first index, as torch's.
-    output = ntl.min(ntl.where(values == top[:, None], indices, 2**62), 1)[:, None]  # noqa: F841
+    # The first block holding a NaN, else the first holding the maximum: argmax's first
+    # index, as torch's (blocks in column order).
+    nan = values != values
+    has_nan = ntl.max(ntl.cast(nan, ntl.int32), 1) > 0
+    top = ntl.max(ntl.where(nan, float("-inf"), values), 1)
+    hit = ntl.where(has_nan[:, None], nan, values == top[:, None])
+    output = ntl.min(ntl.where(hit, indices, 2**62), 1)[:, None]  # noqa: F841
 
 
 _blocks = {"constexpr": True, "upper_bound": 2**14}
