@@ -299,3 +299,42 @@ def test_a_script_file_builds_at_its_top_level(tmp_path):
     assert "ntsym: building add_script_c0: 4/4 variants compiled" in done.stderr
     assert (tmp_path / "lib" / "add_script.so").exists()
     assert len(list((tmp_path / "lib").glob("add_script_c0.*.cubin"))) == 4
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="runs a library's cubins")
+def test_every_aligned_variant_computes_the_product_on_a_gpu(tmp_path):
+    """mm through a library built for this GPU, in each layout that picks a
+    different variant: row-major operands with sizes that are multiples of 16
+    and not, either operand transposed (its own variant), both transposed and
+    a misaligned view (the general one), against torch."""
+    f16 = ntsym.float16
+    blocks = functools.partial(mm.arrangement, BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32)
+    lib = ntsym.make(blocks, mm.application, tuple(Tensor(2, dtype=f16) for _ in range(3)), caller="cuda",
+                     kernel_name="mm_layouts", output_dir=tmp_path)
+    gen = torch.Generator("cuda").manual_seed(0)
+
+    def rand(*shape):
+        return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
+
+    cases = {
+        "aligned sizes": (rand(64, 96), rand(96, 48)),
+        "odd sizes": (rand(3, 96), rand(96, 40)),
+        "other transposed": (rand(2, 96), rand(40, 96).T),
+        "input transposed": (rand(96, 5).T, rand(96, 48)),
+        "both transposed": (rand(96, 3).T, rand(48, 96).T),
+        "a misaligned view": (rand(3, 97)[:, 1:], rand(96, 48)),
+    }
+    for name, (a, b) in cases.items():
+        out = torch.full((a.shape[0], b.shape[1]), float("nan"), device="cuda", dtype=torch.float16)
+        lib(a, b, out)
+        torch.testing.assert_close(out, (a.float() @ b.float()).half(), atol=2e-2, rtol=2e-2, msg=name)
+    # The NineToothed paper's Linear: a bmm of x (2, 1, K) by weight.T expanded over the batch.
+    from examples import bmm
+
+    blocks = functools.partial(bmm.arrangement, BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32)
+    lib = ntsym.make(blocks, mm.application, tuple(Tensor(3, dtype=f16) for _ in range(3)), caller="cuda",
+                     kernel_name="bmm_linear", output_dir=tmp_path)
+    x, weight = rand(2, 1, 96), rand(40, 96)
+    out = torch.full((2, 1, 40), float("nan"), device="cuda", dtype=torch.float16)
+    lib(x, weight.T.unsqueeze(0).expand(2, -1, -1), out)
+    torch.testing.assert_close(out, (x.float() @ weight.float().T).half(), atol=2e-2, rtol=2e-2)
