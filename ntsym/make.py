@@ -38,6 +38,9 @@ class Kernel:
             m.symbol.name for m in self.ir.meta_params
             if not m.meta and m.power_of_two and not m.symbol.power_of_two
         )
+        # A call without keywords to a kernel with nothing to prepare (``_prepared``) goes
+        # straight to the launcher.
+        self._plain = not self.ir.jagged and not self.ir.ignored_args and not self._any_size
         self._remake = remake  # (arrangement, application, tensors, make's keywords)
         self._variant = None
         self._compile_launch = None  # the launcher of compile-only calls (``warmup``)
@@ -92,7 +95,7 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         if _is_compiling() and _through_operator():
             return _traced_call(self, args, kwargs)
-        target, args, kwargs = self._prepared(args, kwargs)
+        target, args, kwargs = (self, args, kwargs) if self._plain and not kwargs else self._prepared(args, kwargs)
         if target is not self:
             return target._launch(*args, **kwargs)
         try:
