@@ -113,21 +113,9 @@ def main():
 
 
 def layers():
+    from benchmarks.lab.host_profile import per_call_us
     from ntsym_codegen import runtime
     from ntsym_codegen.runtime import direct
-
-    def best_us(fn, n=2000):
-        for _ in range(200):
-            fn()
-        torch.cuda.synchronize()
-        best = float("inf")
-        for _ in range(5):
-            start = time.perf_counter()
-            for _ in range(n):
-                fn()
-            best = min(best, (time.perf_counter() - start) / n * 1e6)
-            torch.cuda.synchronize()
-        return best
 
     dev, f16 = "cuda", torch.float16
     x = torch.randn(B, 1, 4096, device=dev, dtype=f16)
@@ -158,7 +146,7 @@ def layers():
     print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}; host µs per call, best of 5 "
           "batches of 2000\n\n| layer | µs |\n|---|---:|")
     for name, fn in rows.items():
-        print(f"| {name} | {best_us(fn):.2f} |", flush=True)
+        print(f"| {name} | {per_call_us(fn, 2000):.2f} |", flush=True)
 
 
 if __name__ == "__main__":
