@@ -285,7 +285,9 @@ def bench(args):
         ops["ntsym-build"] = functools.partial(ntsym_ops, bmm)
         lines.append(f"`ntsym-build`: {len(shapes) * len(BUILD_BLOCKS)} configurations ({len(shapes)} weight shapes x "
                      f"{len(BUILD_BLOCKS)} block sizes), built and tuned in {seconds:.1f} s; the winners: "
-                     + "; ".join(f"{key}: {value['meta']}" for key, value in sorted(tuned.items())) + "\n")
+                     + "; ".join(f"{key}: {value['meta']}" + (f" (small class: {value['small']['meta']})"
+                                                               if "small" in value else "")
+                                 for key, value in sorted(tuned.items())) + "\n")
     rows, reference = [], {}
     for new_tokens in args.lengths:
         for name in args.backends:

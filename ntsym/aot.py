@@ -21,6 +21,15 @@ from ntsym import compiler
 
 DEFAULT_TARGET = ("cuda", 90, 32)
 TUNE_SIZE = 256  # every size of the representative tensors build-time tuning runs on
+# A second, small class: every free size at most SMALL_LIMIT (a decode step's
+# products: a few rows a sequence), tuned at SMALL_SIZE on the device's time
+# alone (CUDA-graph replays over copies of the operands larger than the L2
+# cache), summed over the layouts the library specialises (row-major, and each
+# input that may come transposed).  Where its choice of meta-parameters
+# differs, the dispatcher takes it for calls of that class.
+SMALL_SIZE = 2
+SMALL_LIMIT = 16
+SMALL_BYTES = 256 << 20  # the operands a small-class timing cycles through, at least
 
 
 def current_target():
@@ -220,8 +229,10 @@ def _compiled(premake, config):
     return compiler.compile(arrangement, application, tensors)
 
 
-def _write_library(kernel_name, output_dir, plans, keys, config_names, target, workers=None):
-    """Compile the plans' variants (in parallel), write the sources and link the ``.so``."""
+def _write_library(kernel_name, output_dir, plans, keys, config_names, target, workers=None, guards=None):
+    """Compile the plans' variants (in parallel), write the sources and link
+    the ``.so``; ``guards``: a C condition per plan (or None), see
+    ``aot.config_dispatch``."""
     output_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for p in plans:
@@ -232,8 +243,8 @@ def _write_library(kernel_name, output_dir, plans, keys, config_names, target, w
     for p in plans:
         for i, v in enumerate(p.variants):
             (output_dir / f"{p.name}.{i}.cubin").write_bytes(v.cubin)
-    if config_names:
-        dispatch, entry = aot.config_dispatch(kernel_name, plans, keys, config_names)
+    if config_names or any(guards or ()):
+        dispatch, entry = aot.config_dispatch(kernel_name, plans, keys, config_names, guards)
     else:
         dispatch, entry = aot.single_dispatch(kernel_name, plans[0])
     (output_dir / f"{kernel_name}.h").write_text(aot.header(kernel_name, entry))
@@ -292,9 +303,9 @@ def build(premake, configs, *, meta_parameters=None, caller="cuda", kernel_name=
     tuned = {}
     if meta_parameters:
         winners, tuned = _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names)
-        chosen = [plans[i] for i in winners]
-        _write_library(kernel_name, output_dir, chosen, [keys[i][:len(config_names)] for i in winners],
-                       config_names, target, workers)
+        chosen = [plans[i] for i, _ in winners]
+        _write_library(kernel_name, output_dir, chosen, [keys[i][:len(config_names)] for i, _ in winners],
+                       config_names, target, workers, [guard for _, guard in winners])
         plans = chosen
     saved = {"key": key, "params": [(p.name, p.kind, p.ctype, p.written) for p in plans[0].params],
              "config_names": config_names, "tuned": tuned, "seconds": time.perf_counter() - started,
@@ -345,8 +356,12 @@ def _config_key(config, meta_parameters):
 
 def _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names):
     """Time each meta-parameter choice per configuration through the library
-    just built; where there is no GPU, the first choice of each stands
-    (marked untimed)."""
+    just built, on representative tensors of every free size TUNE_SIZE, then
+    of the small class (``SMALL_SIZE``, ``_small_ms``); where there is no GPU,
+    the first choice of each stands (marked untimed).  Returns the plans to
+    dispatch to, as (index, guard) in the order the dispatcher tries them: a
+    configuration's small-class choice (guarded by ``_small_guard``) where it
+    differs, then its choice."""
     import torch
 
     library = Library(kernel_name, output_dir, [(p.name, p.kind, p.ctype, p.written) for p in plans[0].params],
@@ -365,18 +380,94 @@ def _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, con
                 code, _ = library.status(*full)
                 times[i] = _time(lambda: library.status(*full)) if code == 0 else float("inf")
         best = min(members, key=lambda i: times.get(i, 0.0))
-        winners.append(best)
-        tuned[json.dumps(list(key))] = {"meta": {k: configs[best][1][k] for k in meta_parameters
-                                                 if k in configs[best][1]},
-                                        "ms": times.get(best), "timed": bool(times)}
+        entry = {"meta": _meta_of(configs[best], meta_parameters), "ms": times.get(best), "timed": bool(times)}
+        guard = _small_guard(kernels[members[0]], plans[members[0]])
+        if times and guard and len(members) > 1:
+            small = _small_ms(library, kernels[members[0]], plans[members[0]],
+                              {i: _config_key(configs[i], meta_parameters) for i in members})
+            small_best = min(members, key=lambda i: small[i])
+            if small_best != best and small[small_best] < float("inf"):
+                winners.append((small_best, guard))
+                entry["small"] = {"meta": _meta_of(configs[small_best], meta_parameters), "ms": small[small_best],
+                                  "ms_of_the_other": small[best], "when": guard}
+        winners.append((best, None))
+        tuned[json.dumps(list(key))] = entry
     (output_dir / f"{kernel_name}.tuned.json").write_text(json.dumps(tuned, indent=1))
     return winners, tuned
 
 
-def _representative(kernel, plan):
-    """Tensors of every free size TUNE_SIZE, or the size's upper bound where
+def _meta_of(config, meta_parameters):
+    return {k: config[1][k] for k in meta_parameters if k in config[1]}
+
+
+def _free_dims(kernel, plan):
+    """(tensor name, dimension) of every size a call chooses freely (not a
+    compile-time choice of the plan)."""
+    choices = {ax.name for ax in plan.axes if ax.kind == "choice"}
+    return [(p.name, d) for p, ir_p in zip(plan.params, kernel.ir.call_params) if p.kind in ("tensor", "shape")
+            for d, size in enumerate(ir_p.source_sizes) if hasattr(size, "name") and size.name not in choices]
+
+
+def _small_guard(kernel, plan):
+    """The C condition of the small class: every free size at most SMALL_LIMIT."""
+    return " && ".join(f"{name}.ndim > {d} && {name}.shape[{d}] <= {SMALL_LIMIT}"
+                       for name, d in _free_dims(kernel, plan)) or None
+
+
+def _small_ms(library, kernel, plan, members):
+    """ms of each member (index -> its configuration's values) in the small
+    class: the device's time alone (a CUDA graph of calls, replayed), over
+    copies of the operands that together pass the L2 cache, as a decode
+    step streams its weights; summed over the row-major layout and, for each
+    input the library has a transposed variant for, that input transposed.
+    inf where a member fails or cannot be timed so."""
+    aligned = next((ax for ax in plan.axes if ax.kind == "aligned"), None)
+    layouts = [None] + [name for name, _ in (aligned.c_transposed if aligned else ())]
+    total = dict.fromkeys(members, 0.0)
+    for layout in layouts:
+        one = _representative(kernel, plan, SMALL_SIZE, transposed=layout)
+        size = sum(a.numel() * a.element_size() for a in one if hasattr(a, "numel"))
+        copies = [one] + [_representative(kernel, plan, SMALL_SIZE, transposed=layout)
+                          for _ in range(min(SMALL_BYTES // max(size, 1), 63))]
+        for i, values in members.items():
+            if total[i] == float("inf"):
+                continue
+            calls = [list(args) + list(values) for args in copies]
+            if library.status(*calls[0])[0] != 0:
+                total[i] = float("inf")
+                continue
+            total[i] += _graph_ms(lambda: [library.status(*c) for c in calls]) / len(calls)
+    return total
+
+
+def _graph_ms(fn, replays=10):
+    """ms of one ``fn()`` on the device: captured once in a CUDA graph, then
+    replayed (no host time); inf where the capture fails."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+    except RuntimeError:
+        return float("inf")
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / replays
+
+
+def _representative(kernel, plan, size=TUNE_SIZE, transposed=None):
+    """Tensors of every free size ``size``, or the size's upper bound where
     that is smaller (as NineToothed's build tunes), compile-time sizes at
-    their first compiled value; scalars 1."""
+    their first compiled value (the tensor named ``transposed`` with its two
+    last dimensions' strides swapped: a ``.T`` view); scalars 1."""
     import torch
 
     values = {}
@@ -386,11 +477,14 @@ def _representative(kernel, plan):
     args = []
     for p, ir_p in zip(plan.params, kernel.ir.call_params):
         if p.kind in ("tensor", "shape"):
-            shape = [values.get(s.name, _bounded(TUNE_SIZE, s)) if hasattr(s, "name") else int(s)
+            shape = [values.get(s.name, _bounded(size, s)) if hasattr(s, "name") else int(s)
                      for s in ir_p.source_sizes]
             dtype = getattr(torch, p.dtype or "float16")
-            args.append(torch.randn(shape, device="cuda", dtype=dtype) if dtype.is_floating_point
-                        else torch.randn(shape, device="cuda").to(dtype))
+            flip = p.name == transposed and len(shape) >= 2
+            stored = shape[:-2] + [shape[-1], shape[-2]] if flip else shape
+            t = (torch.randn(stored, device="cuda", dtype=dtype) if dtype.is_floating_point
+                 else torch.randn(stored, device="cuda").to(dtype))
+            args.append(t.transpose(-1, -2) if flip else t)
         elif p.kind == "scalar":
             args.append(1.0 if p.ctype == "double" else 1)
         else:

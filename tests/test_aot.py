@@ -338,3 +338,63 @@ def test_every_aligned_variant_computes_the_product_on_a_gpu(tmp_path):
     out = torch.full((2, 1, 40), float("nan"), device="cuda", dtype=torch.float16)
     lib(x, weight.T.unsqueeze(0).expand(2, -1, -1), out)
     torch.testing.assert_close(out, (x.float() @ weight.float().T).half(), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.slow
+def test_build_dispatches_calls_of_small_sizes_to_their_own_choice(tmp_path, monkeypatch):
+    """Built with meta-parameters, a configuration is tuned at every free size
+    256 and again in the small class (a GPU times it, the device's time
+    alone); where the small class's choice differs, the library calls it for
+    calls whose free sizes are all at most 16 (a decode step's products).
+    Here the GPU's choices are stood in for."""
+    import ntsym.aot as built
+
+    guards = []
+
+    def tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names):
+        guards.append(built._small_guard(kernels[0], plans[0]))
+        return [(1, guards[0]), (0, None)], {"[]": {"meta": {"BLOCK_SIZE": 512}, "small": {"meta": {"BLOCK_SIZE": 1024}}}}
+
+    monkeypatch.setattr(built, "_tune", tune)
+    configs = [((), {"BLOCK_SIZE": 512}, {"num_warps": 4}), ((), {"BLOCK_SIZE": 1024}, {"num_warps": 4})]
+    lib = ntsym.build(_add_premake, configs, meta_parameters=("BLOCK_SIZE",), kernel_name="add_small",
+                      output_dir=tmp_path, target=SM90)
+    assert guards == ["input.ndim > 0 && input.shape[0] <= 16 && other.ndim > 0 && other.shape[0] <= 16 && "
+                      "output.ndim > 0 && output.shape[0] <= 16"]
+    source = (tmp_path / "add_small.c").read_text()
+    small = source.index(f"if (({guards[0]})) return add_small_c1_launch(")
+    assert small < source.index("if (1) return add_small_c0_launch(")
+    assert lib.config_names == ()
+    x = torch.zeros(10, dtype=torch.float16)
+    code, message = lib.status(x, x[:3], torch.zeros(10, dtype=torch.float16))  # checked by either plan
+    assert code == 2 and "(=3)" in message
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="tunes on a GPU")
+def test_a_built_bmm_tunes_its_small_class_and_computes_both(tmp_path):
+    """The paper's Linear shapes on a GPU: a bmm built over two row blocks is
+    tuned at 256 rows and in the small class; whichever plans the dispatcher
+    calls, decode calls (a row a sequence, the weight transposed and
+    expanded) and prefill calls compute the product."""
+    import json
+
+    from examples import bmm
+
+    def premake(BLOCK_SIZE_M):
+        blocks = functools.partial(bmm.arrangement, BLOCK_SIZE_M=BLOCK_SIZE_M, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64)
+        batch = ({"upper_bound": 4}, None, None)
+        return blocks, mm.application, tuple(Tensor(shape=s, dtype=ntsym.float16, shape_options=batch)
+                                             for s in ((None, None, 512), (None, 512, 256), (None, None, 256)))
+
+    configs = [((), {"BLOCK_SIZE_M": m}, {"num_warps": 4, "num_stages": 3}) for m in (16, 64)]
+    lib = ntsym.build(premake, configs, meta_parameters=("BLOCK_SIZE_M",), kernel_name="bmm_classes",
+                      output_dir=tmp_path)
+    (entry,) = json.loads((tmp_path / "bmm_classes.tuned.json").read_text()).values()
+    assert entry["timed"] and entry["meta"]["BLOCK_SIZE_M"] in (16, 64)
+    gen = torch.Generator("cuda").manual_seed(0)
+    weight = torch.randn(256, 512, device="cuda", dtype=torch.float16, generator=gen)
+    for rows in (1, 3, 40):
+        x = torch.randn(2, rows, 512, device="cuda", dtype=torch.float16, generator=gen)
+        out = torch.empty(2, rows, 256, device="cuda", dtype=torch.float16)
+        lib(x, weight.T.unsqueeze(0).expand(2, -1, -1), out)
+        torch.testing.assert_close(out, (x.float() @ weight.float().T).half(), atol=2e-2, rtol=2e-2)

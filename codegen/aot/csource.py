@@ -410,9 +410,11 @@ def single_dispatch(prefix, plan_):
         ", ".join(params)
 
 
-def config_dispatch(prefix, plans, keys, config_names):
+def config_dispatch(prefix, plans, keys, config_names, guards=None):
     """An entry point that takes the configuration's values after the
-    kernel's arguments and calls the plan built for them."""
+    kernel's arguments and calls the plan built for them: the first whose
+    key matches and whose guard (a C condition on the arguments, or None)
+    holds."""
     first = plans[0]
     for p in plans[1:]:
         if [(q.name, q.kind) for q in p.params] != [(q.name, q.kind) for q in first.params]:
@@ -422,9 +424,9 @@ def config_dispatch(prefix, plans, keys, config_names):
     params = ["ntsym_stream stream"] + [_param_decl(p) for p in first.params] + [f"int64_t {n}" for n in config_names]
     call = ", ".join(["stream"] + [p.name for p in first.params])
     body = ["ntsym_message_text[0] = 0;"]
-    for plan_, key in zip(plans, keys):
-        cond = " && ".join(f"{n} == {v}" for n, v in zip(config_names, key)) or "1"
-        body.append(f"if ({cond}) return {plan_.name}_launch({call});")
+    for plan_, key, guard in zip(plans, keys, guards or [None] * len(plans)):
+        cond = " && ".join([f"{n} == {v}" for n, v in zip(config_names, key)] + ([f"({guard})"] if guard else []))
+        body.append(f"if ({cond or '1'}) return {plan_.name}_launch({call});")
     shown = " ".join(f"{n}=%lld" for n in config_names)
     args = "".join(f", (long long){n}" for n in config_names)
     body.append(f"return ntsym_fail(NTSYM_ERROR_CONFIG, {c_string(f'no configuration was built for {shown}')}{args});")
