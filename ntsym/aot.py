@@ -124,6 +124,9 @@ class Library:
                               f"its arguments are: {', '.join(names)}")
         out = []
         for i, a in enumerate(args):
+            if i < len(self.params) and self.params[i][1] == "tensor" and not isinstance(a, torch.Tensor):
+                raise LaunchError(f"kernel `{self.kernel_name}`: `{self.params[i][0]}` must be a torch tensor, got "
+                                  f"{type(a).__name__}")
             if isinstance(a, torch.Tensor) and i < len(self.params) and self.params[i][1] in ("tensor", "shape"):
                 if self.params[i][1] == "tensor" and (a.is_neg() or a.is_conj()):
                     _refuse_lazy_view(self.params[i][0], a)
@@ -302,7 +305,8 @@ def build(premake, configs, *, meta_parameters=None, caller="cuda", kernel_name=
                    target, workers)
     tuned = {}
     if meta_parameters:
-        winners, tuned = _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names)
+        winners, tuned = tune_library(kernel_name, output_dir, plans, configs, kernels, meta_parameters,
+                                      config_names)
         chosen = [plans[i] for i, _ in winners]
         _write_library(kernel_name, output_dir, chosen, [keys[i][:len(config_names)] for i, _ in winners],
                        config_names, target, workers, [guard for _, guard in winners])
@@ -354,13 +358,13 @@ def _config_key(config, meta_parameters):
     return tuple(_config_int(v) for v in values)
 
 
-def _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names):
+def tune_library(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names):
     """Time each meta-parameter choice per configuration through the library
     just built, on representative tensors of every free size TUNE_SIZE, then
     of the small class (``SMALL_SIZE``, ``_small_ms``); where there is no GPU,
     the first choice of each stands (marked untimed).  Returns the plans to
     dispatch to, as (index, guard) in the order the dispatcher tries them: a
-    configuration's small-class choice (guarded by ``_small_guard``) where it
+    configuration's small-class choice (guarded by ``small_class_guard``) where it
     differs, then its choice."""
     import torch
 
@@ -381,7 +385,7 @@ def _tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, con
                 times[i] = _time(lambda: library.status(*full)) if code == 0 else float("inf")
         best = min(members, key=lambda i: times.get(i, 0.0))
         entry = {"meta": _meta_of(configs[best], meta_parameters), "ms": times.get(best), "timed": bool(times)}
-        guard = _small_guard(kernels[members[0]], plans[members[0]])
+        guard = small_class_guard(kernels[members[0]], plans[members[0]])
         if times and guard and len(members) > 1:
             small = _small_ms(library, kernels[members[0]], plans[members[0]],
                               {i: _config_key(configs[i], meta_parameters) for i in members})
@@ -408,7 +412,7 @@ def _free_dims(kernel, plan):
             for d, size in enumerate(ir_p.source_sizes) if hasattr(size, "name") and size.name not in choices]
 
 
-def _small_guard(kernel, plan):
+def small_class_guard(kernel, plan):
     """The C condition of the small class: every free size at most SMALL_LIMIT."""
     return " && ".join(f"{name}.ndim > {d} && {name}.shape[{d}] <= {SMALL_LIMIT}"
                        for name, d in _free_dims(kernel, plan)) or None

@@ -107,6 +107,8 @@ def test_bad_input_gets_a_status_and_a_message(built):
     assert (code, message) == (1, "`output` must have 2 dimensions, got 3")
     code, message = add_lib.status(h(10), h(10), torch.zeros(10))
     assert (code, message) == (1, "`output` has dtype float32; this kernel was compiled for float16")
+    with pytest.raises(ntsym.LaunchError, match="`output` must be a torch tensor, got list"):
+        add_lib(h(10), h(10), [0.0] * 10)
     x = h(10)
     struct = ntsym.aot.c_tensor(x)
     struct.dtype = 99
@@ -352,10 +354,11 @@ def test_build_dispatches_calls_of_small_sizes_to_their_own_choice(tmp_path, mon
     guards = []
 
     def tune(kernel_name, output_dir, plans, configs, kernels, meta_parameters, config_names):
-        guards.append(built._small_guard(kernels[0], plans[0]))
-        return [(1, guards[0]), (0, None)], {"[]": {"meta": {"BLOCK_SIZE": 512}, "small": {"meta": {"BLOCK_SIZE": 1024}}}}
+        guards.append(built.small_class_guard(kernels[0], plans[0]))
+        tuned = {"[]": {"meta": {"BLOCK_SIZE": 512}, "small": {"meta": {"BLOCK_SIZE": 1024}}}}
+        return [(1, guards[0]), (0, None)], tuned
 
-    monkeypatch.setattr(built, "_tune", tune)
+    monkeypatch.setattr(built, "tune_library", tune)
     configs = [((), {"BLOCK_SIZE": 512}, {"num_warps": 4}), ((), {"BLOCK_SIZE": 1024}, {"num_warps": 4})]
     lib = ntsym.build(_add_premake, configs, meta_parameters=("BLOCK_SIZE",), kernel_name="add_small",
                       output_dir=tmp_path, target=SM90)

@@ -172,7 +172,9 @@ class _Search:
         if shortlist is None:  # only a full search sets its class's shortlist
             _store_shortlist(spec, class_key, ranked, self.classes)
         else:
-            self.settled.setdefault(class_key, []).append(config)  # what ``_settled`` reads
+            history = self.settled.setdefault(class_key, [])  # what ``_settled`` reads
+            history.append(config)
+            del history[:-SETTLE_AFTER]  # a class that never settles keeps timing, not a growing list
         return config
 
 
