@@ -179,8 +179,9 @@ def _attention_forward(ops, counts):
 
 
 def patch(model, ops):
-    """The paper's four replacements on ``model`` (instance forwards); returns
-    the attention's counts of kernel and masked calls."""
+    """The paper's four replacements on ``model`` (instance forwards, which
+    ``examples.llm.model.unpatch`` removes); returns the attention's counts
+    of kernel and masked calls."""
     from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRMSNorm
 
     counts = {"kernel": 0, "masked": 0}
@@ -194,11 +195,6 @@ def patch(model, ops):
         elif isinstance(module, LlamaMLP):
             module.act_fn.forward = types.MethodType(_silu_forward(ops), module.act_fn)
     return counts
-
-
-def unpatch(model):
-    for module in model.modules():
-        module.__dict__.pop("forward", None)
 
 
 # -- Generation and timing -----------------------------------------------------------------------
@@ -291,7 +287,7 @@ def bench(args):
     rows, reference = [], {}
     for new_tokens in args.lengths:
         for name in args.backends:
-            unpatch(model)
+            llm.unpatch(model)
             counts = patch(model, ops[name]())
             warm, times, tokens = timed(model, prompt, new_tokens, args.runs)
             mean = sum(times) / len(times)
@@ -301,7 +297,7 @@ def bench(args):
                          counts["masked"]))
             print(f"{new_tokens} tokens, {name}: {BATCH * new_tokens / mean:.1f} tokens/s "
                   f"({', '.join(f'{t:.2f}' for t in times)} s)", flush=True)
-    unpatch(model)
+    llm.unpatch(model)
     lines.append("| new tokens | backend | tokens/s | tokens/s per sequence | vs torch | warm-up s | measured s | "
                  f"steps equal to {args.backends[0]}'s | masked attention calls |")
     lines.append("|---:|---|---:|---:|---:|---:|---|---:|---:|")
@@ -313,7 +309,7 @@ def bench(args):
     for name in args.backends if args.profile else ():
         patch(model, ops[name]())
         wall, kernels, table = profile_decode(model, prompt, args.profile)
-        unpatch(model)
+        llm.unpatch(model)
         profiled.append(f"\n`{name}`, a generation of {args.profile} tokens: {wall:.2f} ms a step (wall), of which "
                         f"{kernels:.2f} ms of kernels (device time, prefill included)\n")
         profiled.append("| kernel | launches a step | ms a step |\n|---|---:|---:|")
@@ -334,10 +330,10 @@ def tiny(steps=4):
                            generator=torch.Generator(device).manual_seed(0))
     results = {}
     for name, ops in (("torch", torch_ops), ("ntsym", ntsym_ops)):
-        unpatch(model)
+        llm.unpatch(model)
         counts = patch(model, ops())
         results[name] = (generate(model, prompt, steps), dict(counts))
-    unpatch(model)
+    llm.unpatch(model)
     results["transformers"] = (generate(model, prompt, steps), None)
     return results
 

@@ -181,13 +181,13 @@ def _refuse_lazy_view(name, t):
                       "tensor and copy back)")
 
 
-def _current_stream(args, positions=None):
-    """The current CUDA stream of the first CUDA tensor among ``args`` (at
-    ``positions``, where given), as a pointer; None where there is none."""
+def _current_stream(args, positions):
+    """The current CUDA stream of the first CUDA tensor among ``args`` at
+    ``positions``, as a pointer; None where there is none."""
     import torch
 
-    for i in range(len(args)) if positions is None else positions:
-        a = args[i] if i < len(args) else None
+    for i in positions:
+        a = args[i]
         if isinstance(a, torch.Tensor) and a.is_cuda:
             return torch._C._cuda_getCurrentRawStream(a.get_device())
     return None

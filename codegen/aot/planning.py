@@ -379,6 +379,7 @@ def _variants(ir, generated, axes, meta, meta_subs, choices, advance):
     contig = set(records.contiguity_flags.values())
     variants = []
     names = [ax.name for ax in axes]
+    aligned = next(ax for ax in axes if ax.kind == "aligned")
     for combo in itertools.product(*(ax.values for ax in axes)):
         assignment = dict(zip(names, combo))
         if assignment["aligned"] and assignment["NTSYM_INT64"]:
@@ -390,7 +391,6 @@ def _variants(ir, generated, axes, meta, meta_subs, choices, advance):
             known[ir.symbols.get(sym, sympy.Symbol(sym))] = assignment[sym]
         if _contradicts(whole, assignment, known):
             continue
-        aligned = next(ax for ax in axes if ax.kind == "aligned")
         transposed = aligned.c_transposed[assignment["aligned"] - 3][0] if assignment["aligned"] >= 3 else None
         variants.append(_variant(ir, generated, assignment, meta, known, choices, advance, transposed))
     return variants

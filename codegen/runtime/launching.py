@@ -57,7 +57,7 @@ class _Entry:
                  "options", "pairs")
 
     def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False,
-                 options=()):
+                 options=(), pairs=()):
         self.kernel = kernel  # the persistent variant, or None: the plain kernel
         self.grid = grid
         self.tail = tail
@@ -70,7 +70,7 @@ class _Entry:
         self.options = options  # the configuration's warps and stages (``counters.note_variant``)
         # (a, b) indices into ``tensor_positions`` of the pairs whose overlap a launch checks:
         # those with a written tensor (two tensors only read may share memory)
-        self.pairs = ()
+        self.pairs = pairs
 
 
 def fast_launch(facts, entry, args):
@@ -137,21 +137,20 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
     if key is None:
         return
     positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
-    spans = None
+    spans, pairs = None, ()
     if len(positions) > 1:
         spans = []
         for i in positions:
             start, end = byte_extent(user_args[i])
             spans.append(end - start)
+        written = [facts.spec.call_params[i][0] in facts.spec.written for i in positions]
+        pairs = tuple((a, b) for a in range(len(positions)) for b in range(a + 1, len(positions))
+                      if written[a] or written[b])
     params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
     scalars = len(positions) < len(user_args)
-    entry = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel, scalars, options)
-    if spans is not None:
-        written = [facts.spec.call_params[i][0] in facts.spec.written for i in positions]
-        entry.pairs = tuple((a, b) for a in range(len(positions)) for b in range(a + 1, len(positions))
-                            if written[a] or written[b])
-    facts.cache.calls[key] = entry
+    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel,
+                                    scalars, options, pairs)
 
 
 def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):

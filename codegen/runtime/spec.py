@@ -109,8 +109,9 @@ class CallCache:
     # Size class key -> the configurations that led its tuning, best first,
     # as this process tuned them or a loaded table gave them.
     classes: dict = field(default_factory=dict)
-    # Size class key -> what its shortlist timings chose, in order: once two
-    # agree, later shapes of the class take it untimed (``tuning.choice``).
+    # Size class key -> what its last shortlist timings chose, in order: once
+    # the class settles (``tuning.choice._settled``), later shapes of the
+    # class take that choice untimed.
     settled: dict = field(default_factory=dict)
 
 

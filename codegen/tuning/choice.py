@@ -42,8 +42,8 @@ def choose(kernel, spec, grid, args, metas, derived, tensors, int64, options=Non
     else the default.  ``counter`` (``ntsym_codegen.counters.Counter``) counts searches and
     what they time; ``classes`` (``CallCache.classes``) holds the size
     classes this kernel handle tuned or was given (``load_tuning``);
-    ``settled`` (``CallCache.settled``) the classes whose shortlist timings
-    agreed (``_Search.settle``)."""
+    ``settled`` (``CallCache.settled``) what each class's shortlist timings
+    chose, from which ``_settled`` reads whether the class has settled."""
     fixed_items = tuple(sorted((k, v) for k, v in metas.items() if v is not None))
     # Constexprs the call gives select the compiled kernel (a causal flag):
     # each value is tuned on its own.
