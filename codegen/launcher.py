@@ -235,11 +235,23 @@ def _kernel_call_args(ir, emitter, tensor_params):
 def _derived(emitter, metas, skip):
     """Entries of the ``derived`` dict for ``emitter``'s padded blocks and
     peeled loops (those not in ``skip``), and the functions they need."""
-    entries = [
-        (s.name, expr("lambda meta: next_power_of_2({n})", n=host(n)))
-        for n, s in emitter.records.pow2.items() if s.name not in skip
-    ]
-    defs = []
+    entries, defs = [], []
+    for n, s in emitter.records.pow2.items():
+        if s.name in skip:
+            continue
+        used = sorted({f.name for f in sympy.sympify(n).free_symbols} & set(metas))
+        if not used:
+            entries.append((s.name, expr("lambda meta: next_power_of_2({n})", n=host(n))))
+            continue
+        # A padded block of a configuration's block size (``BLOCK // 16``):
+        # read from the configuration, as the grid does.
+        defs += stmts(
+            "def {fn}(meta):\n    {metas}\n    return next_power_of_2({n})",
+            fn=s.name.lower(),
+            metas=_read_metas(used),
+            n=host(n),
+        )
+        entries.append((s.name, s.name.lower()))
     for name, (size, block) in emitter.records.whole.items():
         if name in skip:
             continue

@@ -11,7 +11,7 @@ from ntsym_codegen.ir import Check
 from ntsym import live_extents
 from ntsym.errors import ArrangementError
 from ntsym.kernel_params import ParamsMixin
-from ntsym.pairing import PairingMixin, align
+from ntsym.pairing import PairingMixin, align, at_smallest_blocks
 from ntsym.split import require_split
 
 
@@ -121,14 +121,15 @@ class OuterProof(PairingMixin, ParamsMixin):
             self.facts.append(("proved", sympy.Eq(a, b, evaluate=False), f"outer(`{name_a}`)[{dim}] == outer(`{name_b}`)[{dim}]"))
             return
         metas = sorted(self._block_symbols(a) | self._block_symbols(b), key=lambda s: s.name)
-        # Equal for every block size => equal with every block size 1.
-        at_one = {m: sympy.S.One for m in metas}
-        a1, b1 = a.xreplace(at_one), b.xreplace(at_one)
+        # Equal for every block size => equal with every block size 1 (or,
+        # where a tile is empty at 1, at its lower bound).
+        (a1, b1), at_one = at_smallest_blocks((a, b), metas)
         diff = _simplified(a1 - b1)
         if diff.is_number and diff != 0:
+            sizes = ("block sizes of 1" if all(v == 1 for v in at_one.values()) else
+                     "block sizes " + ", ".join(f"{m.name}={v}" for m, v in at_one.items()))
             raise ArrangementError(
-                f"{where}: these can never be equal (they differ by {diff} even with block "
-                f"sizes of 1); {why}"
+                f"{where}: these can never be equal (they differ by {diff} even with {sizes}); {why}"
             )
         reason = ("needed for every " + ", ".join(m.name for m in metas)) if metas else "sizes must agree"
         free = [s for s in (a1 - b1).free_symbols if isinstance(s, sympy.Symbol)]

@@ -178,9 +178,8 @@ class PairingMixin:
         every ``B`` where ``n <= m``): which tiles a program reads or writes
         must not depend on the configuration."""
         a, b = self._apply(a), self._apply(b)
-        tuned = {m: sympy.S.One for m in self._block_symbols(a) | self._block_symbols(b) if getattr(m, "meta", False)}
-        at = (lambda e: e.xreplace(tuned)) if tuned else (lambda e: e)
-        for a1, b1 in ([(at(a), at(b))] if tuned else []) + [(a, b)]:
+        tuned = [m for m in self._block_symbols(a) | self._block_symbols(b) if getattr(m, "meta", False)]
+        for a1, b1 in ([at_smallest_blocks((a, b), tuned)[0]] if tuned else []) + [(a, b)]:
             if stored:
                 self._require(
                     sympy.Le(b1, a1),
@@ -263,6 +262,19 @@ class PairingMixin:
         if isinstance(extent, CeilDiv) and not self._block_symbols(extent.args[0]):
             return extent.args[0]
         return extent
+
+
+def at_smallest_blocks(exprs, blocks):
+    """``exprs`` with every block size of ``blocks`` 1 (a representative the
+    configuration does not change); where a tile of a block expression is
+    empty at 1 (``BLOCK // 16``: a division by zero), with each block at its
+    declared lower bound instead.  Returns ``(exprs, values)``."""
+    at = {m: sympy.S.One for m in blocks}
+    try:
+        return tuple(sympy.sympify(e).xreplace(at) for e in exprs), at
+    except ZeroDivisionError:
+        at = {m: sympy.Integer(max(1, getattr(m, "lower_bound", None) or 1)) for m in blocks}
+        return tuple(sympy.sympify(e).xreplace(at) for e in exprs), at
 
 
 def align(ref_name, ref_shape, name, shape):

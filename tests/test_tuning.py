@@ -553,3 +553,29 @@ def test_options_a_call_fixes_key_its_stored_choice_apart():
         options.validate("k", {"advance": 1})
     with pytest.raises(ntsym.LaunchError, match="num_stages must be an int from 1 to 8, got True"):
         options.validate("k", {"num_stages": True})
+
+
+def test_a_tile_of_a_block_size_expression_is_tuned():
+    """A tile ``BLOCK // 4`` of a tuned block size: the arrangement is proved
+    over the block's range (not at a block of 1, where the tile is empty) and
+    the launcher pads that tile from the configuration it launches."""
+    import ntsym.language as ntl
+
+    def arrangement(x, sums, BLOCK_SIZE=ntsym.block_size(lower_bound=16, upper_bound=64)):
+        return x.tile((BLOCK_SIZE,)), sums.tile((BLOCK_SIZE // 4,))
+
+    def application(x, sums):
+        sums = ntl.sum(ntl.reshape(x, (x.shape[0] // 4, 4)), 1)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    x = torch.randn(96)
+    sums = torch.empty(24)
+    kernel(x, sums)
+    torch.testing.assert_close(sums, x.view(24, 4).sum(1))
+    # Fewer tiles of ``sums`` than programs: the programs past them write none.
+    fewer = torch.empty(12)
+    kernel(x, fewer)
+    torch.testing.assert_close(fewer, x[:48].view(12, 4).sum(1))
+    # More: no program would write the extra tiles, refused.
+    with pytest.raises(Exception, match="sums"):
+        kernel(x, torch.empty(48))
