@@ -37,7 +37,7 @@ def test_reference_path_is_varied(tiny):
     assert all(len(set(row.tolist())) > 4 for row in tokens)
 
 
-@pytest.mark.parametrize("backend", ["ntsym", "triton"])
+@pytest.mark.parametrize("backend", ["ntsym", "ntsym-norms", "triton"])
 @pytest.mark.slow
 def test_patched_model_generates_the_same_tokens(tiny, backend):
     model, prompt, tokens, logits = tiny
@@ -166,11 +166,91 @@ def test_a_patched_decode_step_has_no_silu_kernel_of_its_own(tiny):
     from examples.llm import kernels
 
     model, prompt, tokens = tiny[0], tiny[1], tiny[2]
-    kinds = (kernels.silu_mul_kernel, kernels.gemv_swiglu_kernel)
+    kinds = (kernels.silu_mul_kernel, kernels.gemv_swiglu_kernel, kernels.gemv_swiglu_normed_kernel)
     _, prompt_only = _generate_counting(model, prompt, 1, kinds)
     got, with_step = _generate_counting(model, prompt, 2, kinds)
     assert torch.equal(got, tokens[:, :2])
-    assert [w - p for w, p in zip(with_step, prompt_only)] == [0, model.config.num_hidden_layers]
+    # The step's gate/up products take the norm folded in (the norm-less form: none).
+    assert [w - p for w, p in zip(with_step, prompt_only)] == [0, 0, model.config.num_hidden_layers]
+
+
+@pytest.mark.parametrize("rows, columns", [(2, 64), (16, 80), (3, 48)])
+def test_the_folded_norm_products_equal_the_norm_then_the_product(rows, columns):
+    """``linear_add_squares`` writes ``h``, ``w * h`` and ``h``'s squares;
+    ``linear_normed`` and ``linear_swiglu_normed`` of those equal the products
+    of ``rms_norm(h, w)``.  80 columns: a partial block of the widest (64)."""
+    from examples.llm import kernels
+
+    gen = torch.Generator().manual_seed(rows * columns)
+    x = torch.randn(rows, 1, 96, generator=gen)
+    weight = torch.randn(columns, 96, generator=gen) / 10
+    residual = torch.randn(rows, 1, columns, generator=gen)
+    norm_weight = torch.rand(columns, generator=gen) + 0.5
+    h, normed, squares = kernels.linear_add_squares(x, weight, residual, norm_weight)
+    expected_h = x @ weight.t() + residual
+    torch.testing.assert_close(h, expected_h, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(normed, norm_weight * h, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(squares, (h * h).view(rows, -1, kernels.SQUARES_GROUP).sum(-1), atol=1e-4,
+                               rtol=1e-5)
+    # The first layer's operands, from a row of its own: the same.
+    again, again_squares = kernels.row_squares(h, norm_weight)
+    torch.testing.assert_close(again, normed, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(again_squares, squares, atol=1e-4, rtol=1e-5)
+    eps = 1e-5
+    normalised = kernels.rms_norm(h, norm_weight, eps)
+    other = torch.randn(40, columns, generator=gen)
+    torch.testing.assert_close(kernels.linear_normed(normed, squares, eps, other), normalised @ other.t(),
+                               atol=1e-4, rtol=1e-4)
+    gate_up = torch.randn(2 * 24, columns, generator=gen)
+    torch.testing.assert_close(kernels.linear_swiglu_normed(normed, squares, eps, gate_up, 24),
+                               kernels.linear_swiglu(normalised, gate_up, 24), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("rows, columns", [(17, 64), (2, 72)])
+def test_linear_add_squares_refuses_what_its_squares_cannot_hold(rows, columns):
+    from examples.llm import kernels
+
+    x, weight = torch.randn(rows, 32), torch.randn(columns, 32)
+    with pytest.raises(ValueError, match="linear_add_squares"):
+        kernels.linear_add_squares(x, weight, torch.randn(rows, columns), torch.ones(columns))
+    assert not kernels.foldable(torch.randn(rows, columns), torch.ones(columns))
+
+
+def test_a_patched_decode_step_normalises_in_its_products(tiny):
+    """A decode step has one norm kernel of its own (the model's last norm) and
+    one for the first layer's operands; the layers' norms are in the products."""
+    from examples.llm import kernels
+
+    model, prompt, tokens = tiny[0], tiny[1], tiny[2]
+    kinds = (kernels.rms_norm_kernel, kernels.row_squares_kernel, kernels.gemv_add_squares_kernel)
+    _, prompt_only = _generate_counting(model, prompt, 1, kinds)
+    got, with_step = _generate_counting(model, prompt, 2, kinds)
+    assert torch.equal(got, tokens[:, :2])
+    layers = model.config.num_hidden_layers
+    assert [w - p for w, p in zip(with_step, prompt_only)] == [1, 1, 2 * layers - 1]
+
+
+def test_folded_operands_are_not_used_for_a_changed_input(tiny):
+    """The operands a layer's last product wrote for the next layer's norm are
+    used only for that product's output, unchanged."""
+    from transformers.models.llama import modeling_llama as llama
+
+    model, prompt, tokens = tiny[0], tiny[1], tiny[2]
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    try:
+        layers = [m for m in model.modules() if type(m) is llama.LlamaDecoderLayer]
+        h = torch.randn(2, 1, model.config.hidden_size)
+        stale = (torch.zeros_like(h), torch.zeros(2, model.config.hidden_size // 16))
+        layers[1].__dict__["folded_input"] = (h, h._version, stale)
+        h.add_(1)
+        assert llm._take_folded(layers[1], h) is None
+        layers[1].__dict__["folded_input"] = (h, h._version, stale)
+        assert llm._take_folded(layers[1], h.clone()) is None
+        layers[1].__dict__["folded_input"] = (h, h._version, stale)
+        assert llm._take_folded(layers[1], h) is stale
+    finally:
+        llm.unpatch(model)
+    assert not any("next_layer" in m.__dict__ or "folded_input" in m.__dict__ for m in model.modules())
 
 
 @pytest.mark.parametrize("columns", [5000, 4096, 2 * 2048 + 1])
@@ -259,3 +339,29 @@ def test_the_paper_protocol_modules_generate_torch_s_tokens():
     assert tokens["ntsym"] == tokens["torch"] == tokens["transformers"]
     counts = results["ntsym"][1]
     assert counts == {"kernel": 2 * 3, "masked": 0}  # 2 layers, a prompt and 2 decode steps
+
+
+def test_rope_tables_equal_transformers_rotary_embedding():
+    """One kernel for the rotary embedding's tables: transformers' cosines and
+    sines, at positions whose angles reach thousands of radians."""
+    from transformers.models.llama import modeling_llama as llama
+
+    from examples.llm import kernels
+
+    rotary = llama.LlamaRotaryEmbedding(llm.tiny_config())
+    positions = torch.tensor([[0, 1, 7, 300], [5000, 123456, 2, 9]])
+    for dtype in (torch.float32, torch.float16):
+        expected = rotary(torch.zeros(1, dtype=dtype), positions)
+        got = kernels.rope_tables(positions, rotary.inv_freq, rotary.attention_scaling, dtype)
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            torch.testing.assert_close(g, e, atol=2e-7, rtol=0)
+
+
+def test_a_patched_model_computes_its_rotary_tables_in_one_kernel(tiny):
+    from examples.llm import kernels
+
+    model, prompt, tokens = tiny[0], tiny[1], tiny[2]
+    got, (launches,) = _generate_counting(model, prompt, 3, [kernels.rope_tables_kernel])
+    assert torch.equal(got, tokens[:, :3])
+    assert launches == 3  # the prompt's and two decode steps'

@@ -573,6 +573,234 @@ def linear_swiglu(x, gate_up, size):
     return output
 
 
+# -- RMSNorm folded into the decode products ---------------------------------------------------
+#
+# A decoder layer's RMSNorm, ``w * h / sqrt(mean(h**2) + eps)``, needs the sum of
+# squares of all of ``h``'s row, which no single program of the product that
+# writes ``h`` sees.  So that no kernel of its own normalises ``h`` in a decode
+# step, the work is split between the two products around it:
+#
+# - the product that writes ``h`` (the residual stream: the output projection and
+#   the down projection, with their residual additions) also writes ``w * h``
+#   (the next norm's weight applied, column by column) and the sums of squares of
+#   ``h``'s row in groups of ``SQUARES_GROUP`` columns (``squares``: each program
+#   its columns' groups, so no atomics and a deterministic result);
+# - the product that reads the norm's output (q/k/v, gate/up) reads ``w * h``
+#   and multiplies its accumulator by ``1 / sqrt(sum(squares) / K + eps)`` (the
+#   factor is the same for a whole row, so it commutes with the product).
+#
+# Rounding: transformers rounds ``h / rms`` to the activations' dtype before the
+# weight; here ``w * h`` is rounded once and the factor applied in float32.
+
+SQUARES_GROUP = 16  # columns summed into one element of ``squares`` (the smallest block)
+
+
+def row_squares_arrangement(input, weight, normed, squares):
+    # input, normed (R, N): a row per program; weight (1, N); squares (R, N / SQUARES_GROUP).
+    input_arranged = input.tile((1, -1))
+    weight_arranged = weight.tile((1, -1)).expand((input_arranged.shape[0], -1))
+    return input_arranged, weight_arranged, normed.tile((1, -1)), squares.tile((1, -1))
+
+
+def row_squares_application(input, weight, normed, squares):
+    x = ntl.cast(input, ntl.float32)
+    normed = weight * x  # noqa: F841
+    squares = ntl.sum(ntl.reshape(x * x, (1, input.shape[1] // SQUARES_GROUP, SQUARES_GROUP)), 2)  # noqa: F841
+
+
+_groups = {"constexpr": True, "upper_bound": 2**15 // SQUARES_GROUP}
+row_squares_kernel = ntsym.make(
+    row_squares_arrangement,
+    row_squares_application,
+    (Tensor(2, shape_options=_row), Tensor(shape=(1, None), shape_options=_row), Tensor(2, shape_options=_row),
+     Tensor(2, shape_options=(None, _groups))),
+)
+
+
+def foldable(x, norm_weight):
+    """Whether a decode product can take the norm of ``x`` (rows ``(..., K)``)
+    with ``norm_weight`` folded in: at most GEMV_MAX_ROWS rows, K a multiple of
+    SQUARES_GROUP."""
+    rows = x.numel() // x.shape[-1]
+    return rows <= GEMV_MAX_ROWS and x.shape[-1] % SQUARES_GROUP == 0 and norm_weight.shape == x.shape[-1:]
+
+
+def row_squares(x, norm_weight):
+    """``(norm_weight * x, squares)`` of ``x`` ``(..., K)``: the operands with
+    which ``linear_normed``/``linear_swiglu_normed`` compute the product of
+    ``rms_norm(x, norm_weight, eps)`` (one kernel, a row per program)."""
+    k = x.shape[-1]
+    rows = x.reshape(-1, k)
+    normed = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    squares = torch.empty((rows.shape[0], k // SQUARES_GROUP), dtype=torch.float32, device=x.device)
+    row_squares_kernel(rows, norm_weight.view(1, k), normed.view(-1, k), squares)
+    return normed, squares
+
+
+def gemv_add_squares_arrangement(input, other, addend, weight, output, normed, squares, BLOCK_SIZE_M=_GEMV_M,
+                                 BLOCK_SIZE_N=_GEMV_N, BLOCK_SIZE_K=_GEMV_K):
+    input_arranged, other_arranged, output_arranged = _mm.arrangement(
+        input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+    weight_arranged = weight.tile((1, BLOCK_SIZE_N)).expand((output_arranged.shape[0], -1))
+    return (input_arranged, other_arranged, addend.tile((BLOCK_SIZE_M, BLOCK_SIZE_N)), weight_arranged,
+            output_arranged, normed.tile((BLOCK_SIZE_M, BLOCK_SIZE_N)),
+            squares.tile((BLOCK_SIZE_M, BLOCK_SIZE_N // SQUARES_GROUP)))
+
+
+def gemv_add_squares_application(input, other, addend, weight, output, normed, squares):
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+    for k in range(input.shape[0]):
+        accumulator += ntl.dot(input[k], other[k])
+    # The next norm sees the sum as stored (rounded to the output's dtype).
+    h = ntl.cast(ntl.cast(accumulator + ntl.cast(addend, ntl.float32), output.source.dtype), ntl.float32)
+    output = h  # noqa: F841
+    normed = weight * h  # noqa: F841
+    groups = ntl.reshape(h * h, (output.shape[0], output.shape[1] // SQUARES_GROUP, SQUARES_GROUP))
+    squares = ntl.sum(groups, 2)  # noqa: F841
+
+
+gemv_add_squares_kernel = ntsym.make(gemv_add_squares_arrangement, gemv_add_squares_application,
+                                     tuple(Tensor(2) for _ in range(7)), max_num_configs=12)
+
+
+def linear_add_squares(x, weight, addend, norm_weight):
+    """``h = x @ weight.T + addend`` with the next RMSNorm's operands
+    (``norm_weight * h`` and the squares of ``h``'s row): ``(h, normed, squares)``.
+    Decode only (``foldable``); one kernel."""
+    rows = x.reshape(-1, x.shape[-1])
+    columns = weight.shape[0]
+    if rows.shape[0] > GEMV_MAX_ROWS or columns % SQUARES_GROUP:
+        raise ValueError(f"linear_add_squares: {rows.shape[0]} rows (at most {GEMV_MAX_ROWS}) and {columns} "
+                         f"columns (a multiple of {SQUARES_GROUP}) expected")
+    output = torch.empty((*x.shape[:-1], columns), dtype=x.dtype, device=x.device)
+    normed = torch.empty_like(output)
+    squares = torch.empty((rows.shape[0], columns // SQUARES_GROUP), dtype=torch.float32, device=x.device)
+    gemv_add_squares_kernel(rows, weight.t(), addend.reshape(-1, columns), norm_weight.view(1, columns),
+                            output.view(-1, columns), normed.view(-1, columns), squares,
+                            BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    return output, normed, squares
+
+
+def _arrange_squares(squares, output_arranged, BLOCK_SIZE_M):
+    """A block of rows of ``squares`` whole, for each program of a row block."""
+    return squares.tile((BLOCK_SIZE_M, -1)).expand((-1, output_arranged.shape[1]))
+
+
+def _norm_factor(squares, input, eps):
+    """Each row's ``1 / sqrt(mean(x**2) + eps)`` from its sums of squares, as a column."""
+    return ntl.rsqrt(ntl.sum(squares, 1) / input.source.shape[1] + eps)[:, None]
+
+
+def gemv_normed_arrangement(input, other, squares, eps, output, BLOCK_SIZE_M=_GEMV_M, BLOCK_SIZE_N=_GEMV_N,
+                            BLOCK_SIZE_K=_GEMV_K):
+    input_arranged, other_arranged, output_arranged = _mm.arrangement(
+        input, other, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+    return (input_arranged, other_arranged, _arrange_squares(squares, output_arranged, BLOCK_SIZE_M), eps,
+            output_arranged)
+
+
+def gemv_normed_application(input, other, squares, eps, output):
+    factor = _norm_factor(squares, input, eps)  # before the loop: its loads overlap the weight's
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+    for k in range(input.shape[0]):
+        accumulator += ntl.dot(input[k], other[k])
+    output = accumulator * factor  # noqa: F841
+
+
+_squares = Tensor(2, shape_options=(None, _groups))
+gemv_normed_kernel = ntsym.make(gemv_normed_arrangement, gemv_normed_application,
+                                (Tensor(2), Tensor(2), _squares, Tensor(0), Tensor(2)), max_num_configs=12)
+
+
+def linear_normed(normed, squares, eps, weight):
+    """``rms_norm(x, w, eps) @ weight.T`` from ``normed = w * x`` and ``x``'s
+    ``squares`` (``row_squares`` or ``linear_add_squares``); decode only."""
+    k = normed.shape[-1]
+    output = torch.empty((*normed.shape[:-1], weight.shape[0]), dtype=normed.dtype, device=normed.device)
+    gemv_normed_kernel(normed.reshape(-1, k), weight.t(), squares, float(eps), output.view(-1, weight.shape[0]),
+                       BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    return output
+
+
+def gemv_swiglu_normed_arrangement(input, gate, up, squares, eps, output, BLOCK_SIZE_M=_GEMV_M,
+                                   BLOCK_SIZE_N=_GEMV_N, BLOCK_SIZE_K=_GEMV_K):
+    input_arranged, gate_arranged, up_arranged, output_arranged = gemv_swiglu_arrangement(
+        input, gate, up, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+    return (input_arranged, gate_arranged, up_arranged, _arrange_squares(squares, output_arranged, BLOCK_SIZE_M),
+            eps, output_arranged)
+
+
+def gemv_swiglu_normed_application(input, gate, up, squares, eps, output):
+    factor = _norm_factor(squares, input, eps)  # before the loop: its loads overlap the weights'
+    g = ntl.zeros(output.shape, dtype=ntl.float32)
+    u = ntl.zeros(output.shape, dtype=ntl.float32)
+    for k in range(input.shape[0]):
+        x = input[k]
+        g += ntl.dot(x, gate[k])
+        u += ntl.dot(x, up[k])
+    g = ntl.cast(ntl.cast(g * factor, input.source.dtype), ntl.float32)
+    u = ntl.cast(ntl.cast(u * factor, input.source.dtype), ntl.float32)
+    output = g * ntl.sigmoid(g) * u  # noqa: F841
+
+
+gemv_swiglu_normed_kernel = ntsym.make(
+    gemv_swiglu_normed_arrangement, gemv_swiglu_normed_application,
+    (Tensor(2), Tensor(2), Tensor(2), _squares, Tensor(0), Tensor(2)), max_num_configs=12)
+
+
+def linear_swiglu_normed(normed, squares, eps, gate_up, size):
+    """``linear_swiglu(rms_norm(x, w, eps), gate_up, size)`` from ``normed = w * x``
+    and ``x``'s ``squares``; decode only."""
+    k = normed.shape[-1]
+    output = torch.empty((*normed.shape[:-1], size), dtype=normed.dtype, device=normed.device)
+    gemv_swiglu_normed_kernel(normed.reshape(-1, k), gate_up[:size].t(), gate_up[size:].t(), squares, float(eps),
+                              output.view(-1, size), BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    return output
+
+
+# -- The rotary embedding's tables ------------------------------------------------------------
+
+
+def rope_tables_arrangement(positions, frequencies, scaling, cos, sin):
+    # positions (R, 1): a row per program; frequencies (1, D): the inverse frequencies twice
+    # (transformers' tables are the two equal halves); cos, sin (R, D).
+    positions_arranged = positions.tile((1, 1))
+    frequencies_arranged = frequencies.tile((1, -1)).expand((positions_arranged.shape[0], -1))
+    return positions_arranged, frequencies_arranged, scaling, cos.tile((1, -1)), sin.tile((1, -1))
+
+
+def rope_tables_application(positions, frequencies, scaling, cos, sin):
+    # As transformers: float32 angles (the position times the inverse frequency), the
+    # cosine and sine times the scaling, rounded to the tables' dtype.  libdevice's
+    # accurate cos/sin: the angles reach thousands of radians.
+    angles = ntl.cast(positions, ntl.float32) * frequencies
+    cos = ntl.libdevice.cos(angles) * scaling  # noqa: F841
+    sin = ntl.libdevice.sin(angles) * scaling  # noqa: F841
+
+
+_head = {"constexpr": True, "upper_bound": 1024}
+rope_tables_kernel = ntsym.make(
+    rope_tables_arrangement,
+    rope_tables_application,
+    (Tensor(2), Tensor(shape=(1, None), shape_options=(None, _head)), Tensor(0),
+     Tensor(2, shape_options=(None, _head)), Tensor(2, shape_options=(None, _head))),
+)
+
+
+def rope_tables(position_ids, inv_freq, scaling, dtype):
+    """``(cos, sin)`` ``(..., D)`` in ``dtype`` for ``position_ids`` ``(...)``, as
+    transformers' ``LlamaRotaryEmbedding`` computes them from ``inv_freq``
+    ``(D/2,)`` (its cosines and sines of ``position * inv_freq``, twice, times
+    ``scaling``); one kernel, a position per program."""
+    frequencies = torch.cat((inv_freq, inv_freq)).to(torch.float32).view(1, -1)
+    positions = position_ids.reshape(-1, 1)
+    d = frequencies.shape[1]
+    cos = torch.empty((*position_ids.shape, d), dtype=dtype, device=position_ids.device)
+    sin = torch.empty_like(cos)
+    rope_tables_kernel(positions, frequencies, float(scaling), cos.view(-1, d), sin.view(-1, d))
+    return cos, sin
+
+
 # -- Greedy choice: the argmax of each row of logits ----------------------------------------
 
 ARGMAX_BLOCK = 2048  # columns a program of the first pass reads

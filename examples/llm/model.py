@@ -127,6 +127,35 @@ class NtsymBackend:
     def argmax(self, logits, out):
         return self.k.argmax(logits, out)
 
+    def rope_tables(self, position_ids, inv_freq, scaling, dtype):
+        return self.k.rope_tables(position_ids, inv_freq, scaling, dtype)
+
+    # The decoder layers' RMSNorms folded into the decode products around them
+    # (examples/llm/kernels.py, "RMSNorm folded into the decode products").
+    fold_norms = True
+
+    def foldable(self, x, norm_weight):
+        return self.k.foldable(x, norm_weight)
+
+    def row_squares(self, x, norm_weight):
+        return self.k.row_squares(x, norm_weight)
+
+    def linear_add_squares(self, x, weight, addend, norm_weight):
+        return self.k.linear_add_squares(x, weight, addend, norm_weight)
+
+    def linear_normed(self, normed, squares, eps, weight):
+        return self.k.linear_normed(normed, squares, eps, weight)
+
+    def linear_swiglu_normed(self, normed, squares, eps, gate_up, size):
+        return self.k.linear_swiglu_normed(normed, squares, eps, gate_up, size)
+
+
+class NtsymNormsBackend(NtsymBackend):
+    """``NtsymBackend`` with each RMSNorm a kernel of its own (for comparison)."""
+
+    name = "ntsym-norms"
+    fold_norms = False
+
 
 class TritonBackend:
     """The hand-written Triton kernels where one applies, torch where none does.
@@ -170,7 +199,7 @@ class TritonBackend:
         return self.t.silu(gate) * up
 
 
-BACKENDS = {"ntsym": NtsymBackend, "triton": TritonBackend}
+BACKENDS = {"ntsym": NtsymBackend, "ntsym-norms": NtsymNormsBackend, "triton": TritonBackend}
 
 
 # -- Patching ---------------------------------------------------------------------------------
@@ -183,6 +212,16 @@ def _rms_norm_forward(backend):
     return forward
 
 
+def _rotary_forward(backend):
+    """transformers' ``LlamaRotaryEmbedding`` (a static ``inv_freq``: the rope
+    types that do not update it) as one kernel, where torch takes about eight."""
+
+    def forward(self, x, position_ids):
+        return backend.rope_tables(position_ids, self.inv_freq, self.attention_scaling, x.dtype)
+
+    return forward
+
+
 def _linear_forward(backend):
     def forward(self, x):
         return backend.linear(x, self.weight)
@@ -190,58 +229,114 @@ def _linear_forward(backend):
     return forward
 
 
-def _projected(backend, projection, x, residual):
+def _projected(backend, projection, x, residual, fold_next=None):
     """``projection(x)``, plus ``residual`` where given: added by the product
-    itself (``backend.linear_add``)."""
+    itself (``backend.linear_add``).  With ``fold_next`` (the next RMSNorm's
+    weight): ``(sum, (normed, squares))``, the next norm's operands written by
+    the same product (``backend.linear_add_squares``)."""
+    if fold_next is not None:
+        output, normed, squares = backend.linear_add_squares(x, projection.weight, residual, fold_next)
+        return output, (normed, squares)
     if residual is None:
         return projection(x)
     return backend.linear_add(x, projection.weight, residual)
 
 
+def _normed_product(backend, x, weight, folded):
+    """``x @ weight.T``; with ``folded`` ``(squares, eps)``, ``x`` is a norm's
+    ``w * h`` and the product that of ``rms_norm(h, w, eps)``."""
+    if folded is None:
+        return backend.linear(x, weight)
+    return backend.linear_normed(x, folded[0], folded[1], weight)
+
+
 def _mlp_forward(backend):
-    def forward(self, x, residual=None):
+    def forward(self, x, residual=None, folded=None, fold_next=None):
         fused = self.__dict__.get("gate_up_weight")
-        if fused is None:
-            hidden = backend.silu_and_mul(self.gate_proj(x), self.up_proj(x))
-        else:
-            size = self.gate_proj.weight.shape[0]
-            if hasattr(backend, "linear_swiglu"):  # SiLU-and-multiply in the product's epilogue
-                hidden = backend.linear_swiglu(x, fused, size)
+        size = self.gate_proj.weight.shape[0]
+        if folded is not None:  # x is the norm's w * h; folded: (squares, eps)
+            if fused is None:
+                gate = _normed_product(backend, x, self.gate_proj.weight, folded)
+                hidden = backend.silu_and_mul(gate, _normed_product(backend, x, self.up_proj.weight, folded))
             else:
-                gate_up = backend.linear(x, fused)
-                hidden = backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:])
-        return _projected(backend, self.down_proj, hidden, residual)
+                hidden = backend.linear_swiglu_normed(x, folded[0], folded[1], fused, size)
+        elif fused is None:
+            hidden = backend.silu_and_mul(self.gate_proj(x), self.up_proj(x))
+        elif hasattr(backend, "linear_swiglu"):  # SiLU-and-multiply in the product's epilogue
+            hidden = backend.linear_swiglu(x, fused, size)
+        else:
+            gate_up = backend.linear(x, fused)
+            hidden = backend.silu_and_mul(gate_up[..., :size], gate_up[..., size:])
+        return _projected(backend, self.down_proj, hidden, residual, fold_next)
 
     return forward
+
+
+def _take_folded(layer, hidden_states):
+    """The ``(normed, squares)`` the previous layer's last product wrote for
+    this layer's input norm, if ``hidden_states`` is that product's output,
+    unchanged since."""
+    entry = layer.__dict__.pop("folded_input", None)
+    if entry is None:
+        return None
+    output, version, operands = entry
+    if output is not hidden_states or output._version != version:
+        return None
+    return operands
 
 
 def _decoder_layer_forward(backend):
     """transformers' Llama decoder layer with its two residual additions made
     by the output projections' products (``residual=`` to the patched
-    attention and MLP), so that no kernel of its own adds them."""
+    attention and MLP), so that no kernel of its own adds them.  With
+    ``backend.fold_norms``, a decode step's two RMSNorms are folded into the
+    products around them: the products writing the residual stream also write
+    the next norm's operands (``w * h`` and the squares of ``h``), the products
+    reading the norm scale their results (one small kernel makes the first
+    layer's operands from the embeddings; the model's final norm stays)."""
 
     def forward(self, hidden_states, attention_mask=None, position_ids=None, cache=None, use_cache=False,
                 position_embeddings=None, **kwargs):
-        hidden_states, _ = self.self_attn(
-            hidden_states=self.input_layernorm(hidden_states), attention_mask=attention_mask,
-            position_ids=position_ids, cache=cache, use_cache=use_cache, position_embeddings=position_embeddings,
-            residual=hidden_states, **kwargs)
-        return self.mlp(self.post_attention_layernorm(hidden_states), residual=hidden_states)
+        first, second = self.input_layernorm, self.post_attention_layernorm
+        if not (getattr(backend, "fold_norms", False) and backend.foldable(hidden_states, first.weight)
+                and backend.foldable(hidden_states, second.weight)):
+            hidden_states, _ = self.self_attn(
+                hidden_states=first(hidden_states), attention_mask=attention_mask,
+                position_ids=position_ids, cache=cache, use_cache=use_cache,
+                position_embeddings=position_embeddings, residual=hidden_states, **kwargs)
+            return self.mlp(second(hidden_states), residual=hidden_states)
+        operands = _take_folded(self, hidden_states)
+        if operands is None:
+            operands = backend.row_squares(hidden_states, first.weight)
+        normed, squares = operands
+        hidden_states, (normed, squares) = self.self_attn(
+            hidden_states=normed, attention_mask=attention_mask, position_ids=position_ids, cache=cache,
+            use_cache=use_cache, position_embeddings=position_embeddings, residual=hidden_states,
+            folded=(squares, first.variance_epsilon), fold_next=second.weight, **kwargs)
+        following = self.__dict__.get("next_layer")
+        folded = (squares, second.variance_epsilon)
+        if following is None or not backend.foldable(hidden_states, following.input_layernorm.weight):
+            return self.mlp(normed, residual=hidden_states, folded=folded)
+        output, operands = self.mlp(normed, residual=hidden_states, folded=folded,
+                                    fold_next=following.input_layernorm.weight)
+        following.__dict__["folded_input"] = (output, output._version, operands)
+        return output
 
     return forward
 
 
 def _attention_forward(backend):
     def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, residual=None,
-                **kwargs):
+                folded=None, fold_next=None, **kwargs):
         if cache is None or not hasattr(cache.layers[self.layer_idx], "cumulative_length"):
             raise ValueError("the patched Llama attention needs a StaticCache (see examples/llm/model.py)")
         batch, length, _ = hidden_states.shape
         fused = self.__dict__.get("qkv_weight")
         if fused is None:
-            q, k, v = self.q_proj(hidden_states), self.k_proj(hidden_states), self.v_proj(hidden_states)
+            q, k, v = (_normed_product(backend, hidden_states, p.weight, folded)
+                       for p in (self.q_proj, self.k_proj, self.v_proj))
         else:  # column views of one product
-            qkv = backend.linear(hidden_states, fused)
+            qkv = _normed_product(backend, hidden_states, fused, folded)
             nq, nk = self.q_proj.weight.shape[0], self.k_proj.weight.shape[0]
             q, k, v = qkv[..., :nq], qkv[..., nq:nq + nk], qkv[..., nq + nk:]
         q = q.view(batch, length, -1, self.head_dim)
@@ -267,6 +362,8 @@ def _attention_forward(backend):
             else:
                 output = backend.decode_attention(q, keys, values, layer.cumulative_length, self.scaling)
         output = output.transpose(1, 2).reshape(batch, length, -1)
+        if fold_next is not None:
+            return _projected(backend, self.o_proj, output, residual, fold_next)
         return _projected(backend, self.o_proj, output, residual), None
 
     return forward
@@ -338,9 +435,17 @@ def patch(model, backend, layers=True):
     }
     if layers and getattr(backend, "residual", False):
         forwards[llama.LlamaDecoderLayer] = _decoder_layer_forward(backend)
+        for module in model.modules():  # each layer's successor, for the folded norms' operands
+            if type(module) is llama.LlamaModel:
+                for layer, following in zip(module.layers, list(module.layers)[1:]):
+                    layer.__dict__["next_layer"] = following  # not a submodule
     linear = _linear_forward(backend)
+    rotary = _rotary_forward(backend) if hasattr(backend, "rope_tables") else None
     for module in model.modules():
         forward = forwards.get(type(module))
+        if (rotary is not None and type(module) is llama.LlamaRotaryEmbedding
+                and "dynamic" not in str(getattr(module, "rope_type", "dynamic"))):
+            forward = rotary
         if forward is None and type(module) is nn.Linear and module.bias is None:
             forward = linear
         if forward is not None:
@@ -356,6 +461,8 @@ def unpatch(model):
         module.__dict__.pop("forward", None)
         module.__dict__.pop("qkv_weight", None)  # the projections' weights stay views of it
         module.__dict__.pop("gate_up_weight", None)
+        module.__dict__.pop("next_layer", None)
+        module.__dict__.pop("folded_input", None)
     model.patched_with = None
     model.greedy = None
     return model
