@@ -39,6 +39,12 @@ Llama code uses:
 - ``linear_swiglu(x, gate_up, size)``: ``silu(x @ gate.T) * (x @ up.T)`` for the MLP's
   fused gate/up weight; with at most 16 rows the SiLU-and-multiply is the product's
   epilogue (each program computes the same columns of both products).
+- ``linear_add_squares``, ``linear_normed``, ``linear_swiglu_normed``, ``row_squares``: a
+  decode step's RMSNorms folded into the products around them (the products writing
+  the residual stream also write ``w * h`` and the squares of ``h``; the products
+  reading the norm scale their accumulators by each row's factor).
+- ``rope_tables(position_ids, inv_freq, scaling, dtype)``: transformers' rotary
+  tables (cosines and sines of the positions times the inverse frequencies).
 - ``argmax(logits, out)``: each row's greedy token, ``logits.argmax(-1, keepdim=True)``,
   in two passes (blocks of a row, then the row's blocks).
 - ``silu_and_mul(gate, up)``: ``silu(gate) * up``, element-wise, fused; row by row, so
