@@ -129,11 +129,16 @@ class LocalValues:
     - ``index``: local name -> its value as index math (offsets of tiles).
     - ``tile_vars``: tile index variable -> its extent, for the variables
       ``index`` values use.
+    - ``placement``: local name -> the axis along which each tile variable of
+      its ``index`` value runs (``index_placement``).
     """
 
     sizes: dict = field(default_factory=dict)
     index: dict = field(default_factory=dict)
     tile_vars: dict = field(default_factory=dict)
+    # local name -> where its ``index`` value's tile variables run: variable ->
+    # axis of the local's value, counted from the last (-1), as broadcasting aligns them.
+    placement: dict = field(default_factory=dict)
 
 
 @dataclass

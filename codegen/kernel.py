@@ -319,9 +319,13 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             self.shapes.padded_locals.pop(target.id, None)
             self.shapes.padded_sizes.pop(target.id, None)
             self.values.index.pop(target.id, None)
+            self.values.placement.pop(target.id, None)
             index = self.index_value(value_node)
             if index is not None:
                 self.values.index[target.id] = index
+                placement = self.index_placement(value_node)
+                if placement is not None:
+                    self.values.placement[target.id] = placement
             known = self._size_value(value_node)
             if known is not None and len(self.blocks.caches) == 1:
                 self.values.sizes[target.id] = known
@@ -343,6 +347,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 self.lanes.locals[e.id] = unpacked
                 self.wrote(e.id)
                 self.values.index.pop(e.id, None)
+                self.values.placement.pop(e.id, None)
                 self.values.sizes.pop(e.id, None)
                 self.shapes.padded_locals.pop(e.id, None)
                 self.shapes.padded_sizes.pop(e.id, None)

@@ -261,10 +261,12 @@ class PaddingMixin:
         result = combine(_FUNCTIONS["where"], [c, a, b])
         if not result.known or not result.factors:
             return result
-        conditions = [c for c in map(self._condition, _conjuncts(node.args[0])) if c is not None]
+        conditions = [(c, self.index_placement(n)) for n in _conjuncts(node.args[0])
+                      for c in [self._condition(n)] if c is not None]
         outside = []
         for f, v in zip(result.factors, result.outside):
-            if f.cond is not None and any(_same_condition(c, f.cond) for c in conditions):
+            if f.cond is not None and any(_same_condition(c, f.cond) and _placed_as(placement, f)
+                                          for c, placement in conditions):
                 v = b.at(f)
             elif v is None:
                 x, y = a.at(f), b.at(f)
@@ -560,6 +562,18 @@ def _below_zero(relation):
     if isinstance(relation, sympy.GreaterThan):
         return sympy.expand(relation.rhs - relation.lhs - 1)
     return None
+
+
+def _placed_as(placement, factor):
+    """Whether a condition whose tile variables run along the axes
+    ``placement`` names (``index_placement``) tests the lanes ``factor``
+    excludes where they lie: each of the factor's variables on one of its
+    axes (``x.offsets(1) < n``, a vector along the last axis, tests nothing
+    of a tile whose dimension 1 is its first axis)."""
+    if placement is None or factor.axes is None:
+        return False
+    used = {placement[v] for v in factor.cond.free_symbols if v in placement}
+    return bool(used) and used == set(factor.axes)
 
 
 def _same_condition(a, b):

@@ -305,6 +305,80 @@ class ShapesMixin:
             self.values.tile_vars[vars[j]] = block_extent_expr(p.levels[ref.depth][j], self.records.pow2)
         return p.index[d].xreplace(subs)
 
+    def index_placement(self, node):
+        """For an ``index_value`` node: the axis of its value along which each
+        tile variable runs (counted from the last, -1, as broadcasting aligns
+        values), or None where that is not followed.  ``x.offsets(d)`` of one
+        tile dimension is a vector (its variable on axis -1); new axes
+        (``v[None, :]``) and ``trans`` move it; operands of arithmetic and
+        comparisons broadcast against each other."""
+        try:
+            return self._placement(node)
+        except _NotIndex:
+            return None
+
+    def _placement(self, node):
+        if isinstance(node, ast.Constant):
+            return {}
+        if isinstance(node, ast.Name):
+            if node.id in self.values.index:
+                if node.id not in self.values.placement:
+                    raise _NotIndex
+                return dict(self.values.placement[node.id])
+            return {}  # a loop variable, a size, a constant: one value
+        if self.shape_value(node) is not None:
+            return {}
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 1 \
+                and not node.keywords:
+            ref = self.resolve(node.func.value)
+            if isinstance(ref, TileRef) and node.func.attr == "offsets":
+                d = literal_int(node.args[0])
+                p = ref.param
+                if not isinstance(d, int) or not -p.ndim <= d < p.ndim:
+                    raise _NotIndex
+                vars = p.level_vars[ref.depth]
+                index = p.index[d].xreplace({var: value for var, (value, _, _) in ref.fixed.items()})
+                running = [j for j in ref.dims if vars[j] in index.free_symbols]
+                if len(running) == 1:  # a vector along that dimension (``_offsets_rank``)
+                    return {vars[running[0]]: -1}
+                rank = len(ref.dims)
+                return {vars[j]: ref.dims.index(j) - rank for j in running}
+            if node.func.attr == "trans" and self.alias(node.func.value) == "tl":
+                inner = self._placement(node.args[0])
+                if any(a < -2 for a in inner.values()):
+                    raise _NotIndex
+                return {v: -3 - a for v, a in inner.items()}  # -1 <-> -2
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and self.alias(node.func.value) == "tl":
+            if node.func.attr in ("minimum", "maximum") and len(node.args) == 2 and not node.keywords:
+                return _broadcast(self._placement(node.args[0]), self._placement(node.args[1]))
+            if node.func.attr in ("min", "max"):
+                return {}  # one value
+        if isinstance(node, ast.Subscript):
+            keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            inner = self._placement(node.value)
+            slices = [i for i, k in enumerate(keys) if isinstance(k, ast.Slice)]
+            if any(not (isinstance(k, ast.Constant) and k.value is None) and not isinstance(k, ast.Slice)
+                   for k in keys):
+                raise _NotIndex
+            # The value's axes, in order, take the slices' places; None adds an axis.
+            rank = len(keys)
+            used = max((-a for a in inner.values()), default=0)
+            if used > len(slices):
+                raise _NotIndex
+            start = len(slices) - used  # the value's first used axis among the slices (right-aligned)
+            moved = {}
+            for v, a in inner.items():
+                position = slices[start + (used + a)]
+                moved[v] = position - rank
+            return moved
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return self._placement(node.operand)
+        if isinstance(node, ast.BinOp):
+            return _broadcast(self._placement(node.left), self._placement(node.right))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            return _broadcast(self._placement(node.left), self._placement(node.comparators[0]))
+        raise _NotIndex
+
     def index_comparison(self, node):
         """``(relation, left, right)`` of a single ``<``, ``<=``, ``>`` or ``>=``
         between two index values (SymPy), or None."""
@@ -331,6 +405,15 @@ class ShapesMixin:
 
 
 _RELATIONS = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge}
+
+
+def _broadcast(a, b):
+    """Placements of two operands broadcast together (axes counted from the
+    last): a variable on two different axes is not followed."""
+    for v, axis in b.items():
+        if a.get(v, axis) != axis:
+            raise _NotIndex
+    return {**a, **b}
 
 
 def _arithmetic(op, a, b):

@@ -519,3 +519,31 @@ def test_a_sort_of_a_flattened_tile_counts_the_elements_it_moved(form):
     out = torch.empty(1, 1)
     ntsym.make(arrangement, application, (Tensor(2, other=3.0), Tensor(2)))(x, out)
     torch.testing.assert_close(out, (x.max() + 1500.0).reshape(1, 1))
+
+
+def test_a_condition_on_the_offsets_of_another_axis_keeps_the_mask():
+    """``where(x.offsets(1) < n, x, -inf)`` on a ``(S, G)`` tile: the vector of
+    dimension 1's offsets broadcasts along the last axis (G), so it tests
+    nothing of the padded S lanes; their mask stays before ``max`` and ``sum``
+    over S (they used to be taken as tested, and entered both)."""
+    whole = {"constexpr": True, "upper_bound": 256}
+
+    def arrangement(lse, out):
+        arranged = lse.tile((1, -1, -1))
+        arranged.dtype = arranged.dtype.squeeze(0)
+        out_arranged = out.tile((1, -1))
+        out_arranged.dtype = out_arranged.dtype.squeeze(0)
+        return arranged, out_arranged
+
+    def application(lse, out):
+        weights = ntl.where(lse.offsets(1) < lse.source.shape[1], lse, float("-inf"))  # along G
+        w = ntl.exp2(weights - ntl.max(weights, 0)[None, :])
+        out = ntl.sum(w, 0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application,
+                        (Tensor(3, shape_options=(None, whole, whole)), Tensor(2, shape_options=(None, whole))))
+    lse = torch.randn(1, 3, 3) + 2  # above the padded lanes' zeros
+    out = torch.empty(1, 3)
+    kernel(lse, out)
+    weights = lse[0]  # every real lane: G's offsets (< 3) all pass
+    torch.testing.assert_close(out[0], torch.exp2(weights - weights.max(0).values).sum(0))
