@@ -470,6 +470,211 @@ def decode_attention(q, k_cache, v_cache, length, scale=None, out=None, pending=
     return output
 
 
+# -- Decode attention with the step's rotary embedding and cache store ---------------------
+#
+# ``rope_and_store`` then ``decode_attention`` (pending=1) in two kernels instead of three:
+# the attention rotates its query heads itself and takes the step's key and value from
+# the q/k/v product's output (the cache holds the ``length`` positions before them), and
+# the combine, one program per key/value head, rotates the step's key and stores it and
+# the value into the cache at ``length``.  Both round the rotated values to the cache's
+# dtype, as the cache stores them.
+
+
+def decode_rope_arrangement(
+    q_lo, q_hi, k_lo, k_hi, v, k_new, v_new, cos, sin, length, scale, o, lse,
+    BLOCK_SIZE_G=ntsym.block_size(lower_bound=16, upper_bound=16),
+    BLOCK_SIZE_N=ntsym.block_size(lower_bound=16, upper_bound=128),
+):
+    # q_lo, q_hi (B, Hkv, 1, G, D/2): the query heads' halves, not rotated; k_lo, k_hi
+    # (B, Hkv, NSPLIT, L/NSPLIT, D/2): the key cache's halves, split; v (B, Hkv, NSPLIT,
+    # L/NSPLIT, D); k_new (B, Hkv, 2, D/2), v_new (B, Hkv, 1, D): the step's key (its
+    # halves, not rotated) and value; cos, sin (B, 1, D/2): the step's table rows;
+    # o (B, Hkv, NSPLIT, G, D), lse (B, Hkv, NSPLIT, G): per split; length (1,).
+    # Programs: (B, Hkv, NSPLIT, G blocks), as decode_arrangement's.
+    q_lo_arranged, k_lo_arranged, v_arranged, length_arranged, _, _, o_arranged, lse_arranged = decode_arrangement(
+        q_lo, k_lo, v, length, 0, scale, o, lse, BLOCK_SIZE_G, BLOCK_SIZE_N)
+    q_hi_arranged, k_hi_arranged = decode_arrangement(q_hi, k_hi, v, length, 0, scale, o, lse, BLOCK_SIZE_G,
+                                                      BLOCK_SIZE_N)[:2]
+    programs = tuple(k_lo_arranged.shape)
+
+    k_new_arranged = k_new.tile((1, 1, 1, -1))  # k_new[0], k_new[1]: the halves, (D/2,)
+    k_new_arranged.dtype = k_new_arranged.dtype.squeeze((0, 1, 2))
+    k_new_arranged = k_new_arranged.tile((1, 1, -1, 1)).squeeze(3)
+    k_new_arranged.dtype = k_new_arranged.dtype.squeeze((0, 1, 3))
+    k_new_arranged = k_new_arranged.unsqueeze(3).expand((-1, -1, programs[2], programs[3]))
+    v_new_arranged = v_new.tile((1, 1, 1, -1))
+    v_new_arranged.dtype = v_new_arranged.dtype.squeeze((0, 1, 2))
+    v_new_arranged = v_new_arranged.expand((-1, -1, programs[2], programs[3]))
+
+    def arrange_table(table):  # (D/2,), the sequence's row
+        arranged = table.tile((1, 1, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1))
+        return arranged.unsqueeze(3).expand((-1, programs[1], programs[2], programs[3]))
+
+    return (q_lo_arranged, q_hi_arranged, k_lo_arranged, k_hi_arranged, v_arranged, k_new_arranged, v_new_arranged,
+            arrange_table(cos), arrange_table(sin), length_arranged, scale, o_arranged, lse_arranged)
+
+
+def decode_rope_application(q_lo, q_hi, k_lo, k_hi, v, k_new, v_new, cos, sin, length, scale, o, lse):
+    c = ntl.cast(cos, ntl.float32)
+    s = ntl.cast(sin, ntl.float32)
+    dtype = v.source.dtype
+    x1 = ntl.cast(q_lo, ntl.float32)
+    x2 = ntl.cast(q_hi, ntl.float32)
+    q1_loaded = ntl.cast(x1 * c - x2 * s, dtype)  # the rotated query, as stored
+    q2_loaded = ntl.cast(x1 * s + x2 * c, dtype)
+    q1 = ntl.cast(q1_loaded, ntl.float32)
+    q2 = ntl.cast(q2_loaded, ntl.float32)
+    scale_log2 = scale * 1.4426950408889634
+    acc = ntl.zeros(o.shape, dtype=ntl.float32)
+    m = ntl.full((q_lo.shape[0],), float("-inf"), dtype=ntl.float32)
+    l = ntl.zeros((q_lo.shape[0],), dtype=ntl.float32)
+    split = lse.offsets(2)  # one value: the tile lies in one split
+    position = ntl.sum(length, 0)  # the cache's length: where the step's key goes
+    valid = position - split * v.source.shape[3]
+    count = ntl.minimum(ntl.maximum(valid + v[0].shape[0] - 1, 0) // v[0].shape[0], v.shape[0])
+    for i in range(count):
+        key = v[i].offsets(3)[None, :]
+        # Each half of the rotated query against the same half of the keys.
+        scores = (ntl.dot(q1_loaded, ntl.trans(k_lo[i])) + ntl.dot(q2_loaded, ntl.trans(k_hi[i]))) * scale_log2
+        scores = ntl.where((key < valid) & (key < v.source.shape[3]), scores, float("-inf"))
+        m_new = ntl.maximum(m, ntl.max(scores, 1))
+        p = ntl.exp2(scores - m_new[:, None])
+        alpha = ntl.exp2(m - m_new)
+        acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
+        l = l * alpha + ntl.sum(p, 1)
+        m = m_new
+    # The step's key and value, in the split that holds position ``length``.
+    y1 = ntl.cast(k_new[0], ntl.float32)
+    y2 = ntl.cast(k_new[1], ntl.float32)
+    k1 = ntl.cast(ntl.cast(y1 * c - y2 * s, dtype), ntl.float32)  # the rotated key, as stored
+    k2 = ntl.cast(ntl.cast(y1 * s + y2 * c, dtype), ntl.float32)
+    score = (ntl.sum(q1 * k1[None, :], 1) + ntl.sum(q2 * k2[None, :], 1)) * scale_log2
+    mine = (valid >= 0) & (valid < v.source.shape[3])
+    m_new = ntl.maximum(m, score)
+    p = ntl.exp2(score - m_new)
+    alpha = ntl.exp2(m - m_new)
+    value = ntl.cast(v_new, ntl.float32)
+    p_rounded = ntl.cast(ntl.cast(p, dtype), ntl.float32)  # as the loop's p for its dot
+    acc = ntl.where(mine, acc * alpha[:, None] + p_rounded[:, None] * value[None, :], acc)
+    l = ntl.where(mine, l * alpha + p, l)
+    m = ntl.where(mine, m_new, m)
+    # A split with no valid key: l = 0, lse = -inf, its (zero) result weighs nothing.
+    o = acc / ntl.where(l > 0, l, 1.0)[:, None]  # noqa: F841
+    lse = m + ntl.log2(l)  # noqa: F841
+
+
+_half_d = {"constexpr": True, "upper_bound": 128, "power_of_two": True}
+decode_rope_kernel = ntsym.make(
+    decode_rope_arrangement,
+    decode_rope_application,
+    (Tensor(shape=(None, None, 1, None, None), shape_options=(None, None, None, None, _half_d)),
+     Tensor(shape=(None, None, 1, None, None), shape_options=(None, None, None, None, _half_d)),
+     Tensor(5, shape_options=(None, None, None, None, _half_d)),
+     Tensor(5, shape_options=(None, None, None, None, _half_d)),
+     Tensor(5, shape_options=(None, None, None, None, _d)),
+     Tensor(4, shape_options=(None, None, None, _half_d)),
+     Tensor(4, shape_options=(None, None, None, _d)),
+     Tensor(3, shape_options=(None, None, _half_d)),
+     Tensor(3, shape_options=(None, None, _half_d)),
+     Tensor(shape=(1,)),
+     Tensor(0),
+     Tensor(5, shape_options=(None, None, None, None, _d)),
+     Tensor(4)),
+)
+
+
+def combine_store_arrangement(o_part, lse, output, k_new, v_new, cos, sin, position, keys, values):
+    # o_part (B, Hkv, NSPLIT, G, D), lse (B, Hkv, NSPLIT, G), output (B, Hkv, G, D); the
+    # step's k_new (B, Hkv, 2, D/2), v_new (B, Hkv, 1, D), cos, sin (B, 1, D/2), position
+    # (B, 1, 1); keys, values (B, Hkv, L, D), only stored into.  Programs: (B, Hkv, 1), one
+    # key/value head and the G query heads of its group.
+    o_arranged = o_part.tile((1, 1, -1, -1, -1)).squeeze(4)
+    o_arranged.dtype = o_arranged.dtype.squeeze((0, 1))
+    lse_arranged = lse.tile((1, 1, -1, -1))
+    lse_arranged.dtype = lse_arranged.dtype.squeeze((0, 1))
+    output_arranged = output.tile((1, 1, -1, -1)).squeeze(3)
+    output_arranged.dtype = output_arranged.dtype.squeeze((0, 1))
+    heads = output_arranged.shape[1]
+    k_arranged = k_new.tile((1, 1, 1, -1))
+    k_arranged.dtype = k_arranged.dtype.squeeze((0, 1, 2))
+    k_arranged = k_arranged.tile((1, 1, -1, 1)).squeeze(3)
+    k_arranged.dtype = k_arranged.dtype.squeeze((0, 1, 3))
+    v_arranged = v_new.tile((1, 1, 1, -1)).squeeze(3)
+    v_arranged.dtype = v_arranged.dtype.squeeze((0, 1, 2))
+
+    def arrange_table(table):
+        arranged = table.tile((1, 1, -1)).expand((-1, heads, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1))
+        return arranged
+
+    position_arranged = position.tile((1, 1, 1)).expand((-1, heads, -1))
+    position_arranged.dtype = position_arranged.dtype.squeeze((0, 1, 2))
+    keys_arranged, values_arranged = (c.tile((1, 1, -1, -1)).squeeze(3) for c in (keys, values))
+    return (o_arranged, lse_arranged, output_arranged, k_arranged, v_arranged, arrange_table(cos),
+            arrange_table(sin), position_arranged, keys_arranged, values_arranged)
+
+
+def combine_store_application(o_part, lse, output, k_new, v_new, cos, sin, position, keys, values):
+    weights_log2 = ntl.where((lse.offsets(2) < lse.source.shape[2])[:, None], lse, float("-inf"))  # (NSPLIT, G)
+    top = ntl.max(weights_log2, 0)
+    w = ntl.exp2(weights_log2 - top[None, :])
+    output = ntl.sum(o_part * w[:, :, None], 0) / ntl.sum(w, 0)[:, None]  # noqa: F841
+    c = ntl.cast(cos, ntl.float32)
+    s = ntl.cast(sin, ntl.float32)
+    k1 = ntl.cast(k_new[0], ntl.float32)
+    k2 = ntl.cast(k_new[1], ntl.float32)
+    b = k_new[0].offsets(0)
+    h = k_new[0].offsets(1)
+    half = k_new[0].offsets(3)
+    keys.source[b, h, position, half] = k1 * c - k2 * s
+    keys.source[b, h, position, half + k_new.source.shape[3]] = k1 * s + k2 * c
+    values.source[v_new.offsets(0), v_new.offsets(1), position, v_new.offsets(3)] = v_new
+
+
+combine_store_kernel = ntsym.make(
+    combine_store_arrangement,
+    combine_store_application,
+    (Tensor(5, shape_options=(None, None, _splits, None, _d)), Tensor(4, shape_options=(None, None, _splits, None)),
+     Tensor(4, shape_options=(None, None, None, _d)),
+     Tensor(4, shape_options=(None, None, None, _half)),
+     Tensor(4),
+     Tensor(3, shape_options=(None, None, _half)),
+     Tensor(3, shape_options=(None, None, _half)),
+     Tensor(3, dtype=ntsym.int64),
+     Tensor(4),
+     Tensor(4)),
+)
+
+
+def decode_attention_rope(q, k, v, cos, sin, keys, values, length, scale=None):
+    """A decode step's attention with its rotary embedding and cache store:
+    ``rope_and_store`` then ``decode_attention(..., pending=1)`` in two kernels.
+
+    ``q`` ``(B, 1, H, D)``, ``k``, ``v`` ``(B, 1, Hkv, D)`` not rotated (views of the
+    q/k/v product); ``cos``, ``sin`` ``(B, 1, D)``; ``keys``, ``values`` ``(B, Hkv, L, D)``
+    caches of which the first ``length`` positions are valid (a one-element integer
+    tensor).  Stores the rotated ``k`` and ``v`` at ``length``; returns ``(B, H, 1, D)``."""
+    b, _, heads, d = q.shape
+    kv_heads, cache_len = keys.shape[1], keys.shape[2]
+    half, groups = d // 2, heads // kv_heads
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    block_n, n_split = decode_splits(cache_len)
+    q5 = q.reshape(b, kv_heads, 1, groups, d)
+    k_new, v_new = k.reshape(b, kv_heads, 2, half), v.reshape(b, kv_heads, 1, d)
+    cos, sin = (t[..., :half].expand(b, -1, -1) for t in (cos, sin))
+    o_part = torch.empty((b, kv_heads, n_split, groups, d), dtype=torch.float32, device=q.device)
+    lse = torch.empty((b, kv_heads, n_split, groups), dtype=torch.float32, device=q.device)
+    split_keys = keys.unflatten(2, (n_split, -1))
+    decode_rope_kernel(q5[..., :half], q5[..., half:], split_keys[..., :half], split_keys[..., half:],
+                       values.unflatten(2, (n_split, -1)), k_new, v_new, cos, sin, length.reshape(1), float(scale),
+                       o_part, lse, BLOCK_SIZE_G=16, BLOCK_SIZE_N=block_n)
+    output = torch.empty((b, heads, 1, d), dtype=q.dtype, device=q.device)
+    combine_store_kernel(o_part, lse, output.view(b, kv_heads, groups, d), k_new, v_new, cos, sin,
+                         length.reshape(1, 1, 1).expand(b, 1, 1), keys, values)
+    return output
+
+
 # -- Linear layers ----------------------------------------------------------------------
 
 
