@@ -118,9 +118,6 @@ class NtsymBackend:
     def rope_and_store(self, q, k, v, cos, sin, keys, values, position):
         return self.k.rope_and_store(q, k, v, cos, sin, keys, values, position)
 
-    def decode_attention_rope(self, q, k, v, cos, sin, keys, values, length, scale):
-        return self.k.decode_attention_rope(q, k, v, cos, sin, keys, values, length, scale)
-
     def silu_and_mul(self, gate, up):
         return self.k.silu_and_mul(gate, up)
 
@@ -158,14 +155,6 @@ class NtsymNormsBackend(NtsymBackend):
 
     name = "ntsym-norms"
     fold_norms = False
-
-
-class NtsymStoreBackend(NtsymBackend):
-    """``NtsymBackend`` with a decode step's rotary embedding and cache store a
-    kernel of its own, before the attention (for comparison)."""
-
-    name = "ntsym-store"
-    decode_attention_rope = None
 
 
 class TritonBackend:
@@ -210,8 +199,7 @@ class TritonBackend:
         return self.t.silu(gate) * up
 
 
-BACKENDS = {"ntsym": NtsymBackend, "ntsym-norms": NtsymNormsBackend, "ntsym-store": NtsymStoreBackend,
-            "triton": TritonBackend}
+BACKENDS = {"ntsym": NtsymBackend, "ntsym-norms": NtsymNormsBackend, "triton": TritonBackend}
 
 
 # -- Patching ---------------------------------------------------------------------------------
@@ -356,13 +344,7 @@ def _attention_forward(backend):
         v = v.view(batch, length, -1, self.head_dim)
         cos, sin = position_embeddings
         layer = cache.layers[self.layer_idx]
-        if length == 1 and getattr(layer, "is_initialized", False) and getattr(backend, "decode_attention_rope", None):
-            # Two kernels: the attention rotates q and takes the step's k and v as they
-            # are; its combine rotates k and stores k and v at the cache's length.
-            output = backend.decode_attention_rope(q, k, v, cos, sin, layer.keys, layer.values,
-                                                   layer.cumulative_length, self.scaling)
-            _advance(cache, self.layer_idx)
-        elif length == 1 and getattr(layer, "is_initialized", False) and hasattr(backend, "rope_and_store"):
+        if length == 1 and getattr(layer, "is_initialized", False) and hasattr(backend, "rope_and_store"):
             # One kernel rotates q and k and stores k and v at the cache's
             # length, then the length moves on, as the cache's own update does.
             q = backend.rope_and_store(q, k, v, cos, sin, layer.keys, layer.values,
