@@ -565,11 +565,8 @@ def _below_zero(relation):
 
 
 def _placed_as(placement, factor):
-    """Whether a condition whose tile variables run along the axes
-    ``placement`` names (``index_placement``) tests the lanes ``factor``
-    excludes where they lie: each of the factor's variables on one of its
-    axes (``x.offsets(1) < n``, a vector along the last axis, tests nothing
-    of a tile whose dimension 1 is its first axis)."""
+    """Whether a condition placed as ``placement`` (``index_placement``)
+    tests ``factor``'s lanes on the factor's own axes."""
     if placement is None or factor.axes is None:
         return False
     used = {placement[v] for v in factor.cond.free_symbols if v in placement}
