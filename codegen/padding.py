@@ -565,8 +565,7 @@ def _below_zero(relation):
 
 
 def _placed_as(placement, factor):
-    """Whether a condition placed as ``placement`` (``index_placement``)
-    tests ``factor``'s lanes on the factor's own axes."""
+    """Whether a condition placed as ``placement`` tests ``factor``'s lanes on its axes."""
     if placement is None or factor.axes is None:
         return False
     used = {placement[v] for v in factor.cond.free_symbols if v in placement}
