@@ -230,29 +230,11 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 self.names.locals.add(target.id)
                 self.note_local(target.id, stmt.value)
                 self.wrote(target.id)
+                self.invalidate(target.id)
+                self._forget([target.id])  # what it held before (an index, a size) is gone
             return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=value, simple=1), stmt)
-        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.FloorDiv, ast.Mod)):
-            # ``a //= b`` is ``a = a // b``, floored (codegen/semantics.py).
-            read = copy.deepcopy(stmt.target)
-            read.ctx = ast.Load()
-            value = ast.copy_location(ast.BinOp(left=read, op=stmt.op, right=stmt.value), stmt)
-            return self.assign(stmt.target, value, stmt)
         if isinstance(stmt, ast.AugAssign):
-            ref = self.resolve(stmt.target) if self._is_tensor_target(stmt.target) else None
-            if ref is not None:
-                value = ast.BinOp(left=self.load(ref, stmt), op=stmt.op, right=self.expr(stmt.value))
-                self.invalidate(ref.param.name)
-                return self.store(ref, value, stmt)
-            value = self.expr(stmt.value)
-            if isinstance(stmt.target, ast.Name):
-                combined = ast.BinOp(left=ast.Name(id=stmt.target.id, ctx=ast.Load()), op=stmt.op, right=stmt.value)
-                kept = self.carried(stmt.target.id, combined, ast.Constant(0), augmented=True)
-                if kept is not None:  # lanes outside this iteration's tiles keep the carried value
-                    whole = ast.BinOp(left=ast.Name(id=stmt.target.id, ctx=ast.Load()), op=stmt.op, right=value)
-                    kept.args[1] = whole
-                    return ast.copy_location(ast.Assign(targets=[ast.Name(id=stmt.target.id, ctx=ast.Store())],
-                                                        value=kept), stmt)
-            return ast.copy_location(ast.AugAssign(target=stmt.target, op=stmt.op, value=value), stmt)
+            return self.augmented_assign(stmt)
         if isinstance(stmt, ast.Expr):
             if isinstance(stmt.value, ast.Call):
                 inlined = self.try_inline(stmt.value, statement=True)
@@ -291,6 +273,31 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return ast.copy_location(ast.Assert(test=self.expr(stmt.test), msg=stmt.msg), stmt)
         raise self.error(f"`{type(stmt).__name__}` statements are not supported in applications", stmt)
 
+    def augmented_assign(self, stmt):
+        if isinstance(stmt.op, (ast.FloorDiv, ast.Mod)):
+            # ``a //= b`` is ``a = a // b``, floored (codegen/semantics.py).
+            read = copy.deepcopy(stmt.target)
+            read.ctx = ast.Load()
+            value = ast.copy_location(ast.BinOp(left=read, op=stmt.op, right=stmt.value), stmt)
+            return self.assign(stmt.target, value, stmt)
+        ref = self.resolve(stmt.target) if self._is_tensor_target(stmt.target) else None
+        if ref is not None:
+            value = ast.BinOp(left=self.load(ref, stmt), op=stmt.op, right=self.expr(stmt.value))
+            self.invalidate(ref.param.name)
+            return self.store(ref, value, stmt)
+        value = self.expr(stmt.value)
+        if isinstance(stmt.target, ast.Name):
+            self.invalidate(stmt.target.id)
+            self._forget([stmt.target.id])  # ``key -= 4``: no longer the index or size it held
+            combined = ast.BinOp(left=ast.Name(id=stmt.target.id, ctx=ast.Load()), op=stmt.op, right=stmt.value)
+            kept = self.carried(stmt.target.id, combined, ast.Constant(0), augmented=True)
+            if kept is not None:  # lanes outside this iteration's tiles keep the carried value
+                whole = ast.BinOp(left=ast.Name(id=stmt.target.id, ctx=ast.Load()), op=stmt.op, right=value)
+                kept.args[1] = whole
+                return ast.copy_location(ast.Assign(targets=[ast.Name(id=stmt.target.id, ctx=ast.Store())],
+                                                    value=kept), stmt)
+        return ast.copy_location(ast.AugAssign(target=stmt.target, op=stmt.op, value=value), stmt)
+
     def _fixed_params(self):
         """Compile-time parameters whose value ``make`` fixed
         (``Tensor(0, constexpr=True, value=v)``), by name, unless a local shadows them."""
@@ -315,11 +322,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             value = self.carried(target.id, value_node, self.expr(value_node))
             self.names.locals.add(target.id)
             self.invalidate(target.id)
-            self.values.sizes.pop(target.id, None)
-            self.shapes.padded_locals.pop(target.id, None)
-            self.shapes.padded_sizes.pop(target.id, None)
-            self.values.index.pop(target.id, None)
-            self.values.placement.pop(target.id, None)
+            self._forget([target.id])
             index = self.index_value(value_node)
             if index is not None:
                 self.values.index[target.id] = index
@@ -346,11 +349,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 self.names.locals.add(e.id)
                 self.lanes.locals[e.id] = unpacked
                 self.wrote(e.id)
-                self.values.index.pop(e.id, None)
-                self.values.placement.pop(e.id, None)
-                self.values.sizes.pop(e.id, None)
-                self.shapes.padded_locals.pop(e.id, None)
-                self.shapes.padded_sizes.pop(e.id, None)
+                self._forget([e.id])
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)
 

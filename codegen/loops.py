@@ -324,6 +324,7 @@ class LoopsMixin:
         after this point in the text) or in a branch that may not run."""
         for name in names:
             self.values.index.pop(name, None)
+            self.values.placement.pop(name, None)
             self.values.sizes.pop(name, None)
             self.shapes.padded_locals.pop(name, None)
             self.shapes.padded_sizes.pop(name, None)

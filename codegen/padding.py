@@ -578,15 +578,12 @@ def _same_condition(a, b):
 
 
 def _offsets_rank(ref, node):
-    """The rank of ``x.offsets(d)``: a vector where one tile dimension runs
-    along source dimension ``d``, else the tile's (``AddressingMixin.offsets``)."""
+    """The rank of ``x.offsets(d)`` (``TileRef.offsets``)."""
     p = ref.param
     d = literal(node.args[0]) if len(node.args) == 1 else None
     if d is None or not -p.ndim <= d < p.ndim:
         return len(ref.dims)
-    index = p.index[d].xreplace({var: value for var, (value, _, _) in ref.fixed.items()})
-    vars = p.level_vars[ref.depth]
-    return 1 if sum(vars[j] in index.free_symbols for j in ref.dims) == 1 else len(ref.dims)
+    return 1 if len(ref.offsets(d)[1]) == 1 else len(ref.dims)
 
 
 __all__ = ["DESCRIPTOR", "LaneState", "PaddingMixin", "literal"]

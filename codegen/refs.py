@@ -39,6 +39,15 @@ class TileRef:
             ref = TileRef(ref.param, ref.depth + 1, ref.fixed)
         return ref
 
+    def offsets(self, d):
+        """``x.offsets(d)`` of this tile as ``(index, running)``: source dimension
+        ``d``'s index (SymPy, the indexed dimensions fixed) and the tile
+        dimensions whose variables it runs along.  Where one runs, the value is
+        a vector (its variable on the last axis); else it has the tile's rank."""
+        index = self.param.index[d].xreplace({var: value for var, (value, _, _) in self.fixed.items()})
+        vars = self.param.level_vars[self.depth]
+        return index, [j for j in self.dims if vars[j] in index.free_symbols]
+
 
 class SourceRef:
     """``x.source``: the whole source tensor of parameter ``x``."""

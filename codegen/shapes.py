@@ -299,11 +299,10 @@ class ShapesMixin:
         p = ref.param
         if not isinstance(d, int) or not -p.ndim <= d < p.ndim:
             raise _NotIndex
-        subs = {var: value for var, (value, _, _) in ref.fixed.items()}
         vars = p.level_vars[ref.depth]
         for j in ref.dims:
             self.values.tile_vars[vars[j]] = block_extent_expr(p.levels[ref.depth][j], self.records.pow2)
-        return p.index[d].xreplace(subs)
+        return ref.offsets(d)[0]
 
     def index_placement(self, node):
         """For an ``index_value`` node: the axis of its value along which each
@@ -337,9 +336,8 @@ class ShapesMixin:
                 if not isinstance(d, int) or not -p.ndim <= d < p.ndim:
                     raise _NotIndex
                 vars = p.level_vars[ref.depth]
-                index = p.index[d].xreplace({var: value for var, (value, _, _) in ref.fixed.items()})
-                running = [j for j in ref.dims if vars[j] in index.free_symbols]
-                if len(running) == 1:  # a vector along that dimension (``_offsets_rank``)
+                running = ref.offsets(d)[1]
+                if len(running) == 1:  # a vector along that dimension
                     return {vars[running[0]]: -1}
                 rank = len(ref.dims)
                 return {vars[j]: ref.dims.index(j) - rank for j in running}
@@ -360,17 +358,16 @@ class ShapesMixin:
             if any(not (isinstance(k, ast.Constant) and k.value is None) and not isinstance(k, ast.Slice)
                    for k in keys):
                 raise _NotIndex
-            # The value's axes, in order, take the slices' places; None adds an axis.
-            rank = len(keys)
-            used = max((-a for a in inner.values()), default=0)
-            if used > len(slices):
+            if not inner:
+                return {}
+            # The value's axes, in order, take the slices' places; None adds an
+            # axis; axes no slice names stay last (Triton's indexing).
+            rank = self.lanes_of(node.value).rank
+            if rank is None or len(slices) > rank or max(-a for a in inner.values()) > rank:
                 raise _NotIndex
-            start = len(slices) - used  # the value's first used axis among the slices (right-aligned)
-            moved = {}
-            for v, a in inner.items():
-                position = slices[start + (used + a)]
-                moved[v] = position - rank
-            return moved
+            new_rank = rank + len(keys) - len(slices)
+            positions = slices + list(range(len(keys), new_rank))
+            return {v: positions[rank + a] - new_rank for v, a in inner.items()}
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return self._placement(node.operand)
         if isinstance(node, ast.BinOp):

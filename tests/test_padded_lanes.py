@@ -547,3 +547,69 @@ def test_a_condition_on_the_offsets_of_another_axis_keeps_the_mask():
     kernel(lse, out)
     weights = lse[0]  # every real lane: G's offsets (< 3) all pass
     torch.testing.assert_close(out[0], torch.exp2(weights - weights.max(0).values).sum(0))
+
+
+def _block_max(application):
+    """A 1-D tile of 5 elements in a block of 8: three padded lanes (zeros),
+    above the elements (all negative)."""
+    def arrangement(x, out):
+        return x.tile((8,)), out.tile((1,))
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    x = -(torch.rand(5) + 1.0)
+    out = torch.empty(1)
+    kernel(x, out)
+    return x, out
+
+
+def test_an_augmented_offset_is_not_the_offsets_any_more():
+    """``key -= 4`` changes ``key``: ``key < n`` then passes three padded
+    lanes, whose mask stays before ``max`` (the old offsets used to be taken
+    as tested, and the zeros entered the maximum)."""
+    def application(x, out):
+        key = x.offsets(0)
+        key -= 4
+        w = ntl.where(key < x.source.shape[0], x, float("-inf"))
+        out = ntl.max(w, 0)  # noqa: F841
+
+    x, out = _block_max(application)
+    torch.testing.assert_close(out[0], x.max())
+
+
+def test_an_annotated_reassignment_forgets_the_offsets():
+    def application(x, out):
+        key = x.offsets(0)
+        key: ntl.int32 = 4 - key
+        w = ntl.where(key < x.source.shape[0], x, float("-inf"))
+        out = ntl.max(w, 0)  # noqa: F841
+
+    x, out = _block_max(application)
+    torch.testing.assert_close(out[0], x.max())
+
+
+def test_a_new_axis_after_a_row_keeps_the_offsets_last():
+    """``o[None, :][:, None]`` is ``(1, 1, B)``: Triton leaves the axes that no
+    slice names at the end, so B's offsets run along the last axis (C), not
+    along B; a condition on them tests nothing of the padded B lanes, whose
+    mask stays before ``max`` over B (the offsets used to be placed on the
+    middle axis, and the padded zeros entered the maximum)."""
+    whole = {"constexpr": True, "upper_bound": 256}
+
+    def arrangement(x, out):
+        arranged = x.tile((1, -1, -1, -1))
+        arranged.dtype = arranged.dtype.squeeze(0)
+        out_arranged = out.tile((1, -1))
+        out_arranged.dtype = out_arranged.dtype.squeeze(0)
+        return arranged, out_arranged
+
+    def application(x, out):
+        # (1, 1, B) < n: B's offsets along C
+        w = ntl.where(x.offsets(2)[None, :][:, None] < x.source.shape[2], x, float("-inf"))  # (A, B, C)
+        out = ntl.max(ntl.max(w, 1), 0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application,
+                        (Tensor(4, shape_options=(None, whole, whole, whole)), Tensor(2, shape_options=(None, whole))))
+    x = -(torch.rand(1, 2, 3, 3) + 1.0)  # below the padded lanes' zeros
+    out = torch.empty(1, 3)
+    kernel(x, out)
+    torch.testing.assert_close(out[0], x[0].amax((0, 1)))
