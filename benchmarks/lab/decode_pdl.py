@@ -8,9 +8,18 @@ Triton GEMV at the tilings ntsym's tuner picks for these shapes.  Variants:
 - ``pdl``: launched with ``launch_pdl=True``; each program signals
   ``gdc_launch_dependents`` and then waits (``gdc_wait``) before its first load,
   so the next kernel's programs are scheduled during this one's tail;
-- ``pdl+prefetch``: as ``pdl``, but before waiting each program asks L2 for its
-  first ``PREFETCH`` weight tiles (``prefetch.global.L2``; the weights do not
-  depend on the kernel before).
+- ``pdl+prefetch`` (``PREFETCH``; no longer in the list: it doubled and tripled
+  the time): as ``pdl``, but before waiting each program asks L2 for its first
+  weight tiles (``prefetch.global.L2``; the weights do not depend on the kernel
+  before);
+- ``pdl+early``: as ``pdl``, but each program loads its first ``EARLY`` weight
+  tiles into registers before waiting, so those loads run during the previous
+  kernel's tail; the loop takes the rest;
+- ``pdl, no wait``: as ``pdl`` without ``gdc_wait`` (``PREFETCH=-1``): a kernel
+  may read its input before the one before has written it, so its result
+  differs; its time shows how far the launches overlap at all.
+
+Each variant is timed in a CUDA graph and launched eagerly (stream order).
 
     python -m benchmarks.lab.decode_pdl [--layers 32] [--replays 50]
 
@@ -38,7 +47,8 @@ def _prefetch(ptrs):
 
 @triton.jit
 def gemv(x_ptr, w_ptr, y_ptr, M, N, K, stride_x, stride_w, stride_y, BLOCK_M: tl.constexpr,
-         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr):
+         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
+         EARLY: tl.constexpr):
     pid = tl.program_id(0)
     rm = tl.arange(0, BLOCK_M)
     rn = pid * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -49,9 +59,22 @@ def gemv(x_ptr, w_ptr, y_ptr, M, N, K, stride_x, stride_w, stride_y, BLOCK_M: tl
         tl.extra.cuda.gdc_launch_dependents()
         for p in tl.static_range(PREFETCH):
             _prefetch(w_ptrs + p * BLOCK_K)
-        tl.extra.cuda.gdc_wait()
+        if EARLY == 0 and PREFETCH >= 0:
+            tl.extra.cuda.gdc_wait()
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, K, BLOCK_K):
+    if EARLY >= 1:  # weights do not depend on the kernel before: load them first
+        w0 = tl.load(w_ptrs)
+        if EARLY >= 2:
+            w1 = tl.load(w_ptrs + BLOCK_K)
+        tl.extra.cuda.gdc_wait()
+        x = tl.load(x_ptrs, mask=rm[:, None] < M, other=0.0)
+        acc += tl.dot(x, w0)
+        if EARLY >= 2:
+            x = tl.load(x_ptrs + BLOCK_K, mask=rm[:, None] < M, other=0.0)
+            acc += tl.dot(x, w1)
+        x_ptrs += EARLY * BLOCK_K
+        w_ptrs += EARLY * BLOCK_K
+    for _ in range(EARLY * BLOCK_K, K, BLOCK_K):
         x = tl.load(x_ptrs, mask=rm[:, None] < M, other=0.0)
         w = tl.load(w_ptrs)
         acc += tl.dot(x, w)
@@ -61,11 +84,12 @@ def gemv(x_ptr, w_ptr, y_ptr, M, N, K, stride_x, stride_w, stride_y, BLOCK_M: tl
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=rm[:, None] < M)
 
 
-def _chain(weights, buffers, pdl, prefetch):
+def _chain(weights, buffers, pdl, prefetch, early=0):
     for layer in weights:
         for ((n, k), (bn, bk, warps, stages)), w, (x, y) in zip(PRODUCTS, layer, buffers):
             gemv[(n // bn,)](x, w, y, x.shape[0], n, k, x.stride(0), w.stride(0), y.stride(0), BLOCK_M=16,
-                             BLOCK_N=bn, BLOCK_K=bk, PDL=pdl, PREFETCH=prefetch, num_warps=warps,
+                             BLOCK_N=bn, BLOCK_K=bk, PDL=pdl, PREFETCH=prefetch, EARLY=early,
+                             num_warps=warps,
                              num_stages=stages, launch_pdl=pdl)
 
 
@@ -93,16 +117,17 @@ def main():
     print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}; "
           f"{args.layers} layers x {len(PRODUCTS)} products, {nbytes / 1e9:.2f} GB of weights, copy "
           f"{bandwidth / 1e12:.2f} TB/s, bound {bound:.3f} ms")
-    print("\n| variant | ms per chain | chain / bound | max abs difference from plain |")
-    print("|---|---:|---:|---:|")
+    print("\n| variant | ms per chain (graph) | chain / bound | ms per chain (eager) | max abs difference from plain |")
+    print("|---|---:|---:|---:|---:|")
     reference = None
-    for name, pdl, prefetch in (("plain", False, 0), ("pdl", True, 0), ("pdl+prefetch 1", True, 1),
-                                ("pdl+prefetch 2", True, 2), ("plain (again)", False, 0)):
-        _chain(weights, buffers, pdl, prefetch)  # compiles
+    for name, pdl, prefetch, early in (("plain", False, 0, 0), ("pdl", True, 0, 0), ("pdl+early 1", True, 0, 1),
+                                       ("pdl+early 2", True, 0, 2), ("pdl, no wait", True, -1, 0),
+                                       ("plain (again)", False, 0, 0)):
+        _chain(weights, buffers, pdl, prefetch, early)  # compiles
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            _chain(weights, buffers, pdl, prefetch)
+            _chain(weights, buffers, pdl, prefetch, early)
         graph.replay()
         torch.cuda.synchronize()
         result = outs[-1].float().clone()
@@ -117,7 +142,15 @@ def main():
         torch.cuda.synchronize()
         ms = start.elapsed_time(end) / args.replays
         diff = (result - reference).abs().max().item()
-        print(f"| {name} | {ms:.3f} | {ms / bound:.3f} | {diff:.3g} |", flush=True)
+        for _ in range(3):
+            _chain(weights, buffers, pdl, prefetch, early)
+        start.record()
+        for _ in range(10):
+            _chain(weights, buffers, pdl, prefetch, early)
+        end.record()
+        torch.cuda.synchronize()
+        eager = start.elapsed_time(end) / 10
+        print(f"| {name} | {ms:.3f} | {ms / bound:.3f} | {eager:.3f} | {diff:.3g} |", flush=True)
 
 
 if __name__ == "__main__":
