@@ -31,6 +31,11 @@ sys.path.insert(0, os.getcwd())
 def _fp8_desc(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm,
               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, WS: tl.constexpr,
               FAST: tl.constexpr):
+    # FAST: 0 each K tile from zero, added in float32; 1 the tensor cores' accumulator
+    # carried over all K tiles; 2 carried, Triton promoting the partial sum to float32
+    # after each K tile (``max_num_imprecise_acc=BK``); 3 as 0, the float32 addition of
+    # each tile's product deferred to the next iteration, so that it may overlap the
+    # next tile's product.
     pid = tl.program_id(0)
     grid_m = tl.cdiv(M, BM)
     grid_n = tl.cdiv(N, BN)
@@ -41,21 +46,28 @@ def _fp8_desc(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm,
     pid_m = first_m + (pid % in_group) % size_m
     pid_n = (pid % in_group) // size_m
     acc = tl.zeros((BM, BN), dtype=tl.float32)
+    prev = tl.zeros((BM, BN), dtype=tl.float32)
     for k in tl.range(0, K, BK, warp_specialize=WS):
         a = a_desc.load([pid_m * BM, k])
         b = b_desc.load([pid_n * BN, k])  # b is given as (N, K), K contiguous
-        if FAST:
+        if FAST == 1:
             acc = tl.dot(a, b.T, acc)  # products summed in the tensor cores' accumulator
+        elif FAST == 2:
+            acc = tl.dot(a, b.T, acc, max_num_imprecise_acc=BK)
+        elif FAST == 3:
+            cur = tl.dot(a, b.T)
+            acc += prev
+            prev = cur
         else:
             acc += tl.dot(a, b.T)  # each K tile from zero, added in float32
-    acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
+    acc = (acc + prev) * (tl.load(sa_ptr) * tl.load(sb_ptr))
     rows = pid_m * BM + tl.arange(0, BM)
     cols = pid_n * BN + tl.arange(0, BN)
     tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc.to(c_ptr.dtype.element_ty),
              mask=(rows < M)[:, None] & (cols < N)[None, :])
 
 
-def fp8_desc(a, b_nk, sa, sb, c, bm, bn, bk, warps, stages, ws, fast=True):
+def fp8_desc(a, b_nk, sa, sb, c, bm, bn, bk, warps, stages, ws, fast=1):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     M, K = a.shape
@@ -68,6 +80,8 @@ def fp8_desc(a, b_nk, sa, sb, c, bm, bn, bk, warps, stages, ws, fast=True):
 NTSYM_CONFIGS = ((128, 256, 128, 8, 3), (128, 128, 128, 8, 4))
 DESC_CONFIGS = ((128, 256, 128, 8, 3), (128, 128, 128, 8, 4))
 WS = (False, True)
+MODES = {0: "", 1: " fast", 2: " promoted", 3: " deferred add"}
+NTSYM_KERNELS = True
 
 
 def run(n):
@@ -90,7 +104,7 @@ def run(n):
         os.environ.pop("NTSYM_PRINT_TUNING")
     s1, s2 = sa.reshape(1, 1), sb.reshape(1, 1)
     candidates = []
-    for bm, bn, bk, w, st in NTSYM_CONFIGS:
+    for bm, bn, bk, w, st in NTSYM_CONFIGS if NTSYM_KERNELS else ():
         # The persistent variant reads column-major b through a descriptor
         # of its transpose (b_nk), as the hand-written kernel does.
         for persistent in (False, True):
@@ -102,8 +116,8 @@ def run(n):
                     ntsym_options={"num_warps": w, "num_stages": st, "persistent": p})))
     for bm, bn, bk, w, st in DESC_CONFIGS:
         for ws in WS:
-            for fast in (False, True):
-                name = f"descriptors {bm}x{bn}x{bk} w{w} s{st}{' ws' if ws else ''}{' fast' if fast else ''}"
+            for fast, mode in MODES.items():
+                name = f"descriptors {bm}x{bn}x{bk} w{w} s{st}{' ws' if ws else ''}{mode}"
                 candidates.append((name, lambda bm=bm, bn=bn, bk=bk, w=w, st=st, ws=ws, fast=fast: fp8_desc(
                     a, b_nk, sa, sb, c, bm, bn, bk, w, st, ws, fast)))
     errors = {}
@@ -135,7 +149,9 @@ def cpu_check():
     b_nk = torch.randn(48, 96)
     c = torch.empty(64, 48)
     sa, sb = torch.tensor([0.5]), torch.tensor([2.0])
-    for fast in (False, True):
+    for fast in MODES:
+        if fast == 2:
+            continue  # max_num_imprecise_acc: the interpreter's dot takes no such argument for float32
         fp8_desc(a, b_nk, sa, sb, c, 32, 16, 32, 4, 2, False, fast)
         torch.testing.assert_close(c, a @ b_nk.t(), atol=1e-3, rtol=1e-3)
     print("descriptor kernel agrees with torch on the interpreter")
@@ -146,10 +162,12 @@ def main():
     parser.add_argument("--sizes", nargs="*", type=int, default=(4096, 8192))
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--no-ws", action="store_true", help="leave out the warp-specialized descriptor kernels")
+    parser.add_argument("--no-ntsym-configs", action="store_true", help="leave out ntsym at fixed configurations")
     args = parser.parse_args()
+    global WS, NTSYM_KERNELS
     if args.no_ws:
-        global WS
         WS = (False,)
+    NTSYM_KERNELS = not args.no_ntsym_configs
     if args.cpu:
         return cpu_check()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
