@@ -15,6 +15,9 @@ Triton GEMV at the tilings ntsym's tuner picks for these shapes.  Variants:
 - ``pdl+early``: as ``pdl``, but each program loads its first ``EARLY`` weight
   tiles into registers before waiting, so those loads run during the previous
   kernel's tail; the loop takes the rest;
+- ``pdl+bulk``: as ``pdl``, but before waiting each program asks L2 for the
+  first ``BULK`` bytes of each of its weight rows, one bulk prefetch
+  (``cp.async.bulk.prefetch.L2``) a row; the loop then starts on L2 hits;
 - ``pdl, no wait``: as ``pdl`` without ``gdc_wait`` (``PREFETCH=-1``): a kernel
   may read its input before the one before has written it, so its result
   differs; its time shows how far the launches overlap at all.
@@ -46,9 +49,16 @@ def _prefetch(ptrs):
 
 
 @triton.jit
+def _bulk_prefetch(ptrs, sizes):
+    """One ``cp.async.bulk.prefetch.L2`` per element: ``sizes`` bytes from ``ptrs`` into L2."""
+    return tl.inline_asm_elementwise("cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0;", "=r,l,r",
+                                     [ptrs, sizes], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
 def gemv(x_ptr, w_ptr, y_ptr, M, N, K, stride_x, stride_w, stride_y, BLOCK_M: tl.constexpr,
          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
-         EARLY: tl.constexpr):
+         EARLY: tl.constexpr, BULK: tl.constexpr):
     pid = tl.program_id(0)
     rm = tl.arange(0, BLOCK_M)
     rn = pid * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -59,6 +69,8 @@ def gemv(x_ptr, w_ptr, y_ptr, M, N, K, stride_x, stride_w, stride_y, BLOCK_M: tl
         tl.extra.cuda.gdc_launch_dependents()
         for p in tl.static_range(PREFETCH):
             _prefetch(w_ptrs + p * BLOCK_K)
+        if BULK > 0:  # the first BULK bytes of each of the program's weight rows, into L2
+            _bulk_prefetch(w_ptr + rn * stride_w, tl.full((BLOCK_N,), BULK, tl.int32))
         if EARLY == 0 and PREFETCH >= 0:
             tl.extra.cuda.gdc_wait()
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -84,11 +96,11 @@ def gemv(x_ptr, w_ptr, y_ptr, M, N, K, stride_x, stride_w, stride_y, BLOCK_M: tl
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=rm[:, None] < M)
 
 
-def _chain(weights, buffers, pdl, prefetch, early=0):
+def _chain(weights, buffers, pdl, prefetch, early=0, bulk=0):
     for layer in weights:
         for ((n, k), (bn, bk, warps, stages)), w, (x, y) in zip(PRODUCTS, layer, buffers):
             gemv[(n // bn,)](x, w, y, x.shape[0], n, k, x.stride(0), w.stride(0), y.stride(0), BLOCK_M=16,
-                             BLOCK_N=bn, BLOCK_K=bk, PDL=pdl, PREFETCH=prefetch, EARLY=early,
+                             BLOCK_N=bn, BLOCK_K=bk, PDL=pdl, PREFETCH=prefetch, EARLY=early, BULK=bulk,
                              num_warps=warps,
                              num_stages=stages, launch_pdl=pdl)
 
@@ -97,6 +109,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--layers", type=int, default=32)
     parser.add_argument("--replays", type=int, default=50)
+    parser.add_argument("--bulk", type=int, nargs="*", default=(1024, 2048, 4096),
+                        help="bytes of each weight row to prefetch into L2 before the wait")
     args = parser.parse_args()
     gen = torch.Generator("cuda").manual_seed(0)
     weights = [[torch.randn(n, k, device="cuda", dtype=torch.float16, generator=gen) / k ** 0.5
@@ -120,14 +134,16 @@ def main():
     print("\n| variant | ms per chain (graph) | chain / bound | ms per chain (eager) | max abs difference from plain |")
     print("|---|---:|---:|---:|---:|")
     reference = None
-    for name, pdl, prefetch, early in (("plain", False, 0, 0), ("pdl", True, 0, 0), ("pdl+early 1", True, 0, 1),
-                                       ("pdl+early 2", True, 0, 2), ("pdl, no wait", True, -1, 0),
-                                       ("plain (again)", False, 0, 0)):
-        _chain(weights, buffers, pdl, prefetch, early)  # compiles
+    variants = [("plain", False, 0, 0, 0), ("pdl", True, 0, 0, 0), ("pdl+early 1", True, 0, 1, 0),
+                ("pdl+early 2", True, 0, 2, 0), ("pdl, no wait", True, -1, 0, 0)]
+    variants += [(f"pdl+bulk L2 {b} B a row", True, 0, 0, b) for b in args.bulk]
+    variants += [("plain (again)", False, 0, 0, 0)]
+    for name, pdl, prefetch, early, bulk in variants:
+        _chain(weights, buffers, pdl, prefetch, early, bulk)  # compiles
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            _chain(weights, buffers, pdl, prefetch, early)
+            _chain(weights, buffers, pdl, prefetch, early, bulk)
         graph.replay()
         torch.cuda.synchronize()
         result = outs[-1].float().clone()
@@ -143,10 +159,10 @@ def main():
         ms = start.elapsed_time(end) / args.replays
         diff = (result - reference).abs().max().item()
         for _ in range(3):
-            _chain(weights, buffers, pdl, prefetch, early)
+            _chain(weights, buffers, pdl, prefetch, early, bulk)
         start.record()
         for _ in range(10):
-            _chain(weights, buffers, pdl, prefetch, early)
+            _chain(weights, buffers, pdl, prefetch, early, bulk)
         end.record()
         torch.cuda.synchronize()
         eager = start.elapsed_time(end) / 10
