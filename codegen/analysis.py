@@ -35,40 +35,52 @@ def assigned_names(stmts):
     return names
 
 
-def assigned_in(node, names, loops=False):
+def assigned_in(node, names, loops=False, tiles_only=False):
     """The ``names`` that the targets of statement ``node`` (``=``, ``+=``,
     annotated assignments, and with ``loops`` ``for``) assign, once per
     occurrence: a name, or the base of an indexed target (``y`` of ``y[k] =
-    v`` and of ``y.source[i, j] = v``); names inside an index are read."""
+    v`` and of ``y.source[i, j] = v``, the latter not with ``tiles_only``);
+    names inside an index are read."""
     targets = []
     if isinstance(node, ast.Assign):
         targets = node.targets
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) or (loops and isinstance(node, ast.For)):
         targets = [node.target]
-    return [name for t in targets for name in _target_bases(t) if name in names]
+    return [name for t in targets for name in _target_bases(t, tiles_only) if name in names]
 
 
-def _target_bases(target):
-    """The names an assignment target binds or writes into."""
+def _is_scatter(target):
+    """``y.source[...]``: an element of the whole tensor, by data indices."""
+    return isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
+        and target.value.attr == "source"
+
+
+def _target_bases(target, tiles_only=False):
+    """The names an assignment target binds or writes into (with
+    ``tiles_only``, not the tensors of ``y.source[...]`` targets)."""
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in _target_bases(element)]
+        return [name for element in target.elts for name in _target_bases(element, tiles_only)]
     if isinstance(target, ast.Starred):
-        return _target_bases(target.value)
+        return _target_bases(target.value, tiles_only)
     if isinstance(target, ast.Subscript):  # and what a ``:=`` inside the index binds
         bound = [n.target.id for n in ast.walk(target.slice) if isinstance(n, ast.NamedExpr)]
-        return _target_bases(target.value) + bound
+        if tiles_only and _is_scatter(target):
+            return bound
+        return _target_bases(target.value, tiles_only) + bound
     if isinstance(target, ast.Attribute):
-        return _target_bases(target.value)
+        return _target_bases(target.value, tiles_only)
     return [target.id] if isinstance(target, ast.Name) else []
 
 
-def assigned_parameters(func, inline_functions, params, depth=0):
+def assigned_parameters(func, inline_functions, params, depth=0, tiles_only=False):
     """Parameters the application may write: assigned in it, or passed to an
-    inlined function that may write the parameter they become."""
+    inlined function that may write the parameter they become.  With
+    ``tiles_only``, those written through their tiles (not only through
+    ``y.source[...] = v``)."""
     written = set()
     inlined = set(inline_functions)
     for node in ast.walk(func):
-        written.update(assigned_in(node, params, loops=True))
+        written.update(assigned_in(node, params, loops=True, tiles_only=tiles_only))
         if isinstance(node, ast.Call):
             callee = ast.unparse(node.func)
             if callee in inlined:
@@ -83,7 +95,7 @@ def assigned_parameters(func, inline_functions, params, depth=0):
                     written |= set(passed) | {k.value.id for k in node.keywords
                                               if isinstance(k.value, ast.Name) and k.value.id in params}
                     continue
-                inner = assigned_parameters(target, inline_functions, set(names), depth + 1)
+                inner = assigned_parameters(target, inline_functions, set(names), depth + 1, tiles_only)
                 bound = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
                 written |= {a.id for name, a in bound if name in inner and isinstance(a, ast.Name) and a.id in params}
     return written
@@ -93,9 +105,9 @@ def read_parameters(func, params):
     """Parameters the application may read the elements of: named anywhere
     but as the base of ``.shape``, ``.dtype``, ``.ndim``, ``.offsets(...)``,
     ``.stride(...)`` or ``.size(...)`` (of the tile or of ``.source``) and
-    as an assignment's target, whole or indexed (``y[k] = v``; an
-    augmented assignment reads its target; a parameter passed to an inlined
-    function counts as read)."""
+    as an assignment's target, whole or indexed (``y[k] = v``,
+    ``y.source[i] = v``; an augmented assignment reads its target; a
+    parameter passed to an inlined function counts as read)."""
     skipped = set()
     for node in ast.walk(func):
         if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "offsets", "stride", "size"):
@@ -107,6 +119,8 @@ def read_parameters(func, params):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 while isinstance(target, ast.Subscript):  # y[k] = v writes part of y's tile
                     target = target.value
+                    if isinstance(target, ast.Attribute) and target.attr == "source":  # y.source[i] = v
+                        target = target.value
                 if isinstance(target, ast.Name):
                     skipped.add(id(target))
     return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in params and id(n) not in skipped}

@@ -91,7 +91,9 @@ def _refuse_overlapping_writes(proof, params, app_def, inline):
     """A launch check (a refusal, where it can never hold) for each written
     tensor whose tiles overlap across programs (``ntsym.disjoint``)."""
     tensors = {p.name for p in params if p.kind == "tensor"}
-    written = assigned_parameters(app_def, inline, tensors)
+    # Written through their tiles: a tensor only scattered into (``y.source[i] =
+    # v``) stores no tile, whatever its arrangement (data_races rules on it).
+    written = assigned_parameters(app_def, inline, tensors, tiles_only=True)
     jagged = {name for name, src in zip(proof.names, proof.sources) if src.tensor.jagged_dim is not None}
     varying = set()
     for p in params:

@@ -232,3 +232,35 @@ def test_an_assignment_writes_its_target_s_base_and_reads_its_indices(source, wr
 
     names = {"y", "k", "b", "p", "d", "v", "a", "i", "x"}
     assert assigned_in(ast.parse(source).body[0], names, loops=True) == written
+
+
+def _scatter_into_whole(application):
+    """Each program scatters into ``table``, which every program has whole
+    (expanded over the programs): no program stores a tile of it."""
+    def arrangement(index, src, table):
+        index_arranged = index.tile((2,))
+        return index_arranged, src.tile((2,)), table.tile((-1,)).expand((index_arranged.shape[0],))
+
+    return ntsym.make(arrangement, application, (Tensor(1, dtype=ntsym.int64), Tensor(1), Tensor(1)))
+
+
+def test_a_table_only_scattered_into_may_be_expanded_over_the_programs():
+    """Its tiles overlap, but none is stored: the writes are the scatter's, by
+    its indices (and ``table.source.shape`` reads no element)."""
+    def application(index, src, table):
+        table.source[index] = src * table.source.shape[0]
+
+    table = torch.full((6,), -1.0)
+    index = torch.tensor([5, 3, 1, 0])
+    src = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    _scatter_into_whole(application)(index, src, table)
+    torch.testing.assert_close(table, torch.tensor([24.0, 18.0, -1.0, 12.0, -1.0, 6.0]))
+
+
+def test_a_table_scattered_into_and_stored_through_its_expanded_tiles_is_refused():
+    def application(index, src, table):
+        table.source[index] = src
+        table = src[0] + ntl.zeros(table.shape, dtype=ntl.float32)  # noqa: F841
+
+    with pytest.raises(ntsym.NtsymError, match="`table` is (written by the kernel and its tiles overlap|scattered into)"):
+        _scatter_into_whole(application)(torch.tensor([5, 3, 1, 0]), torch.arange(4.0), torch.zeros(6))
