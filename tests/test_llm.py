@@ -37,7 +37,7 @@ def test_reference_path_is_varied(tiny):
     assert all(len(set(row.tolist())) > 4 for row in tokens)
 
 
-@pytest.mark.parametrize("backend", ["ntsym", "ntsym-norms", "triton"])
+@pytest.mark.parametrize("backend", ["ntsym", "ntsym-norms", "ntsym-store", "triton"])
 @pytest.mark.slow
 def test_patched_model_generates_the_same_tokens(tiny, backend):
     model, prompt, tokens, logits = tiny
@@ -127,11 +127,11 @@ def test_rope_and_store_rotates_q_and_stores_k_and_v_at_the_cache_length():
     assert kernels.rope_store_kernel.stats.launches == launches + 1
 
 
-def _generate_counting(model, prompt, new_tokens, counted):
+def _generate_counting(model, prompt, new_tokens, counted, backend="ntsym"):
     """The tokens of a generation by the ntsym-patched model (the prompt, then
     ``new_tokens - 1`` decode steps) and how many times each kernel of
     ``counted`` was launched."""
-    llm.patch(model, llm.BACKENDS["ntsym"]())
+    llm.patch(model, llm.BACKENDS[backend]())
     try:
         before = [k.stats.launches for k in counted]
         got = llm.Generator(model, 2, 8, new_tokens)(prompt)
@@ -144,9 +144,50 @@ def test_a_patched_decode_step_rotates_and_stores_in_one_kernel(tiny):
     from examples.llm import kernels
 
     model, prompt, tokens = tiny[0], tiny[1], tiny[2]
-    got, (launches,) = _generate_counting(model, prompt, 3, [kernels.rope_store_kernel])
+    got, (launches,) = _generate_counting(model, prompt, 3, [kernels.rope_store_kernel], backend="ntsym-store")
     assert torch.equal(got, tokens[:, :3])
     assert launches == 2 * model.config.num_hidden_layers  # two decode steps
+
+
+def test_a_patched_decode_step_rotates_and_stores_in_its_qkv_product(tiny):
+    from examples.llm import kernels, qkv_store
+
+    model, prompt, tokens = tiny[0], tiny[1], tiny[2]
+    kinds = [qkv_store.qkv_store_kernel, kernels.rope_store_kernel, kernels.gemv_normed_kernel]
+    _, prompt_only = _generate_counting(model, prompt, 1, kinds)
+    got, with_steps = _generate_counting(model, prompt, 3, kinds)
+    assert torch.equal(got, tokens[:, :3])
+    steps = [w - p for w, p in zip(with_steps, prompt_only)]
+    assert steps == [2 * model.config.num_hidden_layers, 0, 0]  # two decode steps
+
+
+@pytest.mark.parametrize("rows, heads, kv_heads, d", [(2, 6, 2, 16), (3, 4, 4, 64), (16, 2, 1, 40)])
+def test_qkv_store_equals_the_product_then_rope_and_store(rows, heads, kv_heads, d):
+    """The fused q/k/v product with the rotation and the cache store in its
+    epilogue equals ``linear_normed`` then ``rope_and_store``: half-dimensions
+    of 8 and 20 leave a partial block of 16 pair columns; the rows past the
+    batch (up to 16) store nothing."""
+    from examples.llm import kernels, qkv_store
+
+    gen = torch.Generator().manual_seed(rows * d)
+    k_dim, cache_len = 48, 12
+    x = torch.randn(rows, 1, k_dim, generator=gen)
+    normed, squares = kernels.row_squares(x, torch.rand(k_dim, generator=gen) + 0.5)
+    weight = torch.randn((heads + 2 * kv_heads) * d, k_dim, generator=gen) / k_dim ** 0.5
+    angles = torch.randn(rows, 1, d // 2, generator=gen)
+    cos, sin = angles.cos().repeat(1, 1, 2), angles.sin().repeat(1, 1, 2)
+    position = torch.tensor(5)
+    qkv = kernels.linear_normed(normed, squares, 1e-6, weight)
+    q, k, v = qkv.split([heads * d, kv_heads * d, kv_heads * d], -1)
+    caches = [torch.randn(rows, kv_heads, cache_len, d, generator=gen) for _ in range(2)]
+    expected_keys, expected_values = (c.clone() for c in caches)
+    expected_q = kernels.rope_and_store(q.reshape(rows, 1, heads, d), k.reshape(rows, 1, kv_heads, d),
+                                        v.reshape(rows, 1, kv_heads, d), cos, sin, expected_keys, expected_values,
+                                        position)
+    got_q = qkv_store.qkv_store(normed, squares, 1e-6, weight, cos, sin, caches[0], caches[1], position, heads)
+    torch.testing.assert_close(got_q, expected_q, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(caches[0], expected_keys, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(caches[1], expected_values, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("rows", [2, 16, 20])

@@ -149,12 +149,27 @@ class NtsymBackend:
     def linear_swiglu_normed(self, normed, squares, eps, gate_up, size):
         return self.k.linear_swiglu_normed(normed, squares, eps, gate_up, size)
 
+    # A decode step's q/k/v product with the rotation and the cache store in its
+    # epilogue (examples/llm/qkv_store.py), where the norm is folded into it.
+    def qkv_store(self, normed, squares, eps, qkv_weight, cos, sin, keys, values, position, heads):
+        from examples.llm import qkv_store
+
+        return qkv_store.qkv_store(normed, squares, eps, qkv_weight, cos, sin, keys, values, position, heads)
+
 
 class NtsymNormsBackend(NtsymBackend):
     """``NtsymBackend`` with each RMSNorm a kernel of its own (for comparison)."""
 
     name = "ntsym-norms"
     fold_norms = False
+
+
+class NtsymStoreBackend(NtsymBackend):
+    """``NtsymBackend`` with the q/k/v product and the rotate-and-store kernel
+    apart (for comparison)."""
+
+    name = "ntsym-store"
+    qkv_store = None
 
 
 class TritonBackend:
@@ -199,7 +214,8 @@ class TritonBackend:
         return self.t.silu(gate) * up
 
 
-BACKENDS = {"ntsym": NtsymBackend, "ntsym-norms": NtsymNormsBackend, "triton": TritonBackend}
+BACKENDS = {"ntsym": NtsymBackend, "ntsym-norms": NtsymNormsBackend, "ntsym-store": NtsymStoreBackend,
+            "triton": TritonBackend}
 
 
 # -- Patching ---------------------------------------------------------------------------------
@@ -332,6 +348,17 @@ def _attention_forward(backend):
             raise ValueError("the patched Llama attention needs a StaticCache (see examples/llm/model.py)")
         batch, length, _ = hidden_states.shape
         fused = self.__dict__.get("qkv_weight")
+        layer = cache.layers[self.layer_idx]
+        if length == 1 and folded is not None and fused is not None and getattr(backend, "qkv_store", None) \
+                and getattr(layer, "is_initialized", False) and layer.keys.dtype == hidden_states.dtype:
+            # One kernel: the product, the rotation of q and k, k and v into the cache.
+            cos, sin = position_embeddings
+            q = backend.qkv_store(hidden_states, folded[0], folded[1], fused, cos, sin, layer.keys, layer.values,
+                                  layer.cumulative_length, self.q_proj.weight.shape[0] // self.head_dim)
+            output = backend.decode_attention(q.transpose(1, 2), layer.keys, layer.values, layer.cumulative_length,
+                                              self.scaling, pending=1)
+            _advance(cache, self.layer_idx)
+            return _attended(backend, self, output, residual, fold_next)
         if fused is None:
             q, k, v = (_normed_product(backend, hidden_states, p.weight, folded)
                        for p in (self.q_proj, self.k_proj, self.v_proj))
@@ -343,7 +370,6 @@ def _attention_forward(backend):
         k = k.view(batch, length, -1, self.head_dim)
         v = v.view(batch, length, -1, self.head_dim)
         cos, sin = position_embeddings
-        layer = cache.layers[self.layer_idx]
         if length == 1 and getattr(layer, "is_initialized", False) and hasattr(backend, "rope_and_store"):
             # One kernel rotates q and k and stores k and v at the cache's
             # length, then the length moves on, as the cache's own update does.
@@ -361,12 +387,19 @@ def _attention_forward(backend):
                 output = backend.prefill_attention(q, k, v, self.scaling)
             else:
                 output = backend.decode_attention(q, keys, values, layer.cumulative_length, self.scaling)
-        output = output.transpose(1, 2).reshape(batch, length, -1)
-        if fold_next is not None:
-            return _projected(backend, self.o_proj, output, residual, fold_next)
-        return _projected(backend, self.o_proj, output, residual), None
+        return _attended(backend, self, output, residual, fold_next)
 
     return forward
+
+
+def _attended(backend, attention, output, residual, fold_next):
+    """The attention's result ``(B, H, S, D)`` through its output projection (and
+    the residual, and the next norm's operands where ``fold_next``)."""
+    batch, _, length, _ = output.shape
+    output = output.transpose(1, 2).reshape(batch, length, -1)
+    if fold_next is not None:
+        return _projected(backend, attention.o_proj, output, residual, fold_next)
+    return _projected(backend, attention.o_proj, output, residual), None
 
 
 def share_lengths(cache):
