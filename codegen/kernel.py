@@ -214,6 +214,10 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             cache.pop(name, None)
 
     def statement(self, stmt):
+        walrus = next((n for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)), None)
+        if walrus is not None:  # Triton does not compile it either
+            raise self.error("`:=` is not supported in applications; assign the name in a statement of its own",
+                             walrus)
         if isinstance(stmt, ast.Assign):
             if len(stmt.targets) != 1:
                 raise self.error("chained assignment is not supported", stmt)
@@ -573,10 +577,13 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         if func.attr == "dot" and len(node.args) >= 2:
             self._dot_check(node)
         if func.attr == "where" and len(node.args) == 3 and self.proved(node.args[0]):
-            # Proved for every element: Triton folds the select away.
+            # Proved for every element: Triton folds the select away.  The
+            # condition's shape stays (``c | True``, folded too): the result
+            # broadcasts to it where it is wider than both values.
+            condition = ast.BinOp(left=self.expr(node.args[0]), op=ast.BitOr(), right=ast.Constant(True))
             return ast.Call(
                 func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="where", ctx=ast.Load()),
-                args=[ast.Constant(True)] + [self.expr(a) for a in node.args[1:]],
+                args=[condition] + [self.expr(a) for a in node.args[1:]],
                 keywords=[self.keyword(k) for k in node.keywords],
             )
         if func.attr in FP32_MATH and len(node.args) == 1 and not node.keywords and not self.number(node.args[0]):

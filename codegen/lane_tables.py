@@ -8,13 +8,20 @@ import ast
 
 import sympy
 
+def _where(c, a, b):
+    return a if c is sympy.true else b if c is sympy.false else None
+
+
+_where.selects = True  # a known condition picks one operand: the other's data is not used
+
+
 # Elementwise functions whose value on a known lane value SymPy computes.
 FUNCTIONS = {
     "exp": sympy.exp, "exp2": lambda x: 2**x, "log": sympy.log, "log2": lambda x: sympy.log(x, 2), "abs": sympy.Abs,
     "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos, "sigmoid": lambda x: 1 / (1 + sympy.exp(-x)),
     "maximum": sympy.Max, "minimum": sympy.Min,
-    "where": lambda c, a, b: a if c is sympy.true else b if c is sympy.false else None,
-    "cast": lambda x, *_: x,
+    "where": _where,
+    "cast": lambda x, *_: x,  # the type's effect: ``padding._cast_lanes``
 }
 # Elementwise functions whose lane value is not followed (the mask is).
 ELEMENTWISE = {"fma", "erf", "rsqrt", "floor", "ceil", "tanh", "clamp", "fdiv", "div_rn", "sqrt_rn", "cdiv", "log1p",
@@ -33,6 +40,33 @@ SCANS = {"cumsum": sympy.S.Zero, "cumprod": sympy.S.One, "associative_scan": Non
 # Other operations that mix lanes, read through the mask (``codegen/mixing.py``).
 OTHER_MIXING = {"sort", "flip", "dot", "softmax", "topk", "histogram"}
 FILLS = {-sympy.oo: "ntsym_lowest", sympy.oo: "ntsym_highest", sympy.nan: "ntsym_sort_fill"}
+
+
+_INTEGER_TYPES = {"int1": "bool", "bool": "bool"}
+
+
+def type_kind(node):
+    """"float", "int" or "bool" for the type named by ``node`` (``tl.int8``,
+    ``ntl.float16``, ``torch.int32``, ``"fp32"``), None where not known here
+    (``x.dtype``)."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.value if isinstance(node, ast.Constant) else None
+    if not isinstance(name, str):
+        return None
+    if name in _INTEGER_TYPES:
+        return _INTEGER_TYPES[name]
+    if name.startswith(("float", "bfloat", "fp", "bf")):
+        return "float"
+    if name.startswith(("int", "uint")):
+        return "int"
+    return None
+
+
+def cast_kind(node, position):
+    """The kind of type (``type_kind``) the conversion call ``node`` converts to:
+    its argument at ``position`` or ``dtype=``."""
+    target = next((k.value for k in node.keywords if k.arg == "dtype"),
+                  node.args[position] if len(node.args) > position else None)
+    return type_kind(target) if target is not None else None
 
 
 def literal(node):

@@ -78,9 +78,17 @@ class Lanes:
     ``value``: what every lane holds where that is one value (a scalar), None
     for data; ``rank``: the number of axes, None where not known.
 
-    Data (the tensor's elements, and what is computed from them) is taken to
-    be finite: ``-inf - x`` is ``-inf`` and ``0 * x`` is 0 for an element
-    ``x``."""
+    Data (the tensor's elements and what is computed from them) is a
+    ``data()`` symbol, a scalar argument a ``data(scalar=True)`` one.  A
+    scalar may be anything, 0, an infinity or NaN: an operation whose value
+    would not depend on it (``0 * s``, ``0 / s``, ``-inf + s``) is not known
+    (``apply``).  An element, and a value computed from elements (a
+    reduction), is taken to be finite here (``-inf - max(x)`` is ``-inf``,
+    ``0 / sum(e)`` is 0): where such a value is infinite or NaN, the
+    elements' own lanes of these forms are NaN as well (``x - max(x)``,
+    ``e / sum(e)``); a product of zero-padded rows with another tensor is
+    the exception, handled by ``dot`` (``mixing._dot``).
+    """
 
     value: object = None
     factors: tuple = ()
@@ -101,7 +109,7 @@ class Lanes:
         for f, v in zip(self.factors or (), self.outside):
             if f.key == factor.key:
                 return v
-        return self.value if self.value is not None else sympy.Dummy(real=True, finite=True)
+        return self.value if self.value is not None else data()
 
 
 CLEAN = Lanes()
@@ -122,9 +130,24 @@ def masked(factors, outside, rank, value=None):
     return Lanes(value, factors, rank, tuple(outside))
 
 
-def same_everywhere():
-    """A value equal on every lane (a scalar): finite."""
-    return Lanes(sympy.Dummy(real=True, finite=True), (), 0)
+def same_everywhere(scalar=False):
+    """A value equal on every lane: a reduction's, a loop variable's, or
+    (``scalar``) a scalar argument's."""
+    return Lanes(data(scalar=scalar), (), 0)
+
+
+_DATA, _SCALAR = "data", "scalar"
+
+
+def data(scalar=False):
+    """A symbol for data: an element of a tensor, or (``scalar``) a scalar argument."""
+    return sympy.Dummy(_SCALAR if scalar else _DATA, real=True, finite=True)
+
+
+def _data_symbols(value, names=(_DATA, _SCALAR)):
+    if not isinstance(value, sympy.Basic):
+        return set()
+    return {s for s in value.free_symbols if isinstance(s, sympy.Dummy) and s.name in names}
 
 
 def merge_factors(*groups):
@@ -408,7 +431,42 @@ def apply(fn, *values):
         return sympy.true if result else sympy.false
     if not isinstance(result, sympy.Basic) or result is sympy.nan or result.has(sympy.zoo, sympy.nan):
         return None
+    if not getattr(fn, "selects", False):
+        # A scalar may be 0, infinite or NaN: ``0 * s``, ``0 / s`` and
+        # ``-inf + s`` are what they are only for some ``s`` (``Lanes``).
+        given = set().union(*(_data_symbols(v, (_SCALAR,)) for v in values))
+        if given - result.free_symbols:
+            return None
     return result
+
+
+def cast(lanes, kind):
+    """``lanes`` of a value converted to a type of ``kind``: "float" keeps
+    the values; "int" truncates finite numbers (infinities and NaN have no
+    integer value: not known), "bool" tests them against zero; None (a type
+    not known here) keeps integer numbers only."""
+    if kind == "float" or not lanes.known:
+        return lanes
+    outside = tuple(_cast_value(v, kind) for v in lanes.outside)
+    value = lanes.value if lanes.value is None or _data_symbols(lanes.value) else _cast_value(lanes.value, kind)
+    if lanes.value is not None and value is None:
+        value = data()
+    return Lanes(value, lanes.factors, lanes.rank, outside, lanes.blocks)
+
+
+def _cast_value(value, kind):
+    if value is None or not isinstance(value, sympy.Basic):
+        return None
+    if value in (sympy.true, sympy.false):
+        return value if kind == "bool" else sympy.S.One if value is sympy.true else sympy.S.Zero
+    if not value.is_number or not value.is_finite or not value.is_real:
+        return None
+    if kind == "bool":
+        return sympy.true if value != 0 else sympy.false
+    integer = sympy.Integer(int(value))  # toward zero, as a conversion does
+    if kind == "int":  # in every integer type's range, signed or not
+        return integer if 0 <= integer <= 127 else None
+    return value if value.is_integer and 0 <= value <= 127 else None
 
 
 def equals(value, identity):

@@ -160,8 +160,42 @@ def _mix(em, node, name):
         result = masked(lanes.factors, None, lanes.rank)
     call = ast.Call(func=em.module_function(name), args=[operand] + [em.expr(a) for a in node.args[1:]],
                     keywords=[em.keyword(k) for k in node.keywords])
+    if name in REDUCTIONS and not lanes.clean:
+        call = _last_inside(em, node, name, call, lanes)
     em.lanes.nodes[("result", id(node))] = (node, result)
     return call
+
+
+def _last_inside(em, node, name, call, lanes):
+    """An index that breaks ties to the right (``tie_break_left=False``) over
+    lanes outside, which hold the identity and tie with elements equal to it:
+    the last lane inside where it points past them (the lanes inside come
+    first in each row); refused where they do not."""
+    axis_node = _argument(node, 1, "axis", ast.Constant(None))
+    mixed, _ = _split(lanes, axis_node)
+    if name in ("max", "min"):
+        right = _argument(node, 3, "return_indices_tie_break_left", ast.Constant(True))
+        indices = _argument(node, 2, "return_indices", ast.Constant(False))
+        if mixed and not (_is_constant(right, True) or _is_constant(indices, False)):
+            raise em.error(f"`{name}(..., return_indices_tie_break_left=False)` over lanes outside the tensor is "
+                           "not supported: a lane outside could tie; use `argmax`/`argmin` for the index", node)
+        return call
+    right = _argument(node, 2, "tie_break_left", ast.Constant(True))
+    if name not in ("argmax", "argmin") or not mixed or _is_constant(right, True):
+        return call
+    axis = _axis(axis_node, lanes.rank)
+    keep = _argument(node, 3, "keep_dims", ast.Constant(False))
+    if not _is_constant(right, False) or axis is None or axis is _UNKNOWN_AXIS or lanes.rank is None \
+            or not isinstance(keep, ast.Constant) or any(f.node is None or not _prefix(f) for f in mixed):
+        raise em.error(f"`{name}` with ties broken to the right over lanes outside the tensor needs a constant "
+                       "`tie_break_left`, a constant axis, and the lanes inside first in each row", node)
+    count = expr("tl.sum(({m}).to(tl.int32), axis={a}, keep_dims={k})", m=conjunction(
+        copy.deepcopy(f.node) for f in mixed), a=ast.Constant(axis + lanes.rank), k=ast.Constant(bool(keep.value)))
+    return expr("tl.minimum({call}, {count} - 1)", call=call, count=count)
+
+
+def _is_constant(node, value):
+    return isinstance(node, ast.Constant) and node.value is value
 
 
 def _sort(em, node, name, operand, lanes):
@@ -372,9 +406,18 @@ def _flip(em, node, operand, lanes):
     if axis is None or axis is _UNKNOWN_AXIS or lanes.rank is None or any(f.node is None for f in mixed):
         raise em.error("`flip` of a tile with lanes outside the tensor needs a constant `dim` of a tile "
                        "of known rank", node)
+    if not all(_prefix(f) for f in mixed):
+        raise em.error("`flip` of a tile whose lanes inside the tensor are not the first of each row (a reshaped "
+                       "tile's) is not supported: they would be flipped with the lanes outside; flip before "
+                       "reshaping", node)
     em.records.helpers.add("ntsym_flip")
     mask = conjunction(copy.deepcopy(f.node) for f in mixed)
     return expr("ntsym_flip({value}, {mask}, {dim})", value=operand, mask=mask, dim=ast.Constant(axis + lanes.rank))
+
+
+def _finite(value):
+    """Whether ``value`` is a known finite number (no data)."""
+    return isinstance(value, sympy.Expr) and value.is_number and bool(value.is_finite)
 
 
 def _dot(em, node, operand, a):
@@ -393,8 +436,10 @@ def _dot(em, node, operand, a):
     other = em.select(other, b, mixed_b, sympy.S.Zero, node, "dot")
     rest = [em.expr(x) for x in node.args[2:]]
     factors = tuple(passing_a) + tuple(f for f in passing_b if f.key not in {g.key for g in passing_a})
-    # A row (column) of zeros times finite data is zero.
-    outside = [sympy.S.Zero if a.at(f) == 0 or b.at(f) == 0 else None for f in factors]
+    # A row (column) of zeros times a known finite one is zero (an element
+    # may be infinite: 0 * inf is NaN).
+    outside = [sympy.S.Zero if a.at(f) == 0 and _finite(b.at(f)) or b.at(f) == 0 and _finite(a.at(f)) else None
+               for f in factors]
     accumulator = node.args[2] if len(node.args) > 2 else next((k.value for k in node.keywords if k.arg == "acc"), None)
     result = masked(factors, outside, a.rank)
     if accumulator is not None:

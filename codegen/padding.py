@@ -27,9 +27,9 @@ import sympy
 from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS,
-                                       OTHER_MIXING, REDUCTIONS, SCANS, literal)
-from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, combine, equals, join, masked, meeting,
-                                 same_everywhere, unknown, widen)
+                                       OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
+from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, cast, combine, equals, join, masked,
+                                 meeting, same_everywhere, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -148,7 +148,7 @@ class PaddingMixin:
             return self.lanes.tiles.get(ref.param.name, unknown())
         if node.id in self.names.locals:
             return unknown()
-        return same_everywhere()  # a scalar parameter or constant
+        return same_everywhere(scalar=True)  # a scalar parameter or constant
 
     def _new_axes_lanes(self, operand, axis_node):
         """``expand_dims(v, axis)`` (``unsqueeze``): ``v`` with new axes of
@@ -204,8 +204,10 @@ class PaddingMixin:
         if entry is not None and entry[0] is node:
             return entry[1]
         if isinstance(func, ast.Attribute) and func.attr == "to" and self._tl_function(func) is None:
-            return self.lanes_of(func.value)  # a cast keeps the lanes' value
+            return cast(self.lanes_of(func.value), cast_kind(node, 0))
         name = self._tl_function(func)
+        if name == "cast" and node.args:
+            return cast(self.lanes_of(node.args[0]), cast_kind(node, 1))
         if isinstance(func, ast.Name) and func.id in ("float", "int") and len(node.args) == 1:
             arg = node.args[0]
             if isinstance(arg, ast.Constant):
