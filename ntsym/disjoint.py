@@ -24,13 +24,19 @@ written tensor, the index map is read:
   writes nothing): a step such as ``B * cdiv(n, B)`` with ``cdiv(n, B)`` a
   grid extent (a tensor taking NineToothed's split, ``ntsym/split.py``) is
   then at least the tile's ``B``, proved disjoint rather than checked.
-- Anything else (a flattened grid, read through ``//`` and ``%``) is not
-  decided here and is accepted as before.
+- ``pid_g`` read only through ``pid_g // c`` and ``pid_g % c`` (a flattened
+  grid): where one of the two is read nowhere, programs that differ only in
+  it write the same elements, ruled on as above (``pid_g % c`` read nowhere:
+  ``G <= 1`` or ``c <= 1``; ``pid_g // c`` read nowhere: ``G <= c``).  Where
+  both are read, each program has its own pair and the dimensions are not
+  compared further.
+- Anything else is not decided here and is accepted as before.
 """
 
 import sympy
 
 from ntsym_codegen import bounds
+from ntsym_codegen.intfuncs import FloorDiv, Mod
 
 
 def overlap_checks(param, grid, program_vars, varying=None, read_written=(), calls=()):
@@ -55,6 +61,14 @@ def overlap_checks(param, grid, program_vars, varying=None, read_written=(), cal
         if sympy.sympify(extent) == 1:
             continue
         dims = [d for d, e in enumerate(index) if pid in e.free_symbols]
+        flat = _flattened(index, pid)
+        if flat is not None:
+            same = _shared_by(flat, extent)
+            if same is not None and (read_written or calls or varying is None or pid in varying):
+                relation, part = same
+                checks.append((relation, g, f"every program along it with the same `{part}` writes the same "
+                               "elements (a flattened grid), from tiles or reads that differ between them"))
+            continue
         if not dims:
             if read_written:
                 read = ", ".join(f"`{name}`" for name in read_written)
@@ -90,6 +104,32 @@ def overlap_checks(param, grid, program_vars, varying=None, read_written=(), cal
         else:  # decided by the block sizes a call chooses
             checks.append((sympy.Or(sympy.Le(extent, 1), sympy.Ge(stride, span)), g, why))
     return checks
+
+
+def _flattened(index, pid):
+    """``(c, divided, remainder)`` where the index reads ``pid`` only through
+    ``pid // c`` and ``pid % c`` (one ``c``), saying which of the two it
+    reads; else None."""
+    atoms = {a for e in index for a in e.atoms(FloorDiv, Mod) if a.args[0] == pid}
+    if not atoms or len({a.args[1] for a in atoms}) != 1:
+        return None
+    stand_in = {a: sympy.Dummy() for a in atoms}
+    if any(pid in e.xreplace(stand_in).free_symbols for e in index):
+        return None
+    divisor = next(iter(atoms)).args[1]
+    return divisor, any(isinstance(a, FloorDiv) for a in atoms), any(isinstance(a, Mod) for a in atoms)
+
+
+def _shared_by(flat, extent):
+    """``(relation, part)`` for a flattened grid dimension of ``extent`` of
+    which the index reads only one part: what keeps programs that differ in
+    the other part apart, and that part; None where it reads both."""
+    divisor, divided, remainder = flat
+    if divided and remainder:
+        return None
+    if divided:  # pid % c read nowhere: pid and pid + 1 share pid // c
+        return sympy.Or(sympy.Le(extent, 1), sympy.Le(divisor, 1)), f"pid // {divisor}"
+    return sympy.Le(extent, divisor), f"pid % {divisor}"  # pid and pid + c share pid % c
 
 
 def _where_programs_run(expr, grid):

@@ -148,3 +148,4 @@ def test_an_inner_expanded_output_written_with_a_reduction_along_one_axis_is_ref
 
     with pytest.raises(ntsym.ApplicationError, match="`out` is written through a tile whose dimension 0"):
         ntsym.make(_expanded_rows, application, (Tensor(2), Tensor(2)))
+

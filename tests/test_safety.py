@@ -567,3 +567,32 @@ def test_many_offsets_rewritten_without_a_version_bump_are_validated_again():
     offsets.data[40] = 44
     with pytest.raises(ntsym.LaunchError, match="last offset is 44"):
         ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+
+
+def test_a_flattened_grid_of_programs_writing_one_element_is_refused():
+    """64 programs a row, flattened, all store to ``out[i, 0]`` with values
+    of their own: refused at launch, as without ``flatten``."""
+    def arrangement(x, out):
+        return x.tile((1, 1)).flatten(), out.tile((1, 1)).expand((-1, 64)).flatten()
+
+    def application(x, out):
+        out = x  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
+    out = torch.zeros(3, 1)
+    with pytest.raises(ntsym.LaunchError, match="same `pid // 64` writes the same elements"):
+        kernel(torch.arange(3 * 64.0).reshape(3, 64), out)
+
+
+def test_a_flattened_grid_of_programs_writing_their_own_elements_runs():
+    def arrangement(x, out):
+        return x.tile((1, 1)).flatten(), out.tile((1, 1)).flatten()
+
+    def application(x, out):
+        out = x * 2  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
+    x = torch.arange(12.0).reshape(3, 4)
+    out = torch.zeros(3, 4)
+    kernel(x, out)
+    torch.testing.assert_close(out, 2 * x)
