@@ -64,6 +64,10 @@ def type_kind(node):
 def cast_kind(node, position):
     """The kind of type (``type_kind``) the conversion call ``node`` converts to:
     its argument at ``position`` or ``dtype=``."""
+    bitcast = next((k.value for k in node.keywords if k.arg == "bitcast"),
+                   node.args[position + 2] if len(node.args) > position + 2 else None)
+    if bitcast is not None and not (isinstance(bitcast, ast.Constant) and bitcast.value is False):
+        return "bits"
     target = next((k.value for k in node.keywords if k.arg == "dtype"),
                   node.args[position] if len(node.args) > position else None)
     return type_kind(target) if target is not None else None

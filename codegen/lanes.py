@@ -86,8 +86,10 @@ class Lanes:
     reduction), is taken to be finite here (``-inf - max(x)`` is ``-inf``,
     ``0 / sum(e)`` is 0): where such a value is infinite or NaN, the
     elements' own lanes of these forms are NaN as well (``x - max(x)``,
-    ``e / sum(e)``); a product of zero-padded rows with another tensor is
-    the exception, handled by ``dot`` (``mixing._dot``).
+    ``e / sum(e)``).  Not so in general: an infinite element of another
+    tensor broadcast against a padded zero (``x * y``, ``dot(a, b)`` of a
+    padded row of ``a``) makes a NaN that a reduction along that axis
+    would take in; such forms are left to the user.
     """
 
     value: object = None
@@ -142,6 +144,11 @@ _DATA, _SCALAR = "data", "scalar"
 def data(scalar=False):
     """A symbol for data: an element of a tensor, or (``scalar``) a scalar argument."""
     return sympy.Dummy(_SCALAR if scalar else _DATA, real=True, finite=True)
+
+
+def scalar_symbols(value):
+    """The scalar arguments' symbols in the lane value ``value``."""
+    return _data_symbols(value, (_SCALAR,))
 
 
 def _data_symbols(value, names=(_DATA, _SCALAR)):
@@ -441,25 +448,34 @@ def apply(fn, *values):
 
 
 def cast(lanes, kind):
-    """``lanes`` of a value converted to a type of ``kind``: "float" keeps
-    the values; "int" truncates finite numbers (infinities and NaN have no
-    integer value: not known), "bool" tests them against zero; None (a type
-    not known here) keeps integer numbers only."""
-    if kind == "float" or not lanes.known:
+    """``lanes`` of a value converted to a type of ``kind``: "float" (any
+    width, fp8 too) keeps the values every float type holds exactly (0,
+    infinities, integers up to 8), "int" truncates finite numbers (an
+    infinity or NaN has no integer value), "bool" tests them against zero,
+    "bits" (a bitcast) keeps none; None (a type not known here) keeps small
+    integers.  A value computed from data is data again, a new one."""
+    if not lanes.known:
         return lanes
     outside = tuple(_cast_value(v, kind) for v in lanes.outside)
-    value = lanes.value if lanes.value is None or _data_symbols(lanes.value) else _cast_value(lanes.value, kind)
-    if lanes.value is not None and value is None:
-        value = data()
+    value = lanes.value
+    if value is not None and (_data_symbols(value) or _cast_value(value, kind) is None):
+        value = data(scalar=bool(scalar_symbols(value)))
+    elif value is not None:
+        value = _cast_value(value, kind)
     return Lanes(value, lanes.factors, lanes.rank, outside, lanes.blocks)
 
 
 def _cast_value(value, kind):
-    if value is None or not isinstance(value, sympy.Basic):
+    if value is None or not isinstance(value, sympy.Basic) or kind == "bits" or _data_symbols(value):
         return None
     if value in (sympy.true, sympy.false):
         return value if kind == "bool" else sympy.S.One if value is sympy.true else sympy.S.Zero
-    if not value.is_number or not value.is_finite or not value.is_real:
+    if not value.is_number or not value.is_extended_real:
+        return None
+    if kind == "float":
+        exact = value.is_infinite or value.is_integer and abs(value) <= 8
+        return value if exact else None
+    if not value.is_finite:
         return None
     if kind == "bool":
         return sympy.true if value != 0 else sympy.false

@@ -16,7 +16,7 @@ import copy
 
 import sympy
 
-from ntsym_codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
+from ntsym_codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, scalar_symbols, unknown
 from ntsym_codegen.printer import conjunction
 from ntsym_codegen.lane_tables import OTHER_MIXING, REDUCTIONS, SCANS, literal
 from ntsym_codegen.template import expr
@@ -189,9 +189,15 @@ def _last_inside(em, node, name, call, lanes):
             or not isinstance(keep, ast.Constant) or any(f.node is None or not _prefix(f) for f in mixed):
         raise em.error(f"`{name}` with ties broken to the right over lanes outside the tensor needs a constant "
                        "`tie_break_left`, a constant axis, and the lanes inside first in each row", node)
-    count = expr("tl.sum(({m}).to(tl.int32), axis={a}, keep_dims={k})", m=conjunction(
-        copy.deepcopy(f.node) for f in mixed), a=ast.Constant(axis + lanes.rank), k=ast.Constant(bool(keep.value)))
-    return expr("tl.minimum({call}, {count} - 1)", call=call, count=count)
+    from ntsym_codegen.reshaping import named
+
+    # The mask broadcast to the operand's shape (it may have fewer axes).
+    operand = call.args[0] if isinstance(call.args[0], ast.Name) else named(em, call.args[0])
+    call.args[0] = operand
+    count = expr("tl.sum(tl.where({m}, 1, 0) + tl.zeros({x}.shape, tl.int32), axis={a}, keep_dims={k})",
+                 m=conjunction(copy.deepcopy(f.node) for f in mixed), x=copy.deepcopy(operand),
+                 a=ast.Constant(axis + lanes.rank), k=ast.Constant(bool(keep.value)))
+    return expr("tl.minimum({call}, tl.maximum({count} - 1, 0))", call=call, count=count)
 
 
 def _is_constant(node, value):
@@ -416,8 +422,9 @@ def _flip(em, node, operand, lanes):
 
 
 def _finite(value):
-    """Whether ``value`` is a known finite number (no data)."""
-    return isinstance(value, sympy.Expr) and value.is_number and bool(value.is_finite)
+    """Whether ``value`` is taken to be finite: a finite number, or data of
+    elements (not of a scalar argument, which may be anything)."""
+    return isinstance(value, sympy.Expr) and bool(value.is_finite) and not scalar_symbols(value)
 
 
 def _dot(em, node, operand, a):
@@ -436,8 +443,8 @@ def _dot(em, node, operand, a):
     other = em.select(other, b, mixed_b, sympy.S.Zero, node, "dot")
     rest = [em.expr(x) for x in node.args[2:]]
     factors = tuple(passing_a) + tuple(f for f in passing_b if f.key not in {g.key for g in passing_a})
-    # A row (column) of zeros times a known finite one is zero (an element
-    # may be infinite: 0 * inf is NaN).
+    # A row (column) of zeros times data is zero: elements are taken to be
+    # finite (``lanes.Lanes``), a scalar argument's value is not.
     outside = [sympy.S.Zero if a.at(f) == 0 and _finite(b.at(f)) or b.at(f) == 0 and _finite(a.at(f)) else None
                for f in factors]
     accumulator = node.args[2] if len(node.args) > 2 else next((k.value for k in node.keywords if k.arg == "acc"), None)

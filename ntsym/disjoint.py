@@ -39,7 +39,7 @@ from ntsym_codegen import bounds
 from ntsym_codegen.intfuncs import FloorDiv, Mod
 
 
-def overlap_checks(param, grid, program_vars, varying=None, read_written=(), calls=()):
+def overlap_checks(param, grid, program_vars, varying=None, read_written=(), calls=(), others=None):
     """(relation, grid dimension, reason) for each grid dimension along which
     the written tensor ``param``'s tiles overlap: the relation (``G <= 1``) is
     what keeps it from racing.  ``varying``: the program indices some
@@ -48,7 +48,9 @@ def overlap_checks(param, grid, program_vars, varying=None, read_written=(), cal
     changes (None: all of them); ``read_written``: written tensors the
     application reads, which make each program's values depend on the
     order (named in the reason); ``calls``: functions it calls whose value
-    differs between programs (``program_id``, atomics), named likewise."""
+    differs between programs (``program_id``, atomics), named likewise;
+    ``others``: the other tensors' index expressions (a flattened grid's part
+    that no tensor reads leaves every program's values alike)."""
     ranges = dict(zip(program_vars, grid))
     inner = {}
     for depth in range(1, len(param.levels)):
@@ -64,7 +66,7 @@ def overlap_checks(param, grid, program_vars, varying=None, read_written=(), cal
         flat = _flattened(index, pid)
         if flat is not None:
             same = _shared_by(flat, extent)
-            if same is not None and (read_written or calls or varying is None or pid in varying):
+            if same is not None and (read_written or calls or varying is None or _reads_other_part(others, pid, flat)):
                 relation, part = same
                 checks.append((relation, g, f"every program along it with the same `{part}` writes the same "
                                "elements (a flattened grid), from tiles or reads that differ between them"))
@@ -118,6 +120,25 @@ def _flattened(index, pid):
         return None
     divisor = next(iter(atoms)).args[1]
     return divisor, any(isinstance(a, FloorDiv) for a in atoms), any(isinstance(a, Mod) for a in atoms)
+
+
+def _reads_other_part(others, pid, flat):
+    """Whether another tensor's index reads the part of ``pid`` the written
+    tensor does not (or ``pid`` otherwise): its tiles then differ between
+    the programs that write the same elements.  True where not known."""
+    if others is None:
+        return True
+    divisor, divided, remainder = flat
+    for e in others:
+        if pid not in e.free_symbols:
+            continue
+        atoms = {a for a in e.atoms(FloorDiv, Mod) if a.args[0] == pid and a.args[1] == divisor}
+        if pid in e.xreplace({a: sympy.Dummy() for a in atoms}).free_symbols:
+            return True  # read otherwise
+        if any(isinstance(a, Mod) for a in atoms) and not remainder or \
+                any(isinstance(a, FloorDiv) for a in atoms) and not divided:
+            return True
+    return False
 
 
 def _shared_by(flat, extent):

@@ -110,8 +110,9 @@ def _refuse_overlapping_writes(proof, params, app_def, inline):
     for p in params:
         if p.kind != "tensor" or p.name not in written or p.name in jagged:
             continue
+        others = [sympy.sympify(e) for q in params if q.kind == "tensor" and q is not p for e in q.index]
         for relation, g, reason in overlap_checks(p, proof.grid, proof.program_vars, varying, read_written,
-                                                 calls):
+                                                 calls, others):
             extent = proof.describe(proof.grid[g])
             proof._require(
                 relation,

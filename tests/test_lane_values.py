@@ -111,24 +111,6 @@ def test_a_walrus_assignment_is_refused():
         _row(application)(-(torch.rand(5) + 1.0), torch.empty(1))
 
 
-def test_a_product_of_padded_rows_with_an_infinite_element_stays_out_of_a_sum():
-    """A padded row of ``a`` (zeros) times a column of ``b`` holding inf is
-    NaN, not 0: the sum over the rows of ``dot(a, b)`` masks them."""
-    def arrangement(a, b, out):
-        return a.tile((8, 16)), b.tile((16, 16)), out.tile((1, 16))
-
-    def application(a, b, out):
-        out = ntl.sum(ntl.dot(a, b), 0)[None, :]  # noqa: F841
-
-    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2)))
-    a = torch.rand(5, 16) + 0.5  # 5 rows in a block of 8
-    b = torch.ones(16, 16)
-    b[0, 0] = float("inf")
-    out = torch.empty(1, 16)
-    kernel(a, b, out)
-    torch.testing.assert_close(out, (a @ b).sum(0, keepdim=True))
-
-
 @pytest.mark.parametrize("name, fill", [("argmax", float("-inf")), ("argmin", float("inf"))])
 def test_ties_broken_to_the_right_stay_inside_the_row(name, fill):
     """Every element equals the identity the lanes outside hold: a GPU's
@@ -156,3 +138,58 @@ def test_max_with_indices_tied_to_the_right_over_lanes_outside_is_refused():
 
     with pytest.raises(ntsym.NtsymError, match="return_indices_tie_break_left"):
         _row(application)(torch.randn(5), torch.empty(1, dtype=torch.int64))
+
+
+def test_ties_to_the_right_count_the_lanes_of_a_broadcast_mask_along_the_reduced_axis():
+    """The mask of a 2-D tile broadcast to 3-D has fewer axes than the value:
+    the lanes inside are counted along the reduced axis of the value."""
+    def arrangement(x, out):
+        return x.tile((4, 4)), out.tile((2, 4))
+
+    def application(x, out):
+        y = x + ntl.zeros((2, 4, 4), ntl.float32)
+        out = ntl.argmax(y, 1, tie_break_left=False)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
+    x = torch.tensor([[0.0, 5, 0, 0], [0, 0, 6, 0], [9, 0, 0, 7]])  # 3 rows in a block of 4
+    out = torch.empty(2, 4, dtype=torch.int32)
+    kernel(x, out)
+    assert out.tolist() == [[2, 0, 1, 2]] * 2
+
+
+def test_a_bitcast_keeps_no_lane_value():
+    """Padded lanes of an int32 tile holding 1 are the float 1.4e-45 bitcast,
+    not 1.0 - 1 = 0: they stay out of the sum."""
+    def application(x, out):
+        out = ntl.sum(x.to(ntl.float32, bitcast=True) - 1.0, 0).to(ntl.int32)  # noqa: F841
+
+    x = torch.zeros(5, dtype=torch.int32)
+    out = torch.empty(1, dtype=torch.int32)
+    _row(application, other=1)(x, out)
+    assert out.item() == -5
+
+
+def test_a_value_of_the_data_through_an_integer_conversion_is_new_data():
+    """``trunc(m) - m`` is not 0 for ``m = 1.5``: padded lanes of ``x + d``
+    (0 + d) stay out of the sum."""
+    def application(x, out):
+        m = ntl.max(x)
+        d = m.to(ntl.int32).to(ntl.float32) - m
+        out = ntl.sum(x + d, 0)  # noqa: F841
+
+    x = torch.full((5,), 1.5)
+    out = torch.empty(1)
+    _row(application, other=0.0)(x, out)
+    assert out.item() == 5.0
+
+
+def test_a_narrowing_float_conversion_keeps_only_values_every_float_holds():
+    """1e5 in float16 is inf: ``x.to(float16) - 1e5`` of a padded 1e5 is not 0."""
+    def application(x, out):
+        y = ntl.cast(ntl.cast(x, ntl.float16), ntl.float32) - 100000.0
+        out = ntl.sum(y, 0)  # noqa: F841
+
+    x = torch.ones(5)
+    out = torch.empty(1)
+    _row(application, other=100000.0)(x, out)
+    assert out.item() == -499995.0

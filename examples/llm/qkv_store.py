@@ -74,8 +74,11 @@ def qkv_store_application(input, weight, squares, eps, cos, sin, position, q_out
     s = ntl.cast(sin, ntl.float32)
     head = weight[0][0].offsets(0)
     rows = cos.offsets(0)[:, None]
-    low = cos.offsets(1)[None, :]
-    high = low + cos.source.shape[1]
+    half = cos.source.shape[1]
+    # Pair columns past the half (a partial last block) go past the head's end,
+    # where the stores' bounds leave them out; d + D/2 of them would not.
+    low = ntl.where(cos.offsets(1) < half, cos.offsets(1), 2 * half)[None, :]
+    high = low + half
     query_heads = q_out.source.shape[1]
     kv_heads = keys.source.shape[1]
     at = ntl.sum(position, 0)  # the cache's length: where the step's key and value go
