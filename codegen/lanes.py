@@ -86,10 +86,10 @@ class Lanes:
     reduction), is taken to be finite here (``-inf - max(x)`` is ``-inf``,
     ``0 / sum(e)`` is 0): where such a value is infinite or NaN, the
     elements' own lanes of these forms are NaN as well (``x - max(x)``,
-    ``e / sum(e)``).  Not so in general: an infinite element of another
-    tensor broadcast against a padded zero (``x * y``, ``dot(a, b)`` of a
-    padded row of ``a``) makes a NaN that a reduction along that axis
-    would take in; such forms are left to the user.
+    ``e / sum(e)``).  Not so in general, and not yet followed: an infinite
+    element of another tensor broadcast against a padded zero (``x * y``,
+    ``dot(a, b)`` of a padded row of ``a``) makes a NaN that a reduction
+    along that axis takes in.
     """
 
     value: object = None
