@@ -584,31 +584,22 @@ def test_a_flattened_grid_of_programs_writing_one_element_is_refused():
         kernel(torch.arange(3 * 64.0).reshape(3, 64), out)
 
 
-def test_a_flattened_grid_of_programs_writing_their_own_elements_runs():
-    def arrangement(x, out):
-        return x.tile((1, 1)).flatten(), out.tile((1, 1)).flatten()
-
+def _double_through(arrangement, x, out):
     def application(x, out):
         out = x * 2  # noqa: F841
 
-    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
-    x = torch.arange(12.0).reshape(3, 4)
-    out = torch.zeros(3, 4)
-    kernel(x, out)
+    ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))(x, out)
     torch.testing.assert_close(out, 2 * x)
+
+
+def test_a_flattened_grid_of_programs_writing_their_own_elements_runs():
+    _double_through(lambda x, out: (x.tile((1, 1)).flatten(), out.tile((1, 1)).flatten()),
+                    torch.arange(12.0).reshape(3, 4), torch.zeros(3, 4))
 
 
 def test_a_flattened_grid_of_programs_writing_one_element_with_one_value_runs():
     """Every program that stores to ``out[i, 0]`` reads the same tile of
     ``x``: they store the same value, as the unflattened grid may."""
-    def arrangement(x, out):
-        return x.tile((1, 1)).expand((-1, 4)).flatten(), out.tile((1, 1)).expand((-1, 4)).flatten()
-
-    def application(x, out):
-        out = x * 2  # noqa: F841
-
-    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
-    x = torch.arange(3.0).reshape(3, 1)
-    out = torch.zeros(3, 1)
-    kernel(x, out)
-    torch.testing.assert_close(out, 2 * x)
+    _double_through(lambda x, out: (x.tile((1, 1)).expand((-1, 4)).flatten(),
+                                    out.tile((1, 1)).expand((-1, 4)).flatten()),
+                    torch.arange(3.0).reshape(3, 1), torch.zeros(3, 1))
