@@ -213,11 +213,15 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         for cache in self.blocks.caches:
             cache.pop(name, None)
 
+    def _rebound(self, name):
+        """``name`` is assigned: what it held (a cached tile, an index, a size) is gone."""
+        self.invalidate(name)
+        self._forget([name])
+
     def statement(self, stmt):
         walrus = next((n for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)), None)
         if walrus is not None:  # Triton does not compile it either
-            raise self.error("`:=` is not supported in applications; assign the name in a statement of its own",
-                             walrus)
+            raise self.error("`:=` is not supported in applications; assign in a statement of its own", walrus)
         if isinstance(stmt, ast.Assign):
             if len(stmt.targets) != 1:
                 raise self.error("chained assignment is not supported", stmt)
@@ -234,8 +238,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 self.names.locals.add(target.id)
                 self.note_local(target.id, stmt.value)
                 self.wrote(target.id)
-                self.invalidate(target.id)
-                self._forget([target.id])  # what it held before (an index, a size) is gone
+                self._rebound(target.id)
             return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=value, simple=1), stmt)
         if isinstance(stmt, ast.AugAssign):
             return self.augmented_assign(stmt)
@@ -291,8 +294,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return self.store(ref, value, stmt)
         value = self.expr(stmt.value)
         if isinstance(stmt.target, ast.Name):
-            self.invalidate(stmt.target.id)
-            self._forget([stmt.target.id])  # ``key -= 4``: no longer the index or size it held
+            self._rebound(stmt.target.id)  # ``key -= 4``
             combined = ast.BinOp(left=ast.Name(id=stmt.target.id, ctx=ast.Load()), op=stmt.op, right=stmt.value)
             kept = self.carried(stmt.target.id, combined, ast.Constant(0), augmented=True)
             if kept is not None:  # lanes outside this iteration's tiles keep the carried value
@@ -325,8 +327,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         if isinstance(target, ast.Name):
             value = self.carried(target.id, value_node, self.expr(value_node))
             self.names.locals.add(target.id)
-            self.invalidate(target.id)
-            self._forget([target.id])
+            self._rebound(target.id)
             index = self.index_value(value_node)
             if index is not None:
                 self.values.index[target.id] = index

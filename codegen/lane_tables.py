@@ -20,8 +20,7 @@ FUNCTIONS = {
     "exp": sympy.exp, "exp2": lambda x: 2**x, "log": sympy.log, "log2": lambda x: sympy.log(x, 2), "abs": sympy.Abs,
     "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos, "sigmoid": lambda x: 1 / (1 + sympy.exp(-x)),
     "maximum": sympy.Max, "minimum": sympy.Min,
-    "where": _where,
-    "cast": lambda x, *_: x,  # the type's effect: ``padding._cast_lanes``
+    "where": _where,  # (a conversion: ``lanes.cast``)
 }
 # Elementwise functions whose lane value is not followed (the mask is).
 ELEMENTWISE = {"fma", "erf", "rsqrt", "floor", "ceil", "tanh", "clamp", "fdiv", "div_rn", "sqrt_rn", "cdiv", "log1p",

@@ -458,10 +458,9 @@ def cast(lanes, kind):
         return lanes
     outside = tuple(_cast_value(v, kind) for v in lanes.outside)
     value = lanes.value
-    if value is not None and (_data_symbols(value) or _cast_value(value, kind) is None):
-        value = data(scalar=bool(scalar_symbols(value)))
-    elif value is not None:
-        value = _cast_value(value, kind)
+    if value is not None:
+        converted = _cast_value(value, kind)
+        value = converted if converted is not None else data(scalar=bool(scalar_symbols(value)))
     return Lanes(value, lanes.factors, lanes.rank, outside, lanes.blocks)
 
 

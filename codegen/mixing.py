@@ -160,7 +160,7 @@ def _mix(em, node, name):
         result = masked(lanes.factors, None, lanes.rank)
     call = ast.Call(func=em.module_function(name), args=[operand] + [em.expr(a) for a in node.args[1:]],
                     keywords=[em.keyword(k) for k in node.keywords])
-    if name in REDUCTIONS and not lanes.clean:
+    if name in ("argmax", "argmin", "max", "min") and not lanes.clean:
         call = _last_inside(em, node, name, call, lanes)
     em.lanes.nodes[("result", id(node))] = (node, result)
     return call
@@ -181,7 +181,7 @@ def _last_inside(em, node, name, call, lanes):
                            "not supported: a lane outside could tie; use `argmax`/`argmin` for the index", node)
         return call
     right = _argument(node, 2, "tie_break_left", ast.Constant(True))
-    if name not in ("argmax", "argmin") or not mixed or _is_constant(right, True):
+    if not mixed or _is_constant(right, True):
         return call
     axis = _axis(axis_node, lanes.rank)
     keep = _argument(node, 3, "keep_dims", ast.Constant(False))

@@ -247,8 +247,7 @@ class PaddingMixin:
             return masked(lanes.factors, None, lanes.rank) if lanes.known else lanes
         fn = _FUNCTIONS.get(name)
         if fn is not None or name in _ELEMENTWISE:
-            values = [a for a in node.args if not (name == "cast" and a is not node.args[0])]
-            return combine(fn, [self.lanes_of(a) for a in values])
+            return combine(fn, [self.lanes_of(a) for a in node.args])
         lanes = [self.lanes_of(a) for a in node.args] + [self.lanes_of(k.value) for k in node.keywords]
         if method:  # a method of a value: its lanes too
             lanes.append(self.lanes_of(func.value))

@@ -132,11 +132,10 @@ def _reads_other_part(others, pid, flat):
     for e in others:
         if pid not in e.free_symbols:
             continue
-        atoms = {a for a in e.atoms(FloorDiv, Mod) if a.args[0] == pid and a.args[1] == divisor}
-        if pid in e.xreplace({a: sympy.Dummy() for a in atoms}).free_symbols:
+        read = _flattened([e], pid)
+        if read is None or read[0] != divisor:
             return True  # read otherwise
-        if any(isinstance(a, Mod) for a in atoms) and not remainder or \
-                any(isinstance(a, FloorDiv) for a in atoms) and not divided:
+        if read[2] and not remainder or read[1] and not divided:
             return True
     return False
 
