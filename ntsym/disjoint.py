@@ -28,8 +28,8 @@ written tensor, the index map is read:
   grid): where one of the two is read nowhere, programs that differ only in
   it write the same elements, ruled on as above (``pid_g % c`` read nowhere:
   ``G <= 1`` or ``c <= 1``; ``pid_g // c`` read nowhere: ``G <= c``).  Where
-  both are read, each program has its own pair and the dimensions are not
-  compared further.
+  both are read, each is a grid dimension of its own for the windows' test
+  above.
 - Anything else is not decided here and is accepted as before.
 """
 
@@ -70,6 +70,9 @@ def overlap_checks(param, grid, program_vars, varying=None, read_written=(), cal
                 relation, part = same
                 checks.append((relation, g, f"every program along it with the same `{part}` writes the same "
                                "elements (a flattened grid), from tiles or reads that differ between them"))
+            elif same is None:
+                checks.extend((relation, g, why) for relation, why in
+                              _flattened_windows(index, pid, flat, extent, ranges, inner, grid))
             continue
         if not dims:
             if read_written:
@@ -85,27 +88,53 @@ def overlap_checks(param, grid, program_vars, varying=None, read_written=(), cal
                 checks.append((sympy.Le(extent, 1), g, "every program along it writes the same elements, "
                                "from tiles of other tensors that differ between them"))
             continue
-        if len(dims) != 1:
-            continue
-        e = index[dims[0]]
-        if not e.is_polynomial(pid) or sympy.degree(e, pid) != 1:
-            continue
-        stride = e.coeff(pid, 1)
-        rest = sympy.expand(e - stride * pid)
-        if stride.free_symbols & set(ranges) or not bounds.nonnegative(stride - 1, {}):
-            continue
-        span = _exact_span(rest, inner)
-        if span is None:
-            continue
-        if _proved_positive(_where_programs_run(stride - span + 1, grid)):
-            continue  # proved: windows no wider than the step between them
-        why = (f"neighbouring programs' windows overlap where they start {stride} elements apart along "
-               f"source dimension {dims[0]} and span {span}")
-        if _proved_positive(span - stride):
-            checks.append((sympy.Le(extent, 1), g, why))
-        else:  # decided by the block sizes a call chooses
-            checks.append((sympy.Or(sympy.Le(extent, 1), sympy.Ge(stride, span)), g, why))
+        found = _window_check(index, pid, sympy.Le(extent, 1), ranges, inner, grid)
+        if found is not None:
+            checks.append((found[0], g, found[1]))
     return checks
+
+
+def _window_check(index, pid, alone, ranges, inner, grid):
+    """``(relation, reason)`` where ``pid`` steps one source dimension by a
+    stride below its windows' span (``alone``: the relation that only one
+    program runs along it); None where proved apart or not decided."""
+    dims = [d for d, e in enumerate(index) if pid in e.free_symbols]
+    if len(dims) != 1:
+        return None
+    e = index[dims[0]]
+    if not e.is_polynomial(pid) or sympy.degree(e, pid) != 1:
+        return None
+    stride = e.coeff(pid, 1)
+    rest = sympy.expand(e - stride * pid)
+    if stride.free_symbols & set(ranges) or not bounds.nonnegative(stride - 1, {}):
+        return None
+    span = _exact_span(rest, inner)
+    if span is None or _proved_positive(_where_programs_run(stride - span + 1, grid)):
+        return None  # not decided, or proved: windows no wider than the step between them
+    why = (f"neighbouring programs' windows overlap where they start {stride} elements apart along "
+           f"source dimension {dims[0]} and span {span}")
+    if _proved_positive(span - stride):
+        return alone, why
+    return sympy.Or(alone, sympy.Ge(stride, span)), why  # decided by the block sizes a call chooses
+
+
+def _flattened_windows(index, pid, flat, extent, ranges, inner, grid):
+    """The window checks of a flattened grid dimension whose index reads both
+    ``pid // c`` and ``pid % c``: each part as a grid dimension of its own
+    (``pid // c`` alone where ``G <= c``, ``pid % c`` where ``G <= 1`` or
+    ``c <= 1``)."""
+    divisor = flat[0]
+    quotient, remainder = sympy.Dummy("q", integer=True), sympy.Dummy("r", integer=True)
+    parts = {a: quotient if isinstance(a, FloorDiv) else remainder
+             for e in index for a in e.atoms(FloorDiv, Mod) if a.args[0] == pid}
+    split = [sympy.expand(e.xreplace(parts)) for e in index]
+    found = []
+    for part, alone, name in ((quotient, sympy.Le(extent, divisor), f"pid // {divisor}"),
+                              (remainder, sympy.Or(sympy.Le(extent, 1), sympy.Le(divisor, 1)), f"pid % {divisor}")):
+        check = _window_check(split, part, alone, ranges, inner, grid)
+        if check is not None:
+            found.append((check[0], f"{check[1]}, programs taken by `{name}` (a flattened grid)"))
+    return found
 
 
 def _flattened(index, pid):

@@ -603,3 +603,32 @@ def test_a_flattened_grid_of_programs_writing_one_element_with_one_value_runs():
     _double_through(lambda x, out: (x.tile((1, 1)).expand((-1, 4)).flatten(),
                                     out.tile((1, 1)).expand((-1, 4)).flatten()),
                     torch.arange(3.0).reshape(3, 1), torch.zeros(3, 1))
+
+
+def test_a_flattened_grid_of_overlapping_windows_is_refused():
+    """Windows of 4 rows 2 apart, flattened: neighbouring programs along
+    ``pid // c`` store to shared rows, as in the unflattened grid."""
+    def arrangement(x, out):
+        return (x.tile((4, 4), strides=(2, 4)).flatten(), out.tile((4, 4), strides=(2, 4)).flatten())
+
+    def application(x, out):
+        out = x * 0.0 + ntl.sum(ntl.sum(x, 1), 0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
+    with pytest.raises(ntsym.NtsymError, match="windows overlap.*a flattened grid"):
+        kernel(torch.arange(80.0).reshape(20, 4), torch.zeros(20, 4))
+
+
+def test_a_flattened_grid_of_disjoint_blocks_runs():
+    def arrangement(x, out):
+        return x.tile((2, 2)).flatten(), out.tile((2, 2)).flatten()
+
+    def application(x, out):
+        out = x + ntl.sum(ntl.sum(x, 1), 0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2)))
+    x = torch.arange(24.0).reshape(4, 6)
+    out = torch.zeros(4, 6)
+    kernel(x, out)
+    blocks = x.reshape(2, 2, 3, 2).sum((1, 3))  # each 2x2 block's sum
+    torch.testing.assert_close(out, x + blocks.repeat_interleave(2, 0).repeat_interleave(2, 1))
