@@ -364,24 +364,28 @@ GROUP_SIZE = 8
 
 
 class Persistent:
-    """The persistent variant of a kernel with loops: ``programs`` programs
-    (one per multiprocessor) walk the same tiles in a loop, and tiles that
-    meet the tensor memory accelerator's rules move through tensor
-    descriptors.  Its parameters are the plain kernel's positional ones, then
-    ``extra`` (sizes and strides only descriptors use), ``NTSYM_TILES``, then
-    the plain kernel's keyword ones and those only it has (padded blocks and
-    peeled loops of its own ``emitter``)."""
+    """The tensor-descriptor variant of a kernel with loops: tiles that meet
+    the tensor memory accelerator's rules move through tensor descriptors.
+    Where a tile's work is one loop streaming tiles (``_streams``), it is
+    persistent: ``programs`` programs (one per multiprocessor) walk the same
+    tiles in a loop; else (``per_tile``) it runs one program per tile, as the
+    plain kernel does.  Its parameters are the plain kernel's positional ones,
+    then ``extra`` (sizes and strides only descriptors use), ``NTSYM_TILES``,
+    then the plain kernel's keyword ones and those only it has (padded blocks
+    and peeled loops of its own ``emitter``)."""
 
-    def __init__(self, name, source, emitter, extra):
+    def __init__(self, name, source, emitter, extra, per_tile=False):
         self.name = name
         self.source = source
         self.emitter = emitter
         self.extra = extra
+        self.per_tile = per_tile
 
 
 def _persistent_kernel(ir, plain, kernel_name):
-    """The persistent, tensor-descriptor variant of the kernel, or None where
-    no tile of a loop can be read through a descriptor."""
+    """The tensor-descriptor variant of the kernel (persistent, or one program
+    per tile: ``Persistent``), or None where no tile of a loop can be read
+    through a descriptor."""
     if not triton_compat.device_tensor_descriptors() or ir.jagged:
         return None  # jagged tensors move their pointers per program: no descriptors
     emitter = KernelEmitter(ir, access=DESCRIPTORS, read=plain.records.loaded)
@@ -398,7 +402,7 @@ def _persistent_kernel(ir, plain, kernel_name):
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load"
              and isinstance(n.func.value, ast.Name) and n.func.value.id in emitter.records.descriptors]
     if (
-        not loads or not _streams(body)
+        not loads
         or (emitter.records.advances and not plain.records.advances)  # the launcher passes the flag only where the plain kernel has it
         or set(emitter.records.contiguity_flags) != set(plain.records.contiguity_flags)
         or not set(emitter.records.checks) <= set(plain.records.checks)  # the launcher runs the plain kernel's checks
@@ -430,22 +434,25 @@ def _persistent_kernel(ir, plain, kernel_name):
     params = [param(n, c) for n, c in positional_args] + [param(n) for n in extra] + [param("NTSYM_TILES")]
     params += [param(n, c) for n, c in keywords] + [param(n, True) for n in new_keywords]
     params += [param(flag, True) for flag in emitter.records.transposed.values()]
-    aranges = [generated_assign(name, node)
-               for name, node in emitter.records.prologue_defs.values()]
-    loop = stmt(
-        """
-        for pid in tl.range(tl.program_id(0), NTSYM_TILES, tl.num_programs(0), flatten=True):
-            {split}
-            {body}
-        """,
-        split=_split_program_id(ir) or [ast.Pass()],
-        body=body,
-    )
+    aranges = _used_defs(emitter.records.prologue_defs.values(), body)
+    per_tile = not _streams(body)
+    if per_tile:  # one program per tile (NTSYM_TILES of them), reading through descriptors
+        work = stmts("pid = tl.program_id(0)") + _split_program_id(ir) + body
+    else:
+        work = [stmt(
+            """
+            for pid in tl.range(tl.program_id(0), NTSYM_TILES, tl.num_programs(0), flatten=True):
+                {split}
+                {body}
+            """,
+            split=_split_program_id(ir) or [ast.Pass()],
+            body=body,
+        )]
     name = f"{kernel_name}_persistent"
-    func = jit_function(name, params, creations + aranges + [loop])
+    func = jit_function(name, params, creations + aranges + work)
     _debug_compiled(func, emitter)  # its index checks fire as the plain kernel's do
     source = to_source(ast.fix_missing_locations(func))
-    return Persistent(name, source, emitter, extra)
+    return Persistent(name, source, emitter, extra, per_tile)
 
 
 def _descriptor(p, sizes, strides, block, printer):
@@ -460,6 +467,24 @@ def _descriptor(p, sizes, strides, block, printer):
             ast.keyword(arg="block_shape", value=ast.List(elts=[printer(b) for b in block], ctx=ast.Load())),
         ],
     )
+
+
+def _used_defs(defs, body):
+    """``name = node`` for the (name, node) pairs of ``defs`` that ``body`` or a
+    kept one reads (a descriptor's load names the ranges of its tile's
+    address, which its lanes are read by, but may not use them)."""
+    defs = list(defs)
+    used = {n.id for n in ast.walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Name)}
+    kept = set()
+    while True:
+        more = {name for name, _ in defs if name in used and name not in kept}
+        if not more:
+            break
+        kept |= more
+        for name, node in defs:
+            if name in more:
+                used |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return [generated_assign(name, node) for name, node in defs if name in kept]
 
 
 def _streams(body):

@@ -292,7 +292,8 @@ def _persistent(emitter, persistent, metas, derived):
     table.keys.insert(0, None)  # {**derived, ...}
     table.values.insert(0, ast.Name(id="derived", ctx=ast.Load()))
     return defs + problem + stmts(
-        "persistent = runtime.Persistent(FACTS.persistent_kernel, persistent_problem, {extra}, {table}, {flags})",
+        "persistent = runtime.Persistent(FACTS.persistent_kernel, persistent_problem, {extra}, {table}, {flags}"
+        + (", per_tile=True)" if persistent.per_tile else ")"),
         extra=tuple(persistent.extra),
         table=table,
         flags=flags,

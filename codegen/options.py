@@ -71,7 +71,8 @@ NUM_STAGES = LaunchOption(
     doc="software pipelining depth of loops (Triton's num_stages)")
 PERSISTENT = LaunchOption(
     "persistent", bool, (True, False), "True or False", False, ("persistent", "plain"),
-    doc="the persistent, tensor-descriptor variant (one program per multiprocessor)")
+    doc="the tensor-descriptor variant: persistent (one program per multiprocessor) where a tile's work "
+        "is one loop streaming tiles, else one program per tile")
 ADVANCE = LaunchOption(
     "advance", bool, (True, False), "True or False", False, ("advance", "index"),
     targets=frozenset({"torch", "standalone", "aot"}),

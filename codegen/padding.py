@@ -58,21 +58,23 @@ class PaddingMixin:
     def note_tile(self, ref, mask, node, address=None):
         """The tile ``ref`` was loaded, for the application's ``node``, with
         ``mask`` (``DESCRIPTOR``: through a tensor descriptor, whose lanes past
-        the tensor read as zeros) and ``address`` (its ``TileAddress``)."""
+        the tensor read as zeros) and ``address`` (its ``TileAddress``).  A
+        descriptor reads zeros exactly where a pointer load's conditions fail
+        (``DescriptorAccess`` takes only bounds of the source and ``other`` 0)."""
         other = ref.param.other
         try:
             value = sympy.Integer(0) if other is None or mask is DESCRIPTOR else sympy.sympify(other)
         except (sympy.SympifyError, TypeError):
             value = None
         rank = len(ref.dims)
-        if mask is DESCRIPTOR:
+        if mask is DESCRIPTOR and address is None:
             factors = (Factor.of(None, None),)
         elif address is None:
             factors = None
         else:
             factors = self._address_factors(address, rank)
         lanes = masked(factors, value, rank)
-        if address is not None and mask is not DESCRIPTOR and lanes.known:
+        if address is not None and lanes.known:
             lanes = Lanes(lanes.value, lanes.factors, lanes.rank, lanes.outside, _blocks(address, rank))
         self.lanes.nodes[id(node)] = (node, lanes)  # the node kept: its id is not reused
         if ref.depth == 1 and not ref.fixed:  # the whole tile, loaded once and named

@@ -144,7 +144,8 @@ class DescriptorAccess(AccessStrategy):
             call = method_call(call, "reshape", squeeze)
         if tile_order is not None:
             call = expr("tl.permute({value}, {order})", value=call, order=tuple(tile_order))
-        emitter.note_tile(ref, DESCRIPTOR, node)  # out-of-bounds lanes read as zeros
+        # Out-of-bounds lanes read as zeros, where the pointer load's conditions fail.
+        emitter.note_tile(ref, DESCRIPTOR, node, emitter.tile_address(ref, node))
         return call
 
     def store(self, emitter, ref, value, node):

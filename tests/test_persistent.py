@@ -1,8 +1,10 @@
-"""The persistent variant of kernels with loops: one program per multiprocessor
-walks the tiles, and tiles that meet the tensor memory accelerator's rules move
-through tensor descriptors.  Under Triton's interpreter the variant runs when
-asked for (``ntsym_options={"persistent": True}``) with a few programs, each
-taking several tiles; shapes do not divide the block sizes."""
+"""The tensor-descriptor variant of kernels with loops: tiles that meet the
+tensor memory accelerator's rules move through tensor descriptors; where a
+tile's work is one loop streaming tiles, one program per multiprocessor walks
+the tiles (persistent), else one program runs per tile (attention).  Under
+Triton's interpreter the variant runs when asked for
+(``ntsym_options={"persistent": True}``), a persistent one with a few
+programs, each taking several tiles; shapes do not divide the block sizes."""
 
 import pytest
 import torch
@@ -117,7 +119,10 @@ def test_generated_variant_reads_through_descriptors():
     assert variant.count("tl.make_tensor_descriptor(") == 5  # input and other also swapped
     assert "flatten=True" in variant and "tl.load(" not in variant and "tl.store(" not in variant
     assert "NTSYM_WHOLE_0" not in variant.split("):", 1)[1]  # no peeled remainder: the hardware masks
-    assert "def application_kernel_persistent" not in sdpa.kernel.source  # loads q before its loop
+    # Attention loads q before its loop: one program per tile, no loop over tiles.
+    variant = sdpa.kernel.source[sdpa.kernel.source.index("def application_kernel_persistent"):]
+    assert "pid = tl.program_id(0)" in variant and "flatten=True" not in variant and "NTSYM_TILES, " in variant
+    assert "k_desc.load(" in variant and "v_desc.load(" in variant and "o_desc.store(" in variant
 
 
 @pytest.mark.parametrize(
@@ -137,10 +142,24 @@ def test_refused_with_the_reason_when_asked_for(make, why):
     torch.testing.assert_close(out, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
+def _running_max(x, out):
+    best = ntl.full((x.dtype.shape[0],), float("-inf"), dtype=ntl.float32)
+    for k in range(x.shape[0]):
+        best = ntl.maximum(best, ntl.max(x[k], 1))
+    out = best[:, None]  # noqa: F841
+
+
+def _rows_in_column_blocks(x, out, B=ntsym.block_size(lower_bound=16)):
+    x_arranged = x.tile((B, B)).tile((1, -1))
+    x_arranged.dtype = x_arranged.dtype.squeeze(0)
+    return x_arranged, out.tile((B, 1))
+
+
 def test_refused_without_a_variant_and_for_bad_option():
-    q = torch.randn(1, 2, 16, 16)
+    # Its one loop reads a tile padded with -inf, which a descriptor cannot.
+    kernel = ntsym.make(_rows_in_column_blocks, _running_max, (Tensor(2, other=float("-inf")), Tensor(2)))
     with pytest.raises(ntsym.LaunchError, match="no persistent variant"):
-        sdpa.kernel(q, q, q, 0.25, False, torch.empty_like(q), ntsym_options=PERSISTENT)
+        kernel(torch.randn(20, 40), torch.empty(20, 1), B=16, ntsym_options=PERSISTENT)
     a, b = torch.randn(16, 16), torch.randn(16, 16)
     with pytest.raises(ntsym.LaunchError, match="True or False"):
         mm.kernel(a, b, torch.empty(16, 16), ntsym_options={"persistent": 1})
@@ -174,8 +193,8 @@ def test_tile_in_another_order_than_its_source():
 
 def test_padded_reads_keep_pointer_loads():
     """A tensor read with a padding value other than zero (here ``-inf``, for a
-    running max) keeps its masked pointer load: the hardware fills zeros.  (The
-    kernel gets no persistent variant: its peeled loop is two loops.)"""
+    running max) keeps its masked pointer load: the hardware fills zeros.  (Its
+    peeled loop is two loops: the variant runs one program per tile.)"""
     import ast
 
     from ntsym_codegen.kernel import KernelEmitter
@@ -202,7 +221,37 @@ def test_padded_reads_keep_pointer_loads():
     kernel = ntsym.make(arrangement, application, (Tensor(2, other=float("-inf")), Tensor(2), Tensor(2)))
     body = ast.unparse(ast.Module(body=KernelEmitter(kernel.ir, access=DESCRIPTORS).emit_body(), type_ignores=[]))
     assert "y_desc.load(" in body and "x_desc" not in body and "tl.load(x_ptr" in body
-    assert "_persistent(" not in kernel.source
+    assert "pid = tl.program_id(0)" in _variant(kernel) and "flatten=True" not in _variant(kernel)
+    x, y = -1 - torch.rand(20, 40), torch.randn(20, 40)
+    out = torch.empty(20, 1)
+    kernel(x, y, out, B=16, ntsym_options=PERSISTENT)
+    assert ran_persistent(kernel)
+    torch.testing.assert_close(out[:, 0], x.amax(1) + y.sum(1), atol=1e-5, rtol=1e-5)
+
+
+def test_descriptor_lanes_past_the_tensor_are_left_out_of_a_reduction():
+    """A tile read through a descriptor holds zeros past the tensor, where a
+    masked load's conditions fail: a running max over negative elements
+    leaves them out with the mask the pointer load would have used."""
+    kernel = ntsym.make(_rows_in_column_blocks, _running_max, (Tensor(2), Tensor(2)))
+    assert "x_desc.load(" in _variant(kernel) and "ntsym_lowest(k * B + x_t1 < x_size_1" in _variant(kernel)
+    x = -1 - torch.rand(20, 40)  # 40 columns in blocks of 16: the last block is half outside
+    out = torch.empty(20, 1)
+    kernel(x, out, B=16, ntsym_options=PERSISTENT)
+    assert ran_persistent(kernel)
+    torch.testing.assert_close(out[:, 0], x.amax(1))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head", [16, 24])
+def test_attention_one_program_per_tile_matches_torch(causal, head):
+    q, k, v = (torch.randn(2, 2, 40, head) for _ in range(3))
+    out = torch.empty_like(q)
+    kernel = sdpa.kernel_pow2_head if head == 16 else sdpa.kernel
+    kernel(q, k, v, head ** -0.5, causal, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, ntsym_options=PERSISTENT)
+    assert ran_persistent(kernel)
+    reference = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    torch.testing.assert_close(out, reference, atol=1e-5, rtol=1e-5)
 
 
 def test_tma_rules():
@@ -232,6 +281,8 @@ def test_persistent_candidates_follow_the_fastest_plain_shapes():
     timed = sorted(configs, key=lambda c: -dict(c.meta)["B"])  # the fastest first: 128, 64, 32, ...
 
     class Variant:
+        per_tile = False
+
         def ready(self, meta):
             return meta["B"] != 64
 
@@ -251,6 +302,8 @@ def test_persistent_candidates_include_the_largest_blocks():
     ranked = [tuning.Config((("M", m), ("N", n)), 8 if m * n >= 128 * 128 else 4, 3) for m, n in shapes]
 
     class Variant:
+        per_tile = False
+
         def ready(self, meta):
             return True
 
@@ -260,6 +313,21 @@ def test_persistent_candidates_include_the_largest_blocks():
     assert [(dict(c.meta)["M"], dict(c.meta)["N"], c.num_stages) for c in chosen] == [
         (64, 64, 3), (64, 64, 4), (128, 64, 3), (128, 64, 4), (64, 128, 3), (64, 128, 4),
         (128, 256, 3), (128, 256, 4), (256, 128, 3), (256, 128, 4)]
+
+
+def test_one_program_per_tile_candidates_halve_the_warps():
+    """Tiles read through descriptors hold no pointers in registers: the
+    per-tile variant is timed with half the warps too, at two stages."""
+    ranked = [tuning.Config((("M", 128), ("N", 64)), 8, 3), tuning.Config((("M", 64), ("N", 64)), 4, 3)]
+
+    class Variant:
+        per_tile = True
+
+        def ready(self, meta):
+            return True
+
+    chosen = tuning.timing.persistent_candidates(ranked, Variant())
+    assert [(dict(c.meta)["M"], c.num_warps, c.num_stages) for c in chosen] == [(128, 8, 2), (128, 4, 2), (64, 4, 2)]
 
 
 def _gemm_like(application):
@@ -296,7 +364,9 @@ def test_a_tensor_written_twice_is_written_with_pointer_stores():
     torch.testing.assert_close(out, 2 * (a @ b), atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
-def test_no_variant_where_a_return_would_end_the_program():
+def test_one_program_per_tile_where_a_return_would_end_the_program():
+    """A return would end the persistent program, not its tile: the variant
+    runs one program per tile instead."""
     def application(input, other, output):
         accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
         for k in range(input.shape[0]):
@@ -304,7 +374,13 @@ def test_no_variant_where_a_return_would_end_the_program():
         output = accumulator  # noqa: F841
         return
 
-    assert _variant(_gemm_like(application)) is None
+    kernel = _gemm_like(application)
+    assert "flatten=True" not in _variant(kernel) and "pid = tl.program_id(0)" in _variant(kernel)
+    a, b = torch.randn(40, 48), torch.randn(48, 32)
+    out = torch.empty(40, 32)
+    kernel(a, b, out, BM=16, BN=16, BK=16, ntsym_options=PERSISTENT)
+    assert ran_persistent(kernel)
+    torch.testing.assert_close(out, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 def _write(out, value):

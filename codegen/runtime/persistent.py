@@ -59,19 +59,22 @@ def transposed(tensor):
 
 
 class Persistent:
-    """The persistent variant of a kernel, for one call: ``kernel`` takes the
-    plain kernel's arguments, then ``extra``, then the tile count;
+    """The tensor-descriptor variant of a kernel, for one call: ``kernel``
+    takes the plain kernel's arguments, then ``extra``, then the tile count;
     ``problem(meta)`` says why the tensors do not allow it with those block
     sizes (None: they do); ``derived`` as the plain kernel's, for its own
     compile-time parameters; ``flags``: compile-time flag -> the tensor whose
-    descriptor reads its last two dimensions swapped where it is set."""
+    descriptor reads its last two dimensions swapped where it is set;
+    ``per_tile``: it runs one program per tile (a tile's work is not one loop
+    streaming tiles), else one per multiprocessor, each walking tiles."""
 
-    def __init__(self, kernel, problem, extra, derived, flags=None):
+    def __init__(self, kernel, problem, extra, derived, flags=None, per_tile=False):
         self.kernel = kernel
         self.problem = problem  # meta -> None, or why the tensors do not allow it
         self.extra = tuple(extra)
         self.derived = derived
         self.flags = {flag: transposed(t) for flag, t in (flags or {}).items()}
+        self.per_tile = per_tile
 
     def ready(self, meta):
         return self.problem(meta) is None
@@ -88,7 +91,7 @@ class Persistent:
     def parts(self, config, grid, args, int64, spec, device):
         """(kernel, grid, arguments, keyword arguments) of a launch."""
         tiles = config.grid(grid)[0]
-        programs = min(tiles, persistent_programs(device, spec))
+        programs = tiles if self.per_tile else min(tiles, persistent_programs(device, spec))
         if not spec.interpreting:
             ensure_allocator()
         kwargs = config.kwargs(self.derived, int64, spec)

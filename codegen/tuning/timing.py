@@ -238,7 +238,8 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
         # which timing decides, and most with large tiles, which its tensor
         # descriptors feed where plain pointer loads may not keep up (fp8
         # 8192^3: 128x256x128 persistent fastest of all, plain among the slowest).
-        extra += persistent_candidates(leading(by_time) + largest(by_time), persistent)
+        shapes = leading(by_time) if persistent.per_tile else leading(by_time) + largest(by_time)
+        extra += persistent_candidates(shapes, persistent)
     if spec.advance_flag and advance is None and not shortlist:
         # Advancing pointers, at the configurations that did best.
         extra += [replace(c, advance=True) for c in by_time[:ADVANCE_CONFIGS] if not c.persistent]
@@ -274,6 +275,10 @@ PERSISTENT_SHAPES = 3
 PERSISTENT_STAGES = (3, 4)
 
 
+# The stage counts the one-program-per-tile descriptor variant is timed at.
+PER_TILE_STAGES = (2,)
+
+
 def leading(configs):
     """The first PERSISTENT_SHAPES distinct (block sizes, warps) of ``configs``."""
     return _distinct_shapes(configs)[:PERSISTENT_SHAPES]
@@ -300,15 +305,28 @@ def _distinct_shapes(configs):
 
 
 def persistent_candidates(configs, persistent):
+    """The descriptor variant's configurations at the block shapes of
+    ``configs``: each at PERSISTENT_STAGES; where the variant runs one program
+    per tile, at PER_TILE_STAGES, and with half the warps too where there are
+    eight or more (tiles read through descriptors hold no pointers in
+    registers: attention's 128x64 tiles at head dim 128 ran fastest with 4
+    warps and 2 stages through descriptors, where 4 warps spill with pointer
+    loads; H100, triton 3.6)."""
     out = []
     for c in configs:
         if not persistent.ready(dict(c.meta)):
             continue
-        stages = PERSISTENT_STAGES if c.num_stages in PERSISTENT_STAGES else (c.num_stages,)
-        for st in stages:
-            config = Config(c.meta, c.num_warps, st, True, c.advance)
-            if config not in out:
-                out.append(config)
+        if persistent.per_tile:
+            warps = (c.num_warps, c.num_warps // 2) if c.num_warps >= 8 else (c.num_warps,)
+            stages = PER_TILE_STAGES
+        else:
+            warps = (c.num_warps,)
+            stages = PERSISTENT_STAGES if c.num_stages in PERSISTENT_STAGES else (c.num_stages,)
+        for w in warps:
+            for st in stages:
+                config = Config(c.meta, w, st, True, c.advance)
+                if config not in out:
+                    out.append(config)
     return out
 
 
