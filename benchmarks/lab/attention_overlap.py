@@ -194,6 +194,21 @@ def _name(cfg, pipe, lazy):
     return f"probe {cfg[0]}x{cfg[1]} w{cfg[2]} s{cfg[3]}" + (" pipe" if pipe else "") + (" lazy" if lazy else "")
 
 
+def _agrees(name, f, o, ref):
+    """Whether ``f`` (writing ``o``) runs and agrees with ``ref``; says why not."""
+    try:
+        o.fill_(float("nan"))
+        f()
+        torch.cuda.synchronize()
+    except Exception as exc:
+        print(f"  {name}: failed ({str(exc).splitlines()[0][:120]})")
+        return False
+    err = (o.float() - ref.float()).abs().max().item()
+    if not err < 2e-2:
+        print(f"  {name}: WRONG (max error {err})")
+    return err < 2e-2
+
+
 def run_shape(text, dtype, rounds):
     from examples import sdpa as ex
 
@@ -208,52 +223,22 @@ def run_shape(text, dtype, rounds):
         fns["ntsym"]()
         os.environ.pop("NTSYM_PRINT_TUNING")
         kernel = ex.kernel_pow2_head if d & (d - 1) == 0 else ex.kernel
+        candidates = []
         for bm, bn, warps, stages in NTSYM_CONFIGS:
-            name = f"ntsym {bm}x{bn} w{warps} s{stages}"
-            f = lambda bm=bm, bn=bn, w=warps, st=stages, c=causal: kernel(
+            candidates.append((f"ntsym {bm}x{bn} w{warps} s{stages}", lambda bm=bm, bn=bn, w=warps, st=stages, c=causal: kernel(
                 q, k, v, 1 / math.sqrt(d), c, o, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn,
-                ntsym_options={"num_warps": w, "num_stages": st})
-            try:
-                o.fill_(float("nan"))
-                f()
-                torch.cuda.synchronize()
-                err = (o.float() - ref.float()).abs().max().item()
-                if not err < 2e-2:
-                    print(f"  {name}: WRONG (max error {err})")
-                    continue
-                fns[name] = f
-            except Exception as exc:
-                print(f"  {name}: failed ({str(exc).splitlines()[0][:120]})")
+                ntsym_options={"num_warps": w, "num_stages": st})))
         for cfg in CONFIGS:
             for pipe, lazy in VARIANTS:
-                name = _name(cfg, pipe, lazy)
-                f = lambda cfg=cfg, pipe=pipe, lazy=lazy, c=causal: attention(q, k, v, o, c, *cfg, pipe, lazy)
-                try:
-                    o.fill_(float("nan"))
-                    f()
-                    torch.cuda.synchronize()
-                    err = (o.float() - ref.float()).abs().max().item()
-                    if not err < 2e-2:
-                        print(f"  {name}: WRONG (max error {err})")
-                        continue
-                    fns[name] = f
-                except Exception as exc:
-                    print(f"  {name}: failed ({str(exc).splitlines()[0][:120]})")
+                candidates.append((_name(cfg, pipe, lazy), lambda cfg=cfg, pipe=pipe, lazy=lazy, c=causal:
+                                   attention(q, k, v, o, c, *cfg, pipe, lazy)))
         for cfg in WS_CONFIGS:
             for ws in (False, True):
-                name = f"descriptors {cfg[0]}x{cfg[1]} w{cfg[2]} s{cfg[3]}" + (" ws" if ws else "")
-                f = lambda cfg=cfg, ws=ws, c=causal: attention_ws(q, k, v, o, c, *cfg, ws)
-                try:
-                    o.fill_(float("nan"))
-                    f()
-                    torch.cuda.synchronize()
-                    err = (o.float() - ref.float()).abs().max().item()
-                    if not err < 2e-2:
-                        print(f"  {name}: WRONG (max error {err})")
-                        continue
-                    fns[name] = f
-                except Exception as exc:
-                    print(f"  {name}: failed ({str(exc).splitlines()[0][:120]})")
+                candidates.append((f"descriptors {cfg[0]}x{cfg[1]} w{cfg[2]} s{cfg[3]}" + (" ws" if ws else ""),
+                                   lambda cfg=cfg, ws=ws, c=causal: attention_ws(q, k, v, o, c, *cfg, ws)))
+        for name, f in candidates:
+            if _agrees(name, f, o, ref):
+                fns[name] = f
         flops_table(f"{text} causal={causal} {str(dtype).split('.')[-1]}", interleaved(fns, rounds=rounds),
                     "torch default", 4 * b * h * s * s * d / (2 if causal else 1), spread=True)
 
