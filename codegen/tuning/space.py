@@ -94,9 +94,15 @@ def square_candidates(spec, fixed):
 
 # Block shapes that serve matrix products well on NVIDIA GPUs (Triton's matmul
 # tutorial's list, plus larger tiles for Hopper): (rows, columns, reduction).
+# The candidates are taken in this order up to the budget, after the shapes
+# that would run fewer programs than half the multiprocessors are dropped:
+# a small grid (1024^3: 64 tiles of 128x128) reaches the 128-deep reductions,
+# which keep more bytes in flight per program (64x128x128, 4 warps, 4 stages:
+# cuBLAS's time in fp16 and bf16 at 1024^3, where the tuner's choice without
+# them took 1.10-1.16 of it; H100, 2026-11-27, benchmarks/lab/gemm_small.py).
 GEMM_SHAPES = [
     (128, 256, 64), (256, 128, 64), (128, 128, 64), (128, 128, 32), (64, 256, 32),
-    (128, 64, 32), (64, 128, 32), (64, 128, 64), (128, 64, 64), (64, 64, 64),
+    (128, 64, 32), (64, 128, 32), (64, 128, 64), (128, 64, 64), (64, 128, 128), (128, 64, 128), (64, 64, 64),
     (64, 32, 64), (32, 64, 64), (64, 32, 32), (32, 64, 32), (32, 32, 32), (16, 64, 64), (64, 16, 64),
 ]
 
