@@ -307,17 +307,18 @@ def _distinct_shapes(configs):
 def persistent_candidates(configs, persistent):
     """The descriptor variant's configurations at the block shapes of
     ``configs``: each at PERSISTENT_STAGES; where the variant runs one program
-    per tile, at PER_TILE_STAGES, and with half the warps too where there are
-    eight or more (tiles read through descriptors hold no pointers in
-    registers: attention's 128x64 tiles at head dim 128 ran fastest with 4
-    warps and 2 stages through descriptors, where 4 warps spill with pointer
-    loads; H100, triton 3.6)."""
+    per tile, only those of eight warps or more, with half the warps, at
+    PER_TILE_STAGES: tiles read through descriptors hold no pointers in
+    registers, which is what the variant brings (attention's 128x64 tiles at
+    head dim 128 ran fastest with 4 warps and 2 stages through descriptors,
+    where 4 warps spill with pointer loads, and slower than plain with 8;
+    H100, triton 3.6)."""
     out = []
     for c in configs:
         if not persistent.ready(dict(c.meta)):
             continue
         if persistent.per_tile:
-            warps = (c.num_warps, c.num_warps // 2) if c.num_warps >= 8 else (c.num_warps,)
+            warps = (c.num_warps // 2,) if c.num_warps >= 8 else ()
             stages = PER_TILE_STAGES
         else:
             warps = (c.num_warps,)
