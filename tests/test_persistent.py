@@ -329,6 +329,9 @@ def test_one_program_per_tile_candidates_halve_the_warps():
 
     chosen = tuning.timing.persistent_candidates(ranked, Variant())
     assert [(dict(c.meta)["M"], c.num_warps, c.num_stages) for c in chosen] == [(128, 4, 2)]
+    # Asked for alone, the variant runs at every shape, with its own warps too.
+    chosen = tuning.timing.persistent_candidates(ranked, Variant(), asked=True)
+    assert [(dict(c.meta)["M"], c.num_warps) for c in chosen] == [(128, 8), (128, 4), (64, 4)]
 
 
 def _gemm_like(application):

@@ -211,7 +211,7 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
     if advance:
         configs = [replace(c, advance=True) for c in configs]
     if only_persistent:
-        wanted = persistent_candidates(configs, persistent)
+        wanted = persistent_candidates(configs, persistent, asked=True)
         if not wanted and configs:
             fail(_refused(spec, persistent, configs[0]))
         configs = wanted
@@ -304,7 +304,7 @@ def _distinct_shapes(configs):
     return list(seen.values())
 
 
-def persistent_candidates(configs, persistent):
+def persistent_candidates(configs, persistent, asked=False):
     """The descriptor variant's configurations at the block shapes of
     ``configs``: each at PERSISTENT_STAGES; where the variant runs one program
     per tile, only those of eight warps or more, with half the warps, at
@@ -312,13 +312,15 @@ def persistent_candidates(configs, persistent):
     registers, which is what the variant brings (attention's 128x64 tiles at
     head dim 128 ran fastest with 4 warps and 2 stages through descriptors,
     where 4 warps spill with pointer loads, and slower than plain with 8;
-    H100, triton 3.6)."""
+    H100, triton 3.6).  ``asked``: the call asks for the variant alone, which
+    then runs at every shape, with its own warps too."""
     out = []
     for c in configs:
         if not persistent.ready(dict(c.meta)):
             continue
         if persistent.per_tile:
-            warps = (c.num_warps // 2,) if c.num_warps >= 8 else ()
+            warps = (c.num_warps,) if asked else ()
+            warps += (c.num_warps // 2,) if c.num_warps >= 8 else ()
             stages = PER_TILE_STAGES
         else:
             warps = (c.num_warps,)
