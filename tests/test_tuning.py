@@ -258,6 +258,14 @@ def test_products_of_few_rows_time_skinny_tiles():
     many_rows = (torch.empty(64, 256, dtype=torch.float16),) + two_rows[1:]
     assert tuning.candidates(mm.kernel.spec, {}, many_rows) == tuning.candidates(mm.kernel.spec, {})
     assert tuning.space.skinny_candidates(mm.kernel.spec, {"BLOCK_SIZE_M": 64}, two_rows) == []
+    # conv2d's (N, C, H, W) input has 14 rows but makes N x 12 x 12 windows: not a product of few rows.
+    from examples import conv2d
+
+    images = (torch.empty(16, 512, 14, 14, dtype=torch.float16), torch.empty(512, 512, 3, 3, dtype=torch.float16),
+              torch.empty(16, 512, 12, 12, dtype=torch.float16))
+    for kernel in (conv2d.kernel, conv2d.channels_last_kernel):
+        assert tuning.space.skinny_candidates(kernel.spec, {}, images) == []
+        assert tuning.candidates(kernel.spec, {}, images) == tuning.candidates(kernel.spec, {})
     # A product that streams a third tile (the SwiGLU product's second weight,
     # spanning the reduction and the columns) is still a product of few rows.
     assert tuning.candidates(kernels.gemv_swiglu_kernel.spec, {"BLOCK_SIZE_M": 16}) == gemv

@@ -125,6 +125,8 @@ def skinny_candidates(spec, fixed, tensors):
     its rows block fixed at 16 or less by the caller, or its first operand a
     matrix (or a batch of them: bmm's, a decode step's ``(B, 1, K)``
     activations) of at most 16 rows (the rows block is then 16, dot's least).
+    An operand of more dimensions says nothing of the product's rows (conv2d's
+    ``(N, C, H, W)`` input of 14 rows makes N x 12 x 12 windows): not skinny.
     Empty where the kernel is no such product, the caller fixed the columns
     or reduction blocks, or fixed num_warps/num_stages at make."""
     metas = [m for m in spec.metas if m.meta]
@@ -137,7 +139,7 @@ def skinny_candidates(spec, fixed, tensors):
     block = fixed.get(rows)
     if block is None:
         position = gemm_operands(spec, metas)[0]
-        if not tensors or tensors[position].dim() < 2 or tensors[position].shape[-2] > SKINNY_ROWS:
+        if not tensors or tensors[position].dim() not in (2, 3) or tensors[position].shape[-2] > SKINNY_ROWS:
             return []
         block = SKINNY_ROWS
     elif block > SKINNY_ROWS:
