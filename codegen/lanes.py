@@ -23,8 +23,7 @@ import sympy
 class Factor:
     """One condition a lane must meet to lie inside the tensor.
 
-    ``node``: the boolean block (AST; None for a tile read through a tensor
-    descriptor, which has no mask to read through); ``axes``: the axes it
+    ``node``: the boolean block (AST); ``axes``: the axes it
     varies along, counted from the last (-1) so that broadcasting lines them
     up, or None where not known; ``names``: the names it reads (a factor
     reading a loop's variable changes from one iteration to the next);
@@ -42,11 +41,11 @@ class Factor:
 
     @staticmethod
     def of(node, axes, rank=None, cond=None, extents=None):
-        names = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name)) if node is not None else frozenset()
+        names = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
         axes = None if axes is None else frozenset(axes)
         if extents is not None and (axes is None or {a for a, _, _ in extents} != axes):
             extents = None
-        return Factor(node, axes, names, ast.dump(node) if node is not None else "descriptor", rank, cond,
+        return Factor(node, axes, names, ast.dump(node), rank, cond,
                       None if extents is None else tuple(sorted(extents, key=lambda e: e[0])))
 
     def extent(self, axis):
@@ -231,12 +230,12 @@ def absorbed(lanes, wide, prior, changing):
     Where the union is a compile-time choice (blocks whose extents the
     launch decides, one perhaps broadcasting), such a factor can be neither
     dropped nor kept for every choice: ``UndecidedUnion`` names it."""
-    joined = [f for f in wide.factors if f.node is not None and f.names & changing]
+    joined = [f for f in wide.factors if f.names & changing]
     if not wide.known or not joined:
         return lanes
     keys = {f.key for f in wide.factors}
     held = {f.key for f in prior.factors} if prior is not None and prior.known else set()
-    absorbed = [f for f in lanes.factors if f.node is not None and not f.names & changing
+    absorbed = [f for f in lanes.factors if not f.names & changing
                 and f.key not in keys and f.key not in held]
     if not absorbed:
         return lanes
@@ -248,10 +247,10 @@ def absorbed(lanes, wide, prior, changing):
 
 def _groups(lanes):
     """The factors of ``lanes`` by the axes they vary along (those along no
-    axis, or unknown axes, or without a mask to read, left out)."""
+    axis, or unknown axes, left out)."""
     groups = {}
     for f in lanes.factors:
-        if f.axes and f.node is not None:
+        if f.axes:
             groups.setdefault(f.axes, []).append(f)
     return groups
 
@@ -294,7 +293,7 @@ def _beside_a_full_block(a, b):
     kept, changed = [], False
     for f, v in zip(a.factors, a.outside):
         test = None
-        if f.node is not None and f.axes and not f.axes & b_axes and f.extents is not None:
+        if f.axes and not f.axes & b_axes and f.extents is not None:
             test = _equal_extents(f, extents)
         if test is True:
             changed = True

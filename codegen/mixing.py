@@ -104,7 +104,7 @@ def _gather(em, node):
     lanes = em.lanes_of(src)
     if lanes.clean:
         return
-    if not lanes.known or any(f.node is None for f in lanes.factors):
+    if not lanes.known:
         raise em.error(
             f"`tl.gather` reads `{ast.unparse(src)}`, whose lanes outside the tensor ntsym does not follow here, "
             "so NTSYM_DEBUG cannot check that its indices stay inside the tensor", node)
@@ -186,7 +186,7 @@ def _last_inside(em, node, name, call, lanes):
     axis = _axis(axis_node, lanes.rank)
     keep = _argument(node, 3, "keep_dims", ast.Constant(False))
     if not _is_constant(right, False) or axis is None or axis is _UNKNOWN_AXIS or lanes.rank is None \
-            or not isinstance(keep, ast.Constant) or any(f.node is None or not _prefix(f) for f in mixed):
+            or not isinstance(keep, ast.Constant) or any(not _prefix(f) for f in mixed):
         raise em.error(f"`{name}` with ties broken to the right over lanes outside the tensor needs a constant "
                        "`tie_break_left`, a constant axis, and the lanes inside first in each row", node)
     from ntsym_codegen.reshaping import named
@@ -244,8 +244,7 @@ def _sorted_lanes(lanes, mixed, axis):
     first: ``tl.sort(mask.to(tl.int32), d, descending=True) > 0``."""
     if all(_prefix(f) for f in mixed):
         return masked(lanes.factors, None, lanes.rank)
-    if axis is None or axis is _UNKNOWN_AXIS or any(f.node is None or f.axes is None or f.rank is None
-                                                    for f in mixed):
+    if axis is None or axis is _UNKNOWN_AXIS or any(f.axes is None or f.rank is None for f in mixed):
         return unknown(lanes.rank)
     rank = max(f.rank for f in mixed)
     node = expr("tl.sort({m}.to(tl.int32), {d}, descending=True) > 0",
@@ -273,8 +272,6 @@ def _histogram(em, node, operand, lanes):
     lanes inside is Triton's ``mask=`` (with the application's own, if any)."""
     if not lanes.clean:
         em.require_known(lanes, node, "histogram")
-        if any(f.node is None for f in lanes.factors):
-            raise em.error("`histogram` would count the zeros a tensor descriptor loads past the tensor", node)
     keywords = [em.keyword(k) for k in node.keywords if k.arg != "mask"]
     given = _argument(node, 2, "mask", None)
     masks = [copy.deepcopy(f.node) for f in lanes.factors] + ([em.expr(given)] if given is not None else [])
@@ -316,7 +313,7 @@ def _split(lanes, axis_node):
     axis = _axis(axis_node, lanes.rank)
     axes = None if axis is None or axis is _UNKNOWN_AXIS else {axis}
     mixed = [f for f in factors if f.mixes(axes)]
-    # A factor of unknown axes (a tile read through a descriptor) is read
+    # A factor of unknown axes is read
     # through and stays: the result may hold such lanes too.
     return mixed, [f for f in factors if f not in mixed or f.axes is None]
 
@@ -331,7 +328,7 @@ def _user_reduction(em, node, operand, lanes):
     axis_node = _argument(node, 1, "axis", ast.Constant(None))
     combine_node = _argument(node, 2, "combine_fn", None)
     mixed, _ = _split(lanes, axis_node)
-    if isinstance(node.args[0], ast.Tuple) or combine_node is None or any(f.node is None for f in mixed):
+    if isinstance(node.args[0], ast.Tuple) or combine_node is None:
         em.select(operand, lanes, mixed, None, node, "reduce")  # refused, with the reason
     combine = em.expr(combine_node)
     if not isinstance(combine, ast.Name):
@@ -409,7 +406,7 @@ def _flip(em, node, operand, lanes):
     if not mixed:
         return call
     axis = _axis(_argument(node, 1, "dim", ast.Constant(-1)), lanes.rank)
-    if axis is None or axis is _UNKNOWN_AXIS or lanes.rank is None or any(f.node is None for f in mixed):
+    if axis is None or axis is _UNKNOWN_AXIS or lanes.rank is None:
         raise em.error("`flip` of a tile with lanes outside the tensor needs a constant `dim` of a tile "
                        "of known rank", node)
     if not all(_prefix(f) for f in mixed):

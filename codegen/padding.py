@@ -47,7 +47,7 @@ class LaneState:
     branches: int = 0  # how many branches (``if``, ``while``) enclose the statement being emitted
 
 
-DESCRIPTOR = object()  # lanes loaded through a tensor descriptor: no mask to read them through
+DESCRIPTOR = object()  # lanes loaded through a tensor descriptor: zeros past the tensor
 
 
 class PaddingMixin:
@@ -67,12 +67,7 @@ class PaddingMixin:
         except (sympy.SympifyError, TypeError):
             value = None
         rank = len(ref.dims)
-        if mask is DESCRIPTOR and address is None:
-            factors = (Factor.of(None, None),)
-        elif address is None:
-            factors = None
-        else:
-            factors = self._address_factors(address, rank)
+        factors = None if address is None else self._address_factors(address, rank)
         lanes = masked(factors, value, rank)
         if address is not None and lanes.known:
             lanes = Lanes(lanes.value, lanes.factors, lanes.rank, lanes.outside, _blocks(address, rank))
@@ -346,10 +341,6 @@ class PaddingMixin:
             return operand
         if identity is not None and all(equals(lanes.at(f), identity) for f in factors):
             return operand
-        if any(f.node is None for f in factors):
-            # No mask to read through here: this emission (the persistent
-            # variant) is given up, and the plain kernel runs.
-            raise self.error(f"`{what}` would read the zeros a tensor descriptor loads past the tensor", node)
         if identity is None:
             raise self.error(
                 f"`{what}` has no identity ntsym knows, and its operand `{ast.unparse(node.args[0])}` holds lanes "
@@ -392,10 +383,9 @@ class PaddingMixin:
             lanes = self.lanes_of(value_node)
         changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned)
                                   for f in self.loops.frames))
-        varying = [f for f in lanes.factors if f.node is None or f.names & changing]
+        varying = [f for f in lanes.factors if f.names & changing]
         # ``acc + e``, ``maximum(acc, e)``, ...: where ``e`` holds the
-        # identity, the carried value is unchanged and no select is needed
-        # (lanes read through a descriptor stay marked: their axes are not known).
+        # identity, the carried value is unchanged and no select is needed.
         term, identity = _accumulation(name, value_node)
         try:
             lanes = absorbed(lanes, wide, prior, changing)
@@ -410,17 +400,14 @@ class PaddingMixin:
             operand = self.lanes_of(term)
             proved = [f for f in varying if equals(operand.at(f), identity)]
             varying = [f for f in varying if f not in proved]
-            dropped = [f for f in proved if f.node is not None]
-            lanes = masked([f for f in lanes.factors if f not in dropped],
-                           [v for f, v in zip(lanes.factors, lanes.outside) if f not in dropped], lanes.rank)
+            lanes = masked([f for f in lanes.factors if f not in proved],
+                           [v for f, v in zip(lanes.factors, lanes.outside) if f not in proved], lanes.rank)
         if not varying:
             self.lanes.locals[name] = lanes
             return unchanged
         scaled = self._scaled_accumulation(name, value_node, value, varying, lanes)
         if scaled is not None:
             return scaled
-        if any(f.node is None for f in varying):
-            raise self.error(f"`{name}` would carry the zeros a tensor descriptor loads past the tensor", value_node)
         mask = conjunction(copy.deepcopy(f.node) for f in varying)
         kept = [(f, v) for f, v in zip(lanes.factors, lanes.outside) if f not in varying]
         self.lanes.locals[name] = masked([f for f, _ in kept], [v for _, v in kept], lanes.rank)
@@ -435,7 +422,7 @@ class PaddingMixin:
         leaves the product's accumulation chain whole).  None for other forms."""
         parts = _scaled_parts(name, value_node)
         emitted = _scaled_parts(name, value) if parts is not None else None
-        if emitted is None or any(f.node is None for f in varying):
+        if emitted is None:
             return None
         term = self.lanes_of(parts[1])
         if not all(equals(term.at(f), sympy.S.Zero) for f in varying):

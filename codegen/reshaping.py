@@ -56,7 +56,7 @@ def reshaped(em, node):
         return None  # emitted as written
     operand = em.expr(operand_node)  # loads the tiles it reads, noting their lanes
     lanes = em.lanes_of(operand_node)
-    following = lanes.known and not lanes.clean and all(f.node is not None for f in lanes.factors)
+    following = lanes.known and not lanes.clean
     if reorders and not following:
         return None  # the lanes stay unknown: a mixing operation after it is refused
     name = "reshape" if name == "view" else name
