@@ -16,6 +16,13 @@ Variants of ``examples/conv2d.py``, each timed end to end (copies and extra kern
 ``--configs`` instead times the channels-last kernel alone (inputs already channels-last, no copies)
 at fixed configurations, as tuned, and cuDNN on the NCHW and the channels-last input.
 
+``--split-configs`` times the split kernel alone (``conv2d.split_count``'s groups) at GEMM tiles and at
+the tuner's skinny tiles (16 rows), and as tuned.
+
+``--host`` prints, for ``conv2d(x, w)`` at each batch, the host time of a call (500 calls without
+synchronising), the device time of its kernels (torch's profiler) and ``do_bench``'s median, which
+reads the host's time where that is the longer.
+
 ``--cpu`` checks every variant against torch through the interpreter (small shapes)."""
 
 import argparse
@@ -116,12 +123,88 @@ def configs(batches, rounds):
                     2 * batch * 144 * 512 * 4608, spread=True)
 
 
+# The split kernel's tiles: GEMM shapes, then the skinny tiles (rows block 16).
+SPLIT_CONFIGS = [(32, 64, 64, 4, 3), (64, 64, 64, 4, 3), (64, 64, 64, 4, 4), (64, 128, 64, 4, 3), (128, 64, 64, 4, 4),
+                 (64, 128, 128, 4, 4), (32, 128, 64, 4, 3), (32, 64, 128, 4, 4), (128, 128, 64, 8, 3),
+                 (16, 32, 256, 4, 6), (16, 16, 256, 4, 6), (16, 32, 512, 4, 4), (16, 64, 128, 4, 3),
+                 (16, 32, 128, 4, 3), (16, 64, 256, 4, 4), (16, 32, 128, 4, 6), (16, 64, 128, 4, 5)]
+
+
+def split_configs(batches, rounds):
+    import os
+
+    from benchmarks.lab._rounds import flops_table, interleaved
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for batch in batches:
+        x = torch.randn(batch, 512, 14, 14, device="cuda", dtype=torch.float16)
+        w = torch.randn(512, 512, 3, 3, device="cuda", dtype=torch.float16)
+        g = conv2d.split_count(x.shape, w.shape, sms)
+        if g == 1:
+            print(f"batch {batch}: no split")
+            continue
+        xs, ws = x.unflatten(1, (g, 512 // g)), w.unflatten(1, (g, 512 // g))
+        partials = torch.empty(g, batch, 512, 12, 12, device="cuda", dtype=torch.float32)
+        ref = torch.stack([F.conv2d(xs[:, i].float(), ws[:, i].float()) for i in range(g)])
+        os.environ["NTSYM_PRINT_TUNING"] = "1"
+        conv2d.split_kernel(xs, ws, partials)
+        os.environ.pop("NTSYM_PRINT_TUNING")
+        fns = {"cudnn (whole conv2d)": lambda: F.conv2d(x, w),
+               "split kernel tuned": lambda: conv2d.split_kernel(xs, ws, partials)}
+        for bm, bn, bk, warps, stages in SPLIT_CONFIGS:
+            def f(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages):
+                conv2d.split_kernel(xs, ws, partials, BLOCK_SIZE_0=bm, BLOCK_SIZE_1=bn, BLOCK_SIZE_2=bk,
+                                    ntsym_options={"num_warps": warps, "num_stages": stages})
+            name = f"split kernel {bm}x{bn}x{bk} w{warps} s{stages}"
+            try:
+                partials.fill_(float("nan"))
+                f()
+                err = (partials - ref).abs().max().item()
+                if not err <= 2e-2 * ref.abs().max().item():
+                    print(f"  {name}: WRONG (max error {err:.3g})")
+                    continue
+                fns[name] = f
+            except Exception as exc:
+                print(f"  {name}: failed ({str(exc).splitlines()[0][:100]})")
+        flops_table(f"batch {batch}: split kernel alone ({g} groups), float16", interleaved(fns, rounds=rounds),
+                    "cudnn (whole conv2d)", 2 * batch * 144 * 512 * 4608, spread=True)
+
+
+def host_and_device(batches):
+    import time
+
+    from triton.testing import do_bench
+
+    for batch in batches:
+        x = torch.randn(batch, 512, 14, 14, device="cuda", dtype=torch.float16)
+        w = torch.randn(512, 512, 3, 3, device="cuda", dtype=torch.float16)
+        for _ in range(20):
+            conv2d.conv2d(x, w)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(500):
+            conv2d.conv2d(x, w)
+        host = (time.perf_counter() - start) / 500 * 1e6
+        torch.cuda.synchronize()
+        bench = do_bench(lambda: conv2d.conv2d(x, w), warmup=10, rep=50, return_mode="median") * 1e3
+        cudnn = do_bench(lambda: F.conv2d(x, w), warmup=10, rep=50, return_mode="median") * 1e3
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(20):
+                conv2d.conv2d(x, w)
+            torch.cuda.synchronize()
+        device = sum(e.self_device_time_total for e in prof.key_averages()) / 20
+        print(f"batch {batch}: host {host:.1f} us a call, device {device:.1f} us a call, do_bench {bench:.1f} us "
+              f"(cuDNN's do_bench {cudnn:.1f} us)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", default="2,4,8,16,32,64,256,1024")
     parser.add_argument("--splits", default="2,4,8")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--configs", action="store_true")
+    parser.add_argument("--split-configs", action="store_true")
+    parser.add_argument("--host", action="store_true")
     parser.add_argument("--cpu", action="store_true")
     args = parser.parse_args()
     if args.cpu:
@@ -129,6 +212,12 @@ def main():
     if args.configs:
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {__import__('triton').__version__}")
         return configs([int(b) for b in args.batches.split(",")], args.rounds)
+    if args.host:
+        print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {__import__('triton').__version__}")
+        return host_and_device([int(b) for b in args.batches.split(",")])
+    if args.split_configs:
+        print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {__import__('triton').__version__}")
+        return split_configs([int(b) for b in args.batches.split(",")], args.rounds)
     from benchmarks.lab._rounds import flops_table, interleaved
 
     splits = [int(g) for g in args.splits.split(",") if g]
