@@ -140,6 +140,29 @@ def _generate_counting(model, prompt, new_tokens, counted, backend="ntsym"):
         llm.unpatch(model)
 
 
+def test_a_prompt_adds_residuals_and_multiplies_in_its_products(tiny):
+    """A prompt of more than 16 rows (12 tokens, batch 2): the residual
+    additions and SiLU-and-multiply are the products' epilogues, as in a
+    decode step (no kernel of their own), and its logits are transformers'."""
+    from examples.llm import kernels
+
+    model = tiny[0]
+    prompt = torch.randint(0, model.config.vocab_size, (2, 12), generator=torch.Generator().manual_seed(2))
+    tokens, logits = llm.Generator(model, 2, 12, 1)(prompt, keep_logits=True)
+    kinds = (kernels.mm_add_kernel, kernels.mm_swiglu_kernel, kernels.silu_mul_kernel)
+    llm.patch(model, llm.BACKENDS["ntsym"]())
+    try:
+        before = [k.stats.launches for k in kinds]
+        got_tokens, got_logits = llm.Generator(model, 2, 12, 1)(prompt, keep_logits=True)
+        launches = [k.stats.launches - b for k, b in zip(kinds, before)]
+    finally:
+        llm.unpatch(model)
+    assert torch.equal(got_tokens, tokens)
+    torch.testing.assert_close(got_logits, logits, atol=1e-5, rtol=1e-5)
+    layers = model.config.num_hidden_layers
+    assert launches == [2 * layers, layers, 0]  # output and down projections; gate/up
+
+
 def test_a_patched_decode_step_rotates_and_stores_in_one_kernel(tiny):
     from examples.llm import kernels
 

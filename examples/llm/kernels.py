@@ -519,18 +519,28 @@ gemv_add_kernel = ntsym.make(gemv_add_arrangement, gemv_add_application,
                              (Tensor(2), Tensor(2), Tensor(2), Tensor(2)), max_num_configs=12)
 
 
+def mm_add_arrangement(input, other, addend, output, BLOCK_SIZE_M=ntsym.block_size(lower_bound=16),
+                       BLOCK_SIZE_N=ntsym.block_size(lower_bound=16), BLOCK_SIZE_K=ntsym.block_size(lower_bound=16)):
+    """``gemv_add_arrangement`` with every block size tuned: a prompt's rows."""
+    return gemv_add_arrangement(input, other, addend, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+
+
+mm_add_kernel = ntsym.make(mm_add_arrangement, gemv_add_application, (Tensor(2), Tensor(2), Tensor(2), Tensor(2)))
+
+
 def linear_add(x, weight, addend):
-    """``x @ weight.T + addend`` (a residual connection after a projection).
-    With at most 16 rows the sum is the product's epilogue, in float32 with
-    one rounding (no kernel of its own, no second pass over the output);
-    with more, ``linear`` and an addition."""
+    """``x @ weight.T + addend`` (a residual connection after a projection):
+    the sum is the product's epilogue, in float32 with one rounding (no
+    kernel of its own, no second pass over the output); at most 16 rows in
+    one block of rows (a decode step), more (a prompt) in tuned tiles."""
     rows = x.reshape(-1, x.shape[-1])
-    if rows.shape[0] > GEMV_MAX_ROWS:
-        return linear(x, weight) + addend
     columns = weight.shape[0]
     output = torch.empty((*x.shape[:-1], columns), dtype=x.dtype, device=x.device)
-    gemv_add_kernel(rows, weight.t(), addend.reshape(-1, columns), output.view(-1, columns),
-                    BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    if rows.shape[0] > GEMV_MAX_ROWS:
+        mm_add_kernel(rows, weight.t(), addend.reshape(-1, columns), output.view(-1, columns))
+    else:
+        gemv_add_kernel(rows, weight.t(), addend.reshape(-1, columns), output.view(-1, columns),
+                        BLOCK_SIZE_M=GEMV_MAX_ROWS)
     return output
 
 
@@ -562,20 +572,30 @@ gemv_swiglu_kernel = ntsym.make(gemv_swiglu_arrangement, gemv_swiglu_application
                                 (Tensor(2), Tensor(2), Tensor(2), Tensor(2)), max_num_configs=12)
 
 
+def mm_swiglu_arrangement(input, gate, up, output, BLOCK_SIZE_M=ntsym.block_size(lower_bound=16),
+                          BLOCK_SIZE_N=ntsym.block_size(lower_bound=16), BLOCK_SIZE_K=ntsym.block_size(lower_bound=16)):
+    """``gemv_swiglu_arrangement`` with every block size tuned: a prompt's rows."""
+    return gemv_swiglu_arrangement(input, gate, up, output, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+
+
+mm_swiglu_kernel = ntsym.make(mm_swiglu_arrangement, gemv_swiglu_application,
+                              (Tensor(2), Tensor(2), Tensor(2), Tensor(2)))
+
+
 def linear_swiglu(x, gate_up, size):
     """``silu(x @ gate.T) * (x @ up.T)``, the MLP's first half, for the fused
     weight ``gate_up`` ``(2 * size, K)`` (``gate`` its first ``size`` rows, ``up``
-    the rest).  With at most 16 rows one kernel: each program computes the same
-    columns of both products and stores ``silu(gate) * up`` (the products
-    rounded to ``x``'s dtype first, as ``silu_and_mul`` of ``linear``'s output
-    sees them).  With more, ``linear`` of the fused weight and ``silu_and_mul``."""
+    the rest), in one kernel: each program computes the same columns of both
+    products and stores ``silu(gate) * up`` (the products rounded to ``x``'s
+    dtype first, as ``silu_and_mul`` of ``linear``'s output sees them); at most
+    16 rows in one block of rows (a decode step), more (a prompt) in tuned tiles."""
     rows = x.reshape(-1, x.shape[-1])
-    if rows.shape[0] > GEMV_MAX_ROWS:
-        both = linear(x, gate_up)
-        return silu_and_mul(both[..., :size], both[..., size:])
     output = torch.empty((*x.shape[:-1], size), dtype=x.dtype, device=x.device)
-    gemv_swiglu_kernel(rows, gate_up[:size].t(), gate_up[size:].t(), output.view(-1, size),
-                       BLOCK_SIZE_M=GEMV_MAX_ROWS)
+    if rows.shape[0] > GEMV_MAX_ROWS:
+        mm_swiglu_kernel(rows, gate_up[:size].t(), gate_up[size:].t(), output.view(-1, size))
+    else:
+        gemv_swiglu_kernel(rows, gate_up[:size].t(), gate_up[size:].t(), output.view(-1, size),
+                           BLOCK_SIZE_M=GEMV_MAX_ROWS)
     return output
 
 
