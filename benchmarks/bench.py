@@ -345,6 +345,42 @@ def _time_in_rounds(task, spec, to_time, args, kwargs, work, device):
             f"  (rounds {', '.join(f'{t:.4f}' for t in rec['rounds'])}; spread {100 * spread:.1f} %)")
     if copy_gbps:
         log(f"  {task:8s} {'copy':12s} same bytes: {copy_gbps:9.1f} GB/s")
+    if str(device).startswith("cuda"):
+        for rec, run in runs:
+            if rec is not copy_rec and id(rec) not in failed:
+                rec["host_ms"] = host_ms_per_call(run, rec["ms"])
+                if rec["host_ms"] >= rec["ms"]:
+                    log(f"  {task:8s} {rec['impl']:12s} host-bound: {rec['host_ms']:.4f} ms of host time a call")
+
+
+def host_ms_per_call(run, device_ms, budget_ms=20.0):
+    """The host's time of one call of ``run``: calls issued back to back
+    without synchronising (as many as ``budget_ms`` of the measured
+    ``device_ms`` allows, 10 to 200), the median of three batches.  Where it
+    is at least the measured time, calls made one by one are bound by the
+    host, and ``do_bench`` (which flushes the L2 between calls) reads the
+    host's time wherever the host falls behind the flush and the kernel."""
+    import torch
+
+    calls = max(10, min(200, int(budget_ms / max(device_ms, 1e-3))))
+    times = []
+    for _ in range(3):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            run()
+        times.append((time.perf_counter() - start) * 1e3 / calls)
+        torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def host_bound(records):
+    """The records whose host time a call (``host_ms``) is at least their measured time."""
+    return [r for r in records if r.get("host_ms") is not None and r.get("ms") and r["host_ms"] >= r["ms"]]
+
+
+HOST_BOUND_TITLE = ("Host-bound points (a call's host time at least its measured time: calls made one by one "
+                    "wait for the host, and the reading may be the host's where it fell behind)")
 
 
 # --- ceilings and environment -------------------------------------------------------------------
@@ -577,13 +613,18 @@ def markdown_report(env, ceilings, records, sweeps, timing):
             where = ", ".join(f"{t} {shape}" for t, shape in cases) if len(cases) <= 2 else \
                 ", ".join(dict.fromkeys(t for t, _ in cases))
             lines.append(f"- {impl} {status} ({where}): {note}")
-    unstable = [r for r in records + [r for s in (sweeps or {}).values() for r in s["records"]]
-                if (r.get("spread") or 0) > UNSTABLE_SPREAD]
+    every = records + [r for s in (sweeps or {}).values() for r in s["records"]]
+    unstable = [r for r in every if (r.get("spread") or 0) > UNSTABLE_SPREAD]
     if unstable:
         lines += ["", f"## Unstable timings (rounds spread over {100 * UNSTABLE_SPREAD:.0f} % of the median)", ""]
         for r in unstable:
             rounds = ", ".join(f"{t:.4f}" for t in r["rounds"])
             lines.append(f"- {r['task']} {r['shape']} {r['impl']}: {rounds} ms ({100 * r['spread']:.0f} %)")
+    hosted = host_bound(every)
+    if hosted:
+        lines += ["", f"## {HOST_BOUND_TITLE}", ""]
+        lines += [f"- {r['task']} {r['shape']} {r['impl']}: host {r['host_ms']:.4f} ms, measured {r['ms']:.4f} ms"
+                  for r in hosted]
     return "\n".join(lines) + "\n"
 
 

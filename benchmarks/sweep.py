@@ -273,6 +273,12 @@ def markdown(env, dtype_name, results, timing, cold):
         lines += [f"- {r['task']} {r['x']} {r['impl']}: " + ", ".join(f"{t:.4f}" for t in r["rounds"]) + " ms"
                   for r in unstable]
         lines.append("")
+    hosted = bench.host_bound([r for records in results.values() for r in records])
+    if hosted:
+        lines += [f"## {bench.HOST_BOUND_TITLE}", ""]
+        lines += [f"- {r['task']} {r['x']} {r['impl']}: host {r['host_ms']:.4f} ms, measured {r['ms']:.4f} ms"
+                  for r in hosted]
+        lines.append("")
     return "\n".join(lines), all_misses
 
 

@@ -82,3 +82,20 @@ def test_plots_drawn_from_a_written_sweep(tmp_path):
     (tmp_path / "sweep_softmax_float16.json").write_text(json.dumps(dict(dtype="float16", results={"softmax": records})))
     assert sweep.main(["--plot-from", str(tmp_path / "sweep_softmax_float16.json")]) == 0
     assert (tmp_path / "sweep_softmax_float16.png").stat().st_size > 0
+
+
+def test_host_bound_points_are_listed():
+    """A point whose call costs the host at least its measured time is listed:
+    calls made one by one wait for the host there, and do_bench's reading may
+    be the host's (conv2d at batch 2 read 0.022 ms in one process and 0.058 ms
+    in another with the same kernels, while its calls cost the host 0.053-0.121 ms)."""
+    records = _records("conv2d", [(2, dict(ntsym=0.022, torch=0.036)), (64, dict(ntsym=0.11, torch=0.12))])
+    for r in records:
+        r["host_ms"] = {(2, "ntsym"): 0.057, (2, "torch"): 0.012}.get((r["x"], r["impl"]), 0.06)
+    assert [(r["x"], r["impl"]) for r in sweep.bench.host_bound(records)] == [(2, "ntsym")]
+    env = dict(date="d", python="3", torch="t", triton="3", device="cuda", gpu="G", driver="x")
+    text, _ = sweep.markdown(env, "float16", {"conv2d": records}, True, {})
+    assert "## Host-bound points" in text and "- conv2d 2 ntsym: host 0.0570 ms, measured 0.0220 ms" in text
+    assert "conv2d 64" not in text.split("## Host-bound points")[1]
+    del records[0]["host_ms"]  # not measured (the interpreter): not listed
+    assert sweep.bench.host_bound(records) == []
