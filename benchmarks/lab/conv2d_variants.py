@@ -88,6 +88,28 @@ CONFIGS = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (12
            (128, 64, 64, 4, 4), (256, 64, 64, 8, 4)]
 
 
+def _fixed(kernel, inputs, out, ref, shapes, label):
+    """``kernel(*inputs, out)`` at each fixed (rows, columns, reduction, warps,
+    stages) of ``shapes`` whose result matches ``ref``, by name."""
+    fns = {}
+    for bm, bn, bk, warps, stages in shapes:
+        def f(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages):
+            kernel(*inputs, out, BLOCK_SIZE_0=bm, BLOCK_SIZE_1=bn, BLOCK_SIZE_2=bk,
+                   ntsym_options={"num_warps": warps, "num_stages": stages})
+        name = f"{label} {bm}x{bn}x{bk} w{warps} s{stages}"
+        try:
+            out.fill_(float("nan"))
+            f()
+            err = (out.float() - ref).abs().max().item()
+            if not err <= 2e-2 * ref.abs().max().item():
+                print(f"  {name}: WRONG (max error {err:.3g})")
+                continue
+            fns[name] = f
+        except Exception as exc:
+            print(f"  {name}: failed ({str(exc).splitlines()[0][:100]})")
+    return fns
+
+
 def configs(batches, rounds):
     import os
 
@@ -104,21 +126,7 @@ def configs(batches, rounds):
         conv2d.channels_last_kernel(xc, wc, out)
         os.environ.pop("NTSYM_PRINT_TUNING")
         fns["kernel tuned"] = lambda: conv2d.channels_last_kernel(xc, wc, out)
-        for bm, bn, bk, warps, stages in CONFIGS:
-            def f(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages):
-                conv2d.channels_last_kernel(xc, wc, out, BLOCK_SIZE_0=bm, BLOCK_SIZE_1=bn, BLOCK_SIZE_2=bk,
-                                            ntsym_options={"num_warps": warps, "num_stages": stages})
-            name = f"kernel {bm}x{bn}x{bk} w{warps} s{stages}"
-            try:
-                out.fill_(float("nan"))
-                f()
-                err = (out.float() - ref).abs().max().item()
-                if not err <= 2e-2 * ref.abs().max().item():
-                    print(f"  {name}: WRONG (max error {err:.3g})")
-                    continue
-                fns[name] = f
-            except Exception as exc:
-                print(f"  {name}: failed ({str(exc).splitlines()[0][:100]})")
+        fns.update(_fixed(conv2d.channels_last_kernel, (xc, wc), out, ref, CONFIGS, "kernel"))
         flops_table(f"batch {batch}: channels-last kernel alone, float16", interleaved(fns, rounds=rounds), "cudnn",
                     2 * batch * 144 * 512 * 4608, spread=True)
 
@@ -151,21 +159,7 @@ def split_configs(batches, rounds):
         os.environ.pop("NTSYM_PRINT_TUNING")
         fns = {"cudnn (whole conv2d)": lambda: F.conv2d(x, w),
                "split kernel tuned": lambda: conv2d.split_kernel(xs, ws, partials)}
-        for bm, bn, bk, warps, stages in SPLIT_CONFIGS:
-            def f(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages):
-                conv2d.split_kernel(xs, ws, partials, BLOCK_SIZE_0=bm, BLOCK_SIZE_1=bn, BLOCK_SIZE_2=bk,
-                                    ntsym_options={"num_warps": warps, "num_stages": stages})
-            name = f"split kernel {bm}x{bn}x{bk} w{warps} s{stages}"
-            try:
-                partials.fill_(float("nan"))
-                f()
-                err = (partials - ref).abs().max().item()
-                if not err <= 2e-2 * ref.abs().max().item():
-                    print(f"  {name}: WRONG (max error {err:.3g})")
-                    continue
-                fns[name] = f
-            except Exception as exc:
-                print(f"  {name}: failed ({str(exc).splitlines()[0][:100]})")
+        fns.update(_fixed(conv2d.split_kernel, (xs, ws), partials, ref, SPLIT_CONFIGS, "split kernel"))
         flops_table(f"batch {batch}: split kernel alone ({g} groups), float16", interleaved(fns, rounds=rounds),
                     "cudnn (whole conv2d)", 2 * batch * 144 * 512 * 4608, spread=True)
 
