@@ -13,6 +13,7 @@ from ntsym_codegen.arguments import kernel_arguments
 from ntsym_codegen.astutil import generated_assign
 from ntsym_codegen.index_width import IndexPeak, multiplied_sizes, peaks
 from ntsym_codegen.kernel import EmitError, KernelEmitter
+from ntsym_codegen.lanes import STALE, stale_refusal
 from ntsym_codegen.launcher import launcher
 from ntsym_codegen.printer import Printer, to_source
 from ntsym_codegen.promotion import meetings
@@ -188,6 +189,8 @@ def emit(ir):
     persistent = _persistent_kernel(ir, emitter, kernel_name) if loops else None
     if persistent is not None:
         kernel_src += "\n\n\n" + persistent.source
+    if STALE in kernel_src:  # a stale mask (codegen/lanes.py) is never emitted
+        raise EmitError(stale_refusal("an operation", "a value"), None, emitter.filename, emitter.source_lines)
     launcher_src = launcher(ir, emitter, checks, persistent)
     helpers = [HELPERS[h].strip() for h in sorted(_helpers_called(kernel_src))]
     if any("libdevice." in h for h in helpers):  # ntsym_fmod: exact on a GPU

@@ -120,6 +120,63 @@ def unknown(rank=None):
     return Lanes(None, None, rank)
 
 
+# The node of a stale factor: never emitted (codegen/emit.py refuses a kernel
+# whose source names it; ``require_current`` refuses with the statement).
+STALE = "ntsym_stale_lanes"
+
+
+def stale(factor):
+    """``factor`` of a value a loop carries, evaluated where the value was
+    made (before the loop or in an earlier iteration) and reading what the
+    loop changes: which lanes it excludes is not known in this iteration,
+    what they hold still is."""
+    if is_stale(factor):
+        return factor
+    return Factor(ast.Name(id=STALE, ctx=ast.Load()), factor.axes, frozenset(), "stale:" + factor.key,
+                  factor.rank, None, factor.extents)
+
+
+def is_stale(factor):
+    return factor.key.startswith("stale:")
+
+
+def stale_refusal(what, operand):
+    """Why an operation that must mask a stale factor's lanes is refused."""
+    return (f"`{what}` mixes the lanes of `{operand}`, which holds lanes outside the tensor taken from a tile "
+            "of an earlier iteration of the loop around it; ntsym cannot tell in this iteration which lanes "
+            "those are; where the value is made, set them to the operation's identity with `ntl.where` on the "
+            "tile's offsets (or give the tensor an `other=` that is the identity)")
+
+
+def _has(lanes, factor):
+    return any(f.key == factor.key for f in lanes.factors or ())
+
+
+def _held(lanes, factor, missing):
+    """What ``lanes`` hold on the lanes ``factor`` excludes; ``missing`` for a
+    stale factor they do not have: a value without it has no lanes outside
+    the tensor that it names (its lanes there are its own elements, which a
+    reduction may take in), so it agrees with whatever the others hold."""
+    if is_stale(factor) and not _has(lanes, factor):
+        return missing
+    return lanes.at(factor)
+
+
+def carried_into(lanes, changing):
+    """``lanes`` of a value at the head of a loop that changes the names
+    ``changing``: its factors reading them stale (``stale``)."""
+    if not lanes.known or not any(f.names & changing for f in lanes.factors):
+        return lanes
+    factors, outside = [], []
+    for f, v in zip(lanes.factors, lanes.outside):
+        g = stale(f) if f.names & changing else f
+        if any(h.key == g.key for h in factors):
+            continue
+        factors.append(g)
+        outside.append(v)
+    return Lanes(lanes.value, tuple(factors), lanes.rank, tuple(outside), lanes.blocks)
+
+
 def masked(factors, outside, rank, value=None):
     """Lanes with ``factors``, each excluding lanes that hold ``outside``
     (one value for all, or one per factor)."""
@@ -520,14 +577,16 @@ def widen(entry, end):
         return unknown(entry.rank)
     keys = {f.key for f in entry.factors}
     covered = all(f.key in keys for f in end.factors) and all(
-        v is None or v == end.at(f) for f, v in zip(entry.factors, entry.outside)) and (
+        v is None or v == _held(end, f, v) for f, v in zip(entry.factors, entry.outside)) and (
         entry.value is None or entry.value == end.value)
     if covered:
         return entry
     factors = merge_factors(entry.factors, end.factors)
     outside = []
     for f in factors:
-        a, b = entry.at(f), end.at(f)
+        a, b = _held(entry, f, None), _held(end, f, None)
+        a, b = (b, b) if a is None and not _has(entry, f) and is_stale(f) else (a, a) if b is None and not _has(
+            end, f) and is_stale(f) else (a, b)
         outside.append(a if a is not None and a == b else None)
     return Lanes(entry.value if entry.value == end.value else None, factors,
                  entry.rank if entry.rank == end.rank else None, tuple(outside))

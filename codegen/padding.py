@@ -28,8 +28,8 @@ from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS,
                                        OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
-from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, cast, combine, equals, join, masked,
-                                 meeting, same_everywhere, unknown, widen)
+from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, equals,
+                                 is_stale, join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -347,6 +347,8 @@ class PaddingMixin:
                 "outside the tensor (a tile padded to its block or past the tensor's end); give the tile a "
                 "`Tensor(..., other=...)` that is the operation's identity, or use `ntl.where` with the tile's "
                 "offsets to set those lanes", node)
+        factors = [f for f in factors if not (is_stale(f) and equals(lanes.at(f), identity))]  # no mask needed
+        self.require_current(factors, node, what)
         mask = conjunction(copy.deepcopy(f.node) for f in factors)
         helper = _FILLS.get(identity)
         if helper is not None:
@@ -354,6 +356,11 @@ class PaddingMixin:
             return expr(f"{helper}({{mask}}, {{value}})", mask=mask, value=operand)
         return expr("tl.where({mask}, {value}, {fill})", mask=mask, value=operand,
                     fill=constant_node(int(identity)) if identity.is_integer else constant_node(float(identity)))
+
+    def require_current(self, factors, node, what):
+        """Refuse to mask by a stale factor (``lanes.stale``)."""
+        if any(is_stale(f) for f in factors):
+            raise self.error(stale_refusal(what, ast.unparse(node.args[0])), node)
 
     def require_known(self, lanes, node, what):
         if not lanes.known:
@@ -445,15 +452,20 @@ class PaddingMixin:
 
     def lane_widened(self, names, before, afters):
         """The lanes of locals before a loop, widened by what its bodies
-        (``afters``) leave in the ``names`` it carries; None where nothing
-        widens (the bodies were emitted from a state that holds)."""
+        (``afters``) leave in the ``names`` it carries (its variable too);
+        None where nothing widens.  Factors reading ``names`` are stale at the
+        head (``lanes.carried_into``): re-evaluated there they would name
+        this iteration's lanes, not those of the tile the value came from."""
         widened, changed = dict(before), False
         for name in names:
             entry = before.get(name)
+            if entry is not None:
+                current = carried_into(entry, names)
+                entry, changed = current, changed or current is not entry
             for end in (a.get(name) for a in afters):
                 if entry is None or end is None:
                     continue
-                wider = widen(entry, end)
+                wider = widen(entry, carried_into(end, names))
                 if wider is not entry:
                     entry, changed = wider, True
             if entry is not None:

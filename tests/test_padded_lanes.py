@@ -613,3 +613,72 @@ def test_a_new_axis_after_a_row_keeps_the_offsets_last():
     out = torch.empty(1, 3)
     kernel(x, out)
     torch.testing.assert_close(out[0], x[0].amax((0, 1)))
+
+
+def _chunks(app, other=None):
+    """Rows of 11 in chunks of 4 (the last chunk one lane past the row),
+    one program per row, ``app`` looping over the chunks."""
+    def arrangement(x, out):
+        return x.tile((1, 4)).tile((1, -1)), out.tile((1,))
+
+    return ntsym.make(arrangement, app, (Tensor(2, other=other), Tensor(1)))
+
+
+def _previous_chunk_sum(x, out):
+    prev = ntl.zeros((1, 4), dtype=ntl.float32)
+    total = 0.0
+    for k in range(x.shape[1]):
+        total += ntl.sum(prev)  # the chunk loaded in the iteration before
+        prev = x[0, k]
+    out = total  # noqa: F841
+
+
+def _chunks_in_reverse_sum(x, out):
+    cur = x[0, 0]
+    total = 0.0
+    for k in range(x.shape[1]):
+        total += ntl.sum(cur)  # chunks 0, 2, 1: each summed an iteration after its load
+        cur = x[0, x.shape[1] - 1 - k]
+    out = total  # noqa: F841
+
+
+@pytest.mark.parametrize("app", [_previous_chunk_sum, _chunks_in_reverse_sum])
+def test_a_carried_chunk_is_not_masked_by_the_next_iterations_chunk(app):
+    # The mask of a chunk loaded in one iteration reads the loop's variable:
+    # evaluated again in the next iteration it names that iteration's lanes
+    # (it dropped a real element, or added a padded one).  Where ntsym cannot
+    # mask the carried lanes it refuses, saying so.
+    x = torch.arange(1.0, 23.0).reshape(2, 11)
+    with pytest.raises(ntsym.ApplicationError, match="earlier iteration of the loop"):
+        _chunks(app, other=100.0)(x, torch.empty(2))
+
+
+def test_a_carried_chunk_whose_padding_is_the_identity_needs_no_mask():
+    # other=0 (the sum's identity), or the lanes set with `ntl.where` on the
+    # offsets where the chunk is loaded: the carried lanes outside add nothing.
+    def masked_where_loaded(x, out):
+        prev = ntl.zeros((1, 4), dtype=ntl.float32)
+        total = 0.0
+        for k in range(x.shape[1]):
+            total += ntl.sum(prev)
+            prev = ntl.where(x[0, k].offsets(1) < x.source.shape[1], x[0, k], 0.0)
+        out = total  # noqa: F841
+
+    x = torch.arange(1.0, 23.0).reshape(2, 11)
+    expected = x[:, :8].sum(1)  # chunks 0 and 1: the last one is loaded but never summed
+    for kernel in (_chunks(_previous_chunk_sum, other=0.0), _chunks(masked_where_loaded)):
+        out = torch.empty(2)
+        kernel(x, out)
+        torch.testing.assert_close(out, expected)
+    # A running maximum read an iteration late, with -inf outside: the same.
+    def previous_max(x, out):
+        prev = ntl.zeros((1, 4), dtype=ntl.float32)
+        total = 0.0
+        for k in range(x.shape[1]):
+            total += ntl.max(prev)
+            prev = x[0, k]
+        out = total  # noqa: F841
+
+    out = torch.empty(2)
+    _chunks(previous_max, other=float("-inf"))(x, out)
+    torch.testing.assert_close(out, x[:, 3] + x[:, 7])
