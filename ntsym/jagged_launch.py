@@ -283,7 +283,7 @@ def _check_overlap(spec, own, args, packed, offsets):
             if not (a0 < b1 and b0 < a1):
                 continue
             identical = a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape \
-                and _same_offsets(offsets.get(na), offsets.get(nb))
+                and a.element_size() == b.element_size() and _same_offsets(offsets.get(na), offsets.get(nb))
             if identical and spec.aliasing.get((na, nb), spec.aliasing.get((nb, na), False)) is True:
                 continue
             written = na if na in spec.written else nb

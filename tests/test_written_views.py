@@ -183,3 +183,21 @@ def test_a_call_seen_before_checks_the_views_it_is_given_again():
     with pytest.raises(LaunchError, match=r"`x`\[0\] is `y`\[1\], one of 9 elements the two views share"):
         shift(buf[2:22:2], buf[0:20:2], B=4)
     assert torch.equal(buf, before)
+
+
+def test_a_view_of_the_same_bytes_with_wider_elements_is_not_the_same_view():
+    # A float32 output over an int8 input's bytes has its pointer, shape and
+    # strides, but each of its elements spans four of the input's: a program's
+    # stores would overwrite input bytes other programs have not read yet.
+    def app(x, y):
+        y = x  # noqa: F841
+
+    kernel = ntsym.make(lambda x, y: (x.tile((4,)), y.tile((4,))), app, (Tensor(1), Tensor(1)))
+    buffer = torch.zeros(16, dtype=torch.float32)
+    x = buffer.view(torch.int8)[:16]
+    x.copy_(torch.arange(16, dtype=torch.int8))
+    with pytest.raises(LaunchError, match="share memory"):
+        kernel(x, buffer)
+    same = torch.arange(16, dtype=torch.float32)
+    kernel(same, same)  # one and the same view: in place, as proved
+    torch.testing.assert_close(same, torch.arange(16, dtype=torch.float32))

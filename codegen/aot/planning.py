@@ -271,6 +271,12 @@ def _launch_checks(ir, generated, meta, meta_subs, display):
     return prologue, texts
 
 
+def _width(dtype):
+    import torch
+
+    return getattr(torch, dtype).itemsize if dtype else None
+
+
 def _aliasing_checks(spec, params):
     """C: an output that shares an element with another argument, as the
     torch launcher decides it (``runtime.checks._check_aliasing``): views
@@ -287,6 +293,8 @@ def _aliasing_checks(spec, params):
         if not (a.written or b.written):
             continue
         safe = spec.aliasing.get((a.name, b.name), spec.aliasing.get((b.name, a.name), False)) is True
+        # Identical views hold the same elements only where the elements have one width.
+        safe = safe and _width(a.dtype) == _width(b.dtype)
         raw = {a.name, b.name} & raw_names
         w = a.name if a.written else b.name
         if raw:

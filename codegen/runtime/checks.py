@@ -310,7 +310,10 @@ def _check_aliasing(spec, tensors):
         if not (a0 < b1 and b0 < a1):
             continue
         safe = spec.aliasing.get((na, nb), spec.aliasing.get((nb, na), False))
-        identical = a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
+        # One and the same view: elements of one width too (a float32 view of an int8 tensor's bytes,
+        # with its pointer, shape and strides, holds other elements).
+        identical = a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape \
+            and a.element_size() == b.element_size()
         if safe is True and identical:
             continue
         shared = shared_elements(a, b)
