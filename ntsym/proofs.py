@@ -1,5 +1,6 @@
 """Facts proved about a lowered kernel, beyond outermost shapes."""
 
+import ast
 import itertools
 
 import sympy
@@ -31,8 +32,84 @@ def aliasing_table(ir, sourced=frozenset()):
         elif not _disjoint(a, ir.grid, ir.program_vars):
             table[(a.name, b.name)] = "their arrangements let several programs reach one element"
         else:
-            table[(a.name, b.name)] = True
+            table[(a.name, b.name)] = _read_after_write(ir, a.name, b.name) or _read_after_write(
+                ir, b.name, a.name) or True
     return table
+
+
+# Attributes of a tile that are not its elements.
+_METADATA = {"shape", "dtype", "offsets", "ndim"}
+
+
+def _read_after_write(ir, read, written):
+    """Why a program could read an element of ``read`` after writing it
+    through ``written`` (one view passed for both), or None: a read of
+    ``read`` that follows a write of ``written`` in the application's order,
+    in a loop's next iteration too, unless in that loop both are indexed
+    ``x[k]`` by one index holding its variable (the next iteration reads
+    other elements).  A call of the application's own function given
+    ``written`` writes it."""
+    calls = set(ir.inline_functions)
+
+    def reads(node):
+        """``read``'s elements used in ``node``: its Subscript where indexed, else its Name."""
+        up = {id(c): n for n in ast.walk(node) for c in ast.iter_child_nodes(n)}
+        out = []
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id == read and isinstance(n.ctx, ast.Load):
+                parent = up.get(id(n))
+                if isinstance(parent, ast.Attribute) and parent.attr in _METADATA:
+                    continue
+                use = parent if isinstance(parent, ast.Subscript) and parent.value is n else n
+                if not isinstance(use.ctx, ast.Store):
+                    out.append(use)
+        return out
+
+    def writes(stmt):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        out = [t for t in targets if (isinstance(t, ast.Name) and t.id == written) or (
+            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == written)]
+        return out + [c for c in ast.walk(stmt) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                      and c.func.id in calls and any(isinstance(a, ast.Name) and a.id == written for a in c.args)]
+
+    def by_variable(nodes, var):
+        """The one index of ``nodes`` (all ``x[...]``) where it holds ``var``, else None."""
+        keys = {ast.dump(n.slice) if isinstance(n, ast.Subscript) else None for n in nodes}
+        if var is None or len(keys) != 1 or None in keys:
+            return None
+        index = nodes[0].slice
+        elements = index.elts if isinstance(index, ast.Tuple) else [index]
+        return keys.pop() if any(isinstance(e, ast.Name) and e.id == var for e in elements) else None
+
+    def walk(stmts, written_yet):
+        for stmt in stmts:
+            if isinstance(stmt, (ast.For, ast.While)):
+                wrote = walk(stmt.body, written_yet)
+                if isinstance(wrote, str):
+                    return wrote
+                var = stmt.target.id if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name) else None
+                body = ast.Module(body=stmt.body, type_ignores=[])
+                loaded = reads(body)
+                stored = [w for s in ast.walk(body) if isinstance(s, ast.stmt) for w in writes(s)]
+                if wrote and loaded and (by_variable(loaded, var) is None
+                                         or by_variable(loaded, var) != by_variable(stored, var)):
+                    return f"its loop may read `{read}` in an iteration after one that wrote `{written}`"
+                written_yet = written_yet or wrote
+            elif isinstance(stmt, ast.If):
+                sides = [walk(stmt.body, written_yet), walk(stmt.orelse, written_yet)]
+                for side in sides:
+                    if isinstance(side, str):
+                        return side
+                written_yet = written_yet or any(sides)
+            else:
+                if written_yet and reads(stmt):
+                    return f"the application reads `{read}` after it writes `{written}`"
+                written_yet = written_yet or bool(writes(stmt))
+        return written_yet
+
+    result = walk(ir.application.body, False)
+    return result if isinstance(result, str) else None
 
 
 def _same_map(a, b):

@@ -201,3 +201,50 @@ def test_a_view_of_the_same_bytes_with_wider_elements_is_not_the_same_view():
     same = torch.arange(16, dtype=torch.float32)
     kernel(same, same)  # one and the same view: in place, as proved
     torch.testing.assert_close(same, torch.arange(16, dtype=torch.float32))
+
+
+def _chunked(application):
+    def arrangement(x, y):
+        return x.tile((2,)).tile((-1,)), y.tile((2,)).tile((-1,))
+
+    return ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+
+
+def test_in_place_is_refused_where_a_program_reads_what_it_wrote():
+    # One view for `x` and `y`: the arrangements match and no two programs
+    # meet, but inside the program `x[0]` is read after `y[0]` (the same
+    # elements) was written.
+    def swap(x, y):
+        y[0] = x[1]
+        y[1] = x[0]
+
+    def from_the_first_chunk(x, y):
+        for k in range(x.shape[0]):
+            y[k] = x[k] + x[0]  # x[0] read again after the first iteration wrote y[0]
+
+    for app, why in ((swap, "reads `x` after it writes `y`"), (from_the_first_chunk, "in an iteration after")):
+        kernel = _chunked(app)
+        buffer = torch.arange(1.0, 7.0)
+        with pytest.raises(LaunchError, match=why):
+            kernel(buffer, buffer)
+        separate = torch.empty(6)
+        kernel(torch.arange(1.0, 7.0), separate)  # a separate output is as before
+
+
+def test_in_place_is_kept_where_every_read_comes_before_the_writes_it_meets():
+    def swap_after_loading(x, y):  # both halves loaded before either is stored (as the RoPE example does)
+        a = x[0]
+        b = x[1]
+        y[0] = b
+        y[1] = a
+
+    def chunk_by_chunk(x, y):
+        for k in range(x.shape[0]):
+            y[k] = x[k] * 2  # each iteration reads the chunk it then writes
+
+    buffer = torch.arange(1.0, 7.0)
+    _chunked(swap_after_loading)(buffer, buffer)
+    torch.testing.assert_close(buffer, torch.tensor([3.0, 4.0, 1.0, 2.0, 5.0, 6.0]))
+    buffer = torch.arange(1.0, 7.0)
+    _chunked(chunk_by_chunk)(buffer, buffer)
+    torch.testing.assert_close(buffer, torch.arange(1.0, 7.0) * 2)
