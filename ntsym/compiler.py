@@ -11,6 +11,7 @@ tensor: the sizes it needs are those of the symbolic ``tensors``.
 """
 
 import dataclasses
+import itertools
 
 from ntsym_codegen import emit
 from ntsym_codegen.emit_error import EmitError
@@ -18,6 +19,7 @@ from ntsym_codegen.printer import PrintError
 from ntsym.errors import ApplicationError, CodegenError
 from ntsym.lower import lower
 from ntsym.proofs import aliasing_table
+from ntsym.tensor import Tensor
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -92,7 +94,10 @@ def compile(arrangement, application, tensors, kernel_name=None, num_warps=None,
         raise ApplicationError(str(e)) from None
     except PrintError as e:
         raise CodegenError(str(e)) from None
-    spec = dataclasses.replace(emit.spec(ir, generated), aliasing=aliasing_table(ir, generated.sourced))
+    together = tuple((i, j) for i, j in itertools.combinations(range(len(tensors)), 2)
+                     if tensors[i] is tensors[j] and isinstance(tensors[i], Tensor))
+    spec = dataclasses.replace(emit.spec(ir, generated), aliasing=aliasing_table(ir, generated.sourced),
+                               declared_together=together)
     return Compiled(ir=ir, generated=generated, spec=spec, display=display_names(ir))
 
 

@@ -43,3 +43,20 @@ def test_the_refused_call_runs_once_fixed():
     c = torch.empty(5, 3)
     mm.kernel(a, b, c)
     torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_parameters_declared_by_one_tensor_object_must_agree():
+    # `(t, t)` at make: both parameters read one set of size and stride symbols,
+    # so arguments that differ in them would be indexed with one's strides.
+    def app(x, y):
+        y = x + 1  # noqa: F841
+
+    t = ntsym.Tensor(1)
+    kernel = ntsym.make(lambda x, y: (x.tile((4,)), y.tile((4,))), app, (t, t))
+    y = torch.zeros(4)
+    with pytest.raises(ntsym.LaunchError, match="declared by one Tensor object"):
+        kernel(torch.arange(8.0)[::2], y)
+    assert torch.equal(y, torch.zeros(4))  # refused before any launch
+    x = torch.arange(4.0)
+    kernel(x, y)  # alike: as one declaration says
+    torch.testing.assert_close(y, x + 1)

@@ -244,6 +244,14 @@ def check_arguments(spec, args):
                          "pass a number or a one-element tensor")
             elif not isinstance(a, (int, float, bool)):
                 fail(f"`{name}` must be a number, got {type(a).__name__}")
+    for i, j in spec.declared_together:
+        a, b = args[i], args[j]
+        if isinstance(a, tensor_type) and isinstance(b, tensor_type) and (
+                a.shape != b.shape or a.stride() != b.stride()):
+            fail(f"`{params[i][0]}` and `{params[j][0]}` are declared by one Tensor object, so the kernel takes one "
+                 f"set of sizes and strides for both, but they differ: shapes {tuple(a.shape)} and "
+                 f"{tuple(b.shape)}, strides {a.stride()} and {b.stride()}",
+                 "give each parameter its own Tensor(...) at make")
     if spec.meetings:
         refused = promotion.refusal(spec.meetings, {name: t.dtype for name, t in tensors})
         if refused:

@@ -45,6 +45,8 @@ class Spec:
     streamed_tiles: tuple = ()  # (tensor position, elements(meta...), meta names)
     loops: bool = True  # whether the kernel has a loop (num_stages matters)
     aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: in-place use is safe
+    # (i, j): parameters declared by one Tensor object, whose sizes and strides are one set of symbols
+    declared_together: tuple = ()
     kernel_source: str = ""
     locations: dict = field(default_factory=dict)  # generated line -> user location
     arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)
