@@ -97,8 +97,21 @@ def compile(arrangement, application, tensors, kernel_name=None, num_warps=None,
     together = tuple((i, j) for i, j in itertools.combinations(range(len(tensors)), 2)
                      if tensors[i] is tensors[j] and isinstance(tensors[i], Tensor))
     spec = dataclasses.replace(emit.spec(ir, generated), aliasing=aliasing_table(ir, generated.sourced),
-                               declared_together=together)
+                               declared_together=together, others=_others(ir))
     return Compiled(ir=ir, generated=generated, spec=spec, display=display_names(ir))
+
+
+def _others(ir):
+    """(name, "int" | "float", text) of each tensor's ``other`` besides 0."""
+    out = []
+    for p in ir.params:
+        other = getattr(p, "other", None)
+        if p.kind == "tensor" and other is not None and not (isinstance(other, (int, float)) and other == 0):
+            if isinstance(other, (bool, int)):
+                out.append((p.name, "int", str(int(other))))
+            elif isinstance(other, float):
+                out.append((p.name, "float", repr(other)))
+    return tuple(out)
 
 
 def display_names(ir):

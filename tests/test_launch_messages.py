@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import ntsym
+import ntsym.language as ntl
 from examples import add, mm
 
 x = torch.arange(5.0)
@@ -60,3 +61,29 @@ def test_parameters_declared_by_one_tensor_object_must_agree():
     x = torch.arange(4.0)
     kernel(x, y)  # alike: as one declaration says
     torch.testing.assert_close(y, x + 1)
+
+
+@pytest.mark.parametrize("other, dtype", [(float("inf"), torch.int32), (0.5, torch.int32), (float("nan"), torch.int8),
+                                          (1e-46, torch.float32), (1e40, torch.float32), (300, torch.uint8)])
+def test_an_other_the_tensors_dtype_cannot_hold_is_refused(other, dtype):
+    # The proofs take `other` at its value (min's identity +inf, x - 0.5 zero past
+    # the row); a tensor that loads it as another value would make them wrong.
+    def row_min(x, out):
+        out = ntl.min(x, 0)  # noqa: F841
+
+    kernel = ntsym.make(lambda x, out: (x.tile((8,)), out.tile((1,))), row_min,
+                        (ntsym.Tensor(1, other=other), ntsym.Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match="cannot hold its other="):
+        kernel(torch.ones(5, dtype=dtype), torch.empty(1, dtype=dtype))
+
+
+def test_an_other_the_dtype_holds_runs():
+    def row_min(x, out):
+        out = ntl.min(x, 0)  # noqa: F841
+
+    kernel = ntsym.make(lambda x, out: (x.tile((8,)), out.tile((1,))), row_min,
+                        (ntsym.Tensor(1, other=float("inf")), ntsym.Tensor(1)))
+    x = torch.tensor([5.0, 6.0, 7.0, 8.0, 9.0], dtype=torch.float16)
+    out = torch.empty(1, dtype=torch.float16)
+    kernel(x, out)
+    assert out.item() == 5.0

@@ -615,7 +615,7 @@ def test_a_new_axis_after_a_row_keeps_the_offsets_last():
     torch.testing.assert_close(out[0], x[0].amax((0, 1)))
 
 
-def _chunks(app, other=None):
+def _chunks_of_four(app, other=None):
     """Rows of 11 in chunks of 4 (the last chunk one lane past the row),
     one program per row, ``app`` looping over the chunks."""
     def arrangement(x, out):
@@ -650,7 +650,7 @@ def test_a_carried_chunk_is_not_masked_by_the_next_iterations_chunk(app):
     # mask the carried lanes it refuses, saying so.
     x = torch.arange(1.0, 23.0).reshape(2, 11)
     with pytest.raises(ntsym.ApplicationError, match="earlier iteration of the loop"):
-        _chunks(app, other=100.0)(x, torch.empty(2))
+        _chunks_of_four(app, other=100.0)(x, torch.empty(2))
 
 
 def test_a_carried_chunk_whose_padding_is_the_identity_needs_no_mask():
@@ -666,7 +666,7 @@ def test_a_carried_chunk_whose_padding_is_the_identity_needs_no_mask():
 
     x = torch.arange(1.0, 23.0).reshape(2, 11)
     expected = x[:, :8].sum(1)  # chunks 0 and 1: the last one is loaded but never summed
-    for kernel in (_chunks(_previous_chunk_sum, other=0.0), _chunks(masked_where_loaded)):
+    for kernel in (_chunks_of_four(_previous_chunk_sum, other=0.0), _chunks_of_four(masked_where_loaded)):
         out = torch.empty(2)
         kernel(x, out)
         torch.testing.assert_close(out, expected)
@@ -680,5 +680,5 @@ def test_a_carried_chunk_whose_padding_is_the_identity_needs_no_mask():
         out = total  # noqa: F841
 
     out = torch.empty(2)
-    _chunks(previous_max, other=float("-inf"))(x, out)
+    _chunks_of_four(previous_max, other=float("-inf"))(x, out)
     torch.testing.assert_close(out, x[:, 3] + x[:, 7])

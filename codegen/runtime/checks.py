@@ -244,6 +244,25 @@ def check_arguments(spec, args):
                          "pass a number or a one-element tensor")
             elif not isinstance(a, (int, float, bool)):
                 fail(f"`{name}` must be a number, got {type(a).__name__}")
+    _check_declarations(spec, args, params, tensor_type)
+    if spec.meetings:
+        refused = promotion.refusal(spec.meetings, {name: t.dtype for name, t in tensors})
+        if refused:
+            fail(*refused.split("\n"))
+    if spec.written and len(tensors) > 1 and not traced([t for _, t in tensors]):
+        _check_aliasing(spec, tensors)  # fake tensors have no memory to share
+
+
+def _check_declarations(spec, args, params, tensor_type):
+    """What the declarations at make fixed for the arguments: a tensor's
+    ``other`` its dtype must hold, one set of sizes and strides for the
+    parameters one ``Tensor`` object declares."""
+    for name, kind, text in spec.others:
+        a, other = args[[c[0] for c in params].index(name)], int(text) if kind == "int" else float(text)
+        if isinstance(a, tensor_type) and not _holds(a.dtype, other):
+            fail(f"`{name}` is a {a.dtype} tensor, which cannot hold its other={other!r} exactly",
+                 "the lanes a load reads past the tensor would hold another value than the one the kernel "
+                 "was compiled for", f"declare `{name}` with an `other=` its dtype holds (or none)")
     for i, j in spec.declared_together:
         a, b = args[i], args[j]
         if isinstance(a, tensor_type) and isinstance(b, tensor_type) and (
@@ -252,12 +271,18 @@ def check_arguments(spec, args):
                  f"set of sizes and strides for both, but they differ: shapes {tuple(a.shape)} and "
                  f"{tuple(b.shape)}, strides {a.stride()} and {b.stride()}",
                  "give each parameter its own Tensor(...) at make")
-    if spec.meetings:
-        refused = promotion.refusal(spec.meetings, {name: t.dtype for name, t in tensors})
-        if refused:
-            fail(*refused.split("\n"))
-    if spec.written and len(tensors) > 1 and not traced([t for _, t in tensors]):
-        _check_aliasing(spec, tensors)  # fake tensors have no memory to share
+
+
+def _holds(dtype, value):
+    """Whether tensors of ``dtype`` hold ``value`` exactly (NaN as NaN)."""
+    import torch
+
+    try:
+        wide = torch.tensor(value, dtype=torch.int64 if isinstance(value, int) else torch.float64)
+        back = wide.to(dtype).to(wide.dtype)
+    except (RuntimeError, OverflowError, TypeError):
+        return False
+    return bool(back == wide) or (bool(wide.isnan()) and bool(back.isnan()))
 
 
 def _lazy_view_refusal(name, a, written):

@@ -47,6 +47,8 @@ class Spec:
     aliasing: dict = field(default_factory=dict)  # (a, b) -> bool: in-place use is safe
     # (i, j): parameters declared by one Tensor object, whose sizes and strides are one set of symbols
     declared_together: tuple = ()
+    # (name, "int" | "float", text): a tensor's ``other`` besides 0, which the proofs take at this value
+    others: tuple = ()
     kernel_source: str = ""
     locations: dict = field(default_factory=dict)  # generated line -> user location
     arg_template: tuple = ()  # per parameter: ("arg"|"scalar", index) or ("value", v)
