@@ -248,3 +248,41 @@ def test_in_place_is_kept_where_every_read_comes_before_the_writes_it_meets():
     buffer = torch.arange(1.0, 7.0)
     _chunked(chunk_by_chunk)(buffer, buffer)
     torch.testing.assert_close(buffer, torch.arange(1.0, 7.0) * 2)
+
+
+def test_views_of_one_storage_in_other_element_types_through_the_interpreter():
+    # Without a GPU, bfloat16 and fp8 tensors run as float32 copies of their
+    # storage: a copy per element type (an fp8 view does not read the bf16
+    # view's copy), and only the written views' elements copied back (an
+    # output of another type in the same storage keeps what the kernel wrote).
+    from ntsym_codegen import runtime
+
+    if not runtime.interpreting():
+        pytest.skip("the CPU interpreter's staging")
+
+    def app(x, a, b):
+        a = x * 2  # noqa: F841
+        b = x + 1  # noqa: F841
+
+    kernel = ntsym.make(lambda x, a, b: (x.tile((4,)), a.tile((4,)), b.tile((4,))), app,
+                        tuple(Tensor(1) for _ in range(3)))
+    x = torch.arange(8, dtype=torch.float32)
+    buffer = torch.zeros(48, dtype=torch.uint8)
+    a, b = buffer[:16].view(torch.bfloat16), buffer[16:48].view(torch.float32)
+    kernel(x, a, b)
+    torch.testing.assert_close(a, (x * 2).to(torch.bfloat16))
+    torch.testing.assert_close(b, x + 1)
+
+    def copies(x, z, o1, o2):
+        o1 = x  # noqa: F841
+        o2 = z  # noqa: F841
+
+    kernel = ntsym.make(lambda *t: tuple(u.tile((4,)) for u in t), copies, tuple(Tensor(1) for _ in range(4)))
+    buffer = torch.zeros(24, dtype=torch.uint8)
+    z, x = buffer[:8].view(torch.float8_e4m3fn), buffer[8:24].view(torch.bfloat16)
+    x.copy_(torch.arange(8.0))
+    z.copy_(torch.arange(8.0) + 0.5)
+    o1, o2 = torch.zeros(8), torch.zeros(8)
+    kernel(x, z, o1, o2)
+    torch.testing.assert_close(o1, x.float())
+    torch.testing.assert_close(o2, z.float())
