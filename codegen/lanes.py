@@ -126,10 +126,8 @@ STALE = "ntsym_stale_lanes"
 
 
 def stale(factor):
-    """``factor`` of a value a loop carries, evaluated where the value was
-    made (before the loop or in an earlier iteration) and reading what the
-    loop changes: which lanes it excludes is not known in this iteration,
-    what they hold still is."""
+    """``factor`` of a value a loop carries, reading what the loop changes:
+    which lanes it excludes is not known in a later iteration, what they hold is."""
     if is_stale(factor):
         return factor
     return Factor(ast.Name(id=STALE, ctx=ast.Load()), factor.axes, frozenset(), "stale:" + factor.key,
@@ -154,9 +152,7 @@ def _has(lanes, factor):
 
 def _held(lanes, factor, missing):
     """What ``lanes`` hold on the lanes ``factor`` excludes; ``missing`` for a
-    stale factor they do not have: a value without it has no lanes outside
-    the tensor that it names (its lanes there are its own elements, which a
-    reduction may take in), so it agrees with whatever the others hold."""
+    stale factor they lack (their lanes there are elements: they agree with any)."""
     if is_stale(factor) and not _has(lanes, factor):
         return missing
     return lanes.at(factor)
@@ -484,7 +480,7 @@ def _conjunction(group):
 
 
 def apply(fn, *values):
-    if fn is None or any(v is None for v in values):
+    if fn is None or any(v is None or not _exact(v) for v in values):
         return None
     try:
         result = fn(*values)
@@ -494,6 +490,8 @@ def apply(fn, *values):
         return sympy.true if result else sympy.false
     if not isinstance(result, sympy.Basic) or result is sympy.nan or result.has(sympy.zoo, sympy.nan):
         return None
+    if not _exact(result):
+        return None
     if not getattr(fn, "selects", False):
         # A scalar may be 0, infinite or NaN: ``0 * s``, ``0 / s`` and
         # ``-inf + s`` are what they are only for some ``s`` (``Lanes``).
@@ -501,6 +499,15 @@ def apply(fn, *values):
         if given - result.free_symbols:
             return None
     return result
+
+
+def _exact(value):
+    """Whether ``value`` may take part in the lanes' arithmetic: a number only
+    where every float type holds it exactly (``_cast_value``), for SymPy is exact
+    where a GPU rounds, overflows and makes NaN (exp(100) * 0, 2**24 + 1)."""
+    if not isinstance(value, sympy.Expr) or not value.is_number:
+        return True
+    return _cast_value(value, "float") is not None
 
 
 def cast(lanes, kind):
