@@ -73,3 +73,15 @@ def test_dtypes_the_torch_launcher_refuses_are_refused_when_building(application
         ntsym.make(functools.partial(_elementwise, BLOCK=16), application, typed, caller="cuda",
                    kernel_name="refused", output_dir=tmp_path, aot_options={"target": ("cuda", 90, 32)})
     assert not (tmp_path / "refused.so").exists()
+
+
+def _row_min(x, out):
+    out = ntl.min(x, 0)  # noqa: F841
+
+
+def test_an_other_the_declared_dtype_cannot_hold_is_refused_when_building():
+    # The torch launcher refuses such a call (its proofs take other=inf as min's identity);
+    # a library built for int32 would refuse every call: the build refuses.
+    tensors = (Tensor(1, dtype=ntsym.int32, other=float("inf")), Tensor(1, dtype=ntsym.int32))
+    with pytest.raises(aot.AotError, match="cannot hold its other=inf"):
+        _plan(lambda x, out: (x.tile((8,)), out.tile((1,))), _row_min, tensors)

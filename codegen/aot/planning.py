@@ -165,6 +165,13 @@ def _refuse_dtypes(ir, spec, params):
                 "values: Triton adds booleans as 1-bit integers (True + True is False), torch does not; declare "
                 f"`{p.name}` an integer tensor (Tensor({p.ndim}, dtype=ntsym.int8))")
     dtypes = {p.name: getattr(torch, p.dtype) for p in params if p.kind == "tensor"}
+    from ntsym_codegen.runtime.checks import holds
+
+    for name, kind, text in getattr(spec, "others", ()):
+        other = int(text) if kind == "int" else float(text)
+        if name in dtypes and not holds(dtypes[name], other):
+            raise AotError(f"kernel `{ir.name}`: `{name}` is declared {dtypes[name]}, which cannot hold its "
+                           f"other={other!r} exactly; declare an `other=` its dtype holds (or none)")
     refused = refusal(spec.meetings, dtypes) if spec.meetings else None
     if refused:
         raise AotError(f"kernel `{ir.name}`: {refused}")

@@ -259,7 +259,7 @@ def _check_declarations(spec, args, params, tensor_type):
     parameters one ``Tensor`` object declares."""
     for name, kind, text in spec.others:
         a, other = args[[c[0] for c in params].index(name)], int(text) if kind == "int" else float(text)
-        if isinstance(a, tensor_type) and not _holds(a.dtype, other):
+        if isinstance(a, tensor_type) and not holds(a.dtype, other):
             fail(f"`{name}` is a {a.dtype} tensor, which cannot hold its other={other!r} exactly",
                  "the lanes a load reads past the tensor would hold another value than the one the kernel "
                  "was compiled for", f"declare `{name}` with an `other=` its dtype holds (or none)")
@@ -273,7 +273,7 @@ def _check_declarations(spec, args, params, tensor_type):
                  "give each parameter its own Tensor(...) at make")
 
 
-def _holds(dtype, value):
+def holds(dtype, value):
     """Whether tensors of ``dtype`` hold ``value`` exactly (NaN as NaN)."""
     import torch
 
