@@ -120,9 +120,7 @@ def unknown(rank=None):
     return Lanes(None, None, rank)
 
 
-# The node of a stale factor: never emitted (codegen/emit.py refuses a kernel
-# whose source names it; ``require_current`` refuses with the statement).
-STALE = "ntsym_stale_lanes"
+STALE = "ntsym_stale_lanes"  # a stale factor's node, never emitted (``require_current``, codegen/emit.py)
 
 
 def stale(factor):
@@ -148,14 +146,6 @@ def stale_refusal(what, operand):
 
 def _has(lanes, factor):
     return any(f.key == factor.key for f in lanes.factors or ())
-
-
-def _held(lanes, factor, missing):
-    """What ``lanes`` hold on the lanes ``factor`` excludes; ``missing`` for a
-    stale factor they lack (their lanes there are elements: they agree with any)."""
-    if is_stale(factor) and not _has(lanes, factor):
-        return missing
-    return lanes.at(factor)
 
 
 def carried_into(lanes, changing):
@@ -501,6 +491,16 @@ def apply(fn, *values):
     return result
 
 
+def used_at_its_value(number):
+    """Whether the proofs use an ``other=`` at its value (NaN, a sort's fill, or
+    what ``_exact`` keeps): the launch refuses a dtype that loads another."""
+    if number != number:  # NaN
+        return True
+    whole = number not in (float("inf"), float("-inf")) and float(number).is_integer()
+    value = sympy.Integer(int(number)) if whole else sympy.sympify(number)  # 2.0 is used as 2 (``equals``)
+    return value != 0 and _exact(value)
+
+
 def _exact(value):
     """Whether ``value`` may take part in the lanes' arithmetic: a number only
     where every float type holds it exactly (``_cast_value``), for SymPy is exact
@@ -584,16 +584,16 @@ def widen(entry, end):
         return unknown(entry.rank)
     keys = {f.key for f in entry.factors}
     covered = all(f.key in keys for f in end.factors) and all(
-        v is None or v == _held(end, f, v) for f, v in zip(entry.factors, entry.outside)) and (
+        v is None or v == end.at(f) or is_stale(f) and not _has(end, f)
+        for f, v in zip(entry.factors, entry.outside)) and (
         entry.value is None or entry.value == end.value)
     if covered:
         return entry
     factors = merge_factors(entry.factors, end.factors)
     outside = []
     for f in factors:
-        a, b = _held(entry, f, None), _held(end, f, None)
-        a, b = (b, b) if a is None and not _has(entry, f) and is_stale(f) else (a, a) if b is None and not _has(
-            end, f) and is_stale(f) else (a, b)
-        outside.append(a if a is not None and a == b else None)
+        # A side without a stale factor has elements on its lanes: it agrees with the other.
+        held = [s.at(f) for s in (entry, end) if _has(s, f) or not is_stale(f)]
+        outside.append(held[0] if held and held[0] is not None and all(v == held[0] for v in held) else None)
     return Lanes(entry.value if entry.value == end.value else None, factors,
                  entry.rank if entry.rank == end.rank else None, tuple(outside))

@@ -12,10 +12,10 @@ tensor: the sizes it needs are those of the symbolic ``tensors``.
 
 import dataclasses
 import itertools
-import math
 
 from ntsym_codegen import emit
 from ntsym_codegen.emit_error import EmitError
+from ntsym_codegen.lanes import used_at_its_value
 from ntsym_codegen.printer import PrintError
 from ntsym.errors import ApplicationError, CodegenError
 from ntsym.lower import lower
@@ -104,18 +104,13 @@ def compile(arrangement, application, tensors, kernel_name=None, num_warps=None,
 
 def _others(ir):
     """(name, "int" | "float", text) of each tensor's ``other`` that the
-    padding proofs may use at its value (``lanes._exact``: NaN, infinities,
-    integers up to 8) besides 0: a tensor's dtype must hold it at launch."""
+    padding proofs use at its value besides 0 (``lanes.used_at_its_value``):
+    a tensor's dtype must hold it at launch."""
     out = []
     for p in ir.params:
         other = getattr(p, "other", None)
-        if p.kind != "tensor" or isinstance(other, bool) or not isinstance(other, (int, float)) or other == 0:
-            continue
-        if isinstance(other, int) and abs(other) <= 8:
-            out.append((p.name, "int", str(other)))
-        elif isinstance(other, float) and (math.isinf(other) or math.isnan(other) or (
-                other.is_integer() and abs(other) <= 8)):
-            out.append((p.name, "float", repr(other)))
+        if p.kind == "tensor" and type(other) in (int, float) and used_at_its_value(other):
+            out.append((p.name, "int" if type(other) is int else "float", repr(other)))
     return tuple(out)
 
 

@@ -92,8 +92,8 @@ def _read_after_write(ir, read, written):
                 body = ast.Module(body=stmt.body, type_ignores=[])
                 loaded = reads(body)
                 stored = [w for s in ast.walk(body) if isinstance(s, ast.stmt) for w in writes(s)]
-                if wrote and loaded and (by_variable(loaded, var) is None
-                                         or by_variable(loaded, var) != by_variable(stored, var)):
+                index = by_variable(loaded, var)
+                if wrote and loaded and (index is None or index != by_variable(stored, var)):
                     return f"its loop may read `{read}` in an iteration after one that wrote `{written}`"
                 written_yet = written_yet or wrote
             elif isinstance(stmt, ast.If):
