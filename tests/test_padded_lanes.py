@@ -682,3 +682,20 @@ def test_a_carried_chunk_whose_padding_is_the_identity_needs_no_mask():
     out = torch.empty(2)
     _chunks_of_four(previous_max, other=float("-inf"))(x, out)
     torch.testing.assert_close(out, x[:, 3] + x[:, 7])
+
+
+@pytest.mark.parametrize("form, other", [
+    ("ntl.exp(x) * 0.0", 100.0),  # exact: exp(100) * 0 = 0; a GPU in float32: inf * 0 = NaN
+    ("ntl.sqrt(x) * 0.0", -1.0),  # exact: I * 0 = 0; float32: NaN * 0 = NaN
+    ("ntl.where(x + 0.2 == 0.3, 1.0, 0.0)", 0.1),  # exact (double): never; float32: 0.1 + 0.2 == 0.3
+])
+def test_padded_lanes_are_not_proved_by_arithmetic_a_gpu_does_not_do(form, other):
+    # SymPy computes the padded lanes exactly; where float32 would not give the
+    # identity there, the select stays and the row's sum takes only its elements.
+    app = application_from(f"def app(x, out):\n    out = ntl.sum({form}, axis=1, keep_dims=True) + ntl.zeros(out.shape, "
+                           "ntl.float32)  # noqa: F841\n", name="app")
+    x = torch.rand(3, 5) + 1.0
+    out = torch.empty(3, 5)
+    _row_kernel(app, other=other)(x, out)
+    # Every form is 0 on the row's own elements (x in [1, 2)).
+    torch.testing.assert_close(out, torch.zeros(3, 5))
