@@ -15,9 +15,7 @@ Triton's compiled launcher alone), best of 5 batches.
 """
 
 import argparse
-import cProfile
 import functools
-import pstats
 import tempfile
 import time
 
@@ -103,14 +101,11 @@ def main():
         length[0] += 1
         return sdpa_example.sdpa(qh, cache_k[:, :, :n], cache_k[:, :, :n])
 
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(50):
-        growing_again()
-    torch.cuda.synchronize()
-    profiler.disable()
+    from benchmarks.lab.host_profile import profile_text
+
+    text = profile_text(growing_again, 50, sort="cumulative", top=35, synchronize=True)
     print("\ncProfile of 50 sdpa calls, one key more each (cumulative, top 35):")
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
+    print(text)
 
 
 def layers():

@@ -14,7 +14,6 @@ import time
 import torch
 
 import ntsym  # noqa: F401  (before triton)
-from examples import add, rms_norm, softmax
 
 
 def per_call_us(fn, calls=5000):
@@ -31,7 +30,24 @@ def per_call_us(fn, calls=5000):
     return best
 
 
+def profile_text(fn, calls, sort="tottime", top=12, synchronize=False):
+    """The cProfile of ``calls`` calls of ``fn`` (the device waited for
+    inside the profile with ``synchronize``), its ``top`` entries by ``sort``."""
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(calls):
+        fn()
+    if synchronize:
+        torch.cuda.synchronize()
+    profile.disable()
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats(sort).print_stats(top)
+    return text.getvalue()
+
+
 def main():
+    from examples import add, rms_norm, softmax
+
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
     x = torch.randn(64, 256, device="cuda", dtype=torch.float16)
     y = torch.randn_like(x)
@@ -49,15 +65,9 @@ def main():
         row = [per_call_us(example), per_call_us(kernel) if kernel else float("nan"), per_call_us(op)]
         print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in row) + " |")
     for name, (example, _, _) in cases.items():
-        profile = cProfile.Profile()
-        profile.enable()
-        for _ in range(3000):
-            example()
-        profile.disable()
-        text = io.StringIO()
-        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
+        text = profile_text(example, 3000)
         print(f"\n### {name}: cProfile of 3000 calls, by own time\n")
-        print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:3000])
+        print("\n".join(line for line in text.splitlines() if line.strip())[:3000])
 
 
 if __name__ == "__main__":

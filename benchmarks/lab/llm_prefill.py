@@ -81,19 +81,10 @@ def main():
         print(f"| {variant} | {p:.2f} | {statistics.median(hosts):.2f} | {g:.1f} | {step:.3f} | {steps:.1f} "
               f"| {g - p - steps:.1f} |", flush=True)
         if args.profile:
-            import cProfile
-            import io
-            import pstats
+            from benchmarks.lab.host_profile import profile_text
 
-            profile = cProfile.Profile()
-            profile.enable()
-            for _ in range(3):
-                prefill()
-            torch.cuda.synchronize()
-            profile.disable()
-            text = io.StringIO()
-            pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(args.profile)
-            print(f"\n{variant}: 3 prefills\n```\n{text.getvalue().strip()}\n```\n", flush=True)
+            text = profile_text(prefill, 3, top=args.profile, synchronize=True)
+            print(f"\n{variant}: 3 prefills\n```\n{text.strip()}\n```\n", flush=True)
         torch.cuda.empty_cache()
 
 
