@@ -92,17 +92,37 @@ def _call_entry(ir, metas):
     # Constexprs the call gives are keyed by value (they select the kernel compiled).
     constexprs = tuple(i for i, p in enumerate(call_params) if p.kind == "constexpr")
     key_args = "args, {metas}, ntsym_options" + (", {constexprs}" if constexprs else "")
-    return stmts(
+    # A call of plain tensors only, given no compile-time values or options,
+    # may be matched without its key (``runtime.quick``).
+    quick = any(p.kind == "tensor" for p in call_params) and all(
+        p.kind in ("tensor", "scalar", "constexpr") for p in call_params)
+    plain = expr(" and ".join([f"len(args) == {len(call_params)}", "ntsym_options is None",
+                               *(f"{m} is None" for m in metas), "not unknown"]))
+    head = stmts(
+        """
+        if QUICK and {plain}:
+            found = runtime.quick_entry(QUICK, args)
+            if found is not None:
+                return runtime.fast_launch(FACTS, found[0], args, found[1])
+        """,
+        plain=plain,
+    ) if quick else []
+    learn_call = "runtime.learn_quick(FACTS.cache, entry, args" + (", {constexprs})" if constexprs else ")")
+    learn = stmts("if not entry.learned and {plain}:\n    " + learn_call, plain=plain,
+                  constexprs=constexprs) if quick else []
+    return head + stmts(
         """
         key = {call_key}
         entry = CALLS.get(key)
         if entry is not None and not unknown:
+            {learn}
             return runtime.fast_launch(FACTS, entry, args)
         if unknown or len(args) != {count}:
             return {relaunch}
         runtime.check_arguments(SPEC, args)
         {params} = args
         """,
+        learn=learn,
         call_key=expr(f"runtime.call_key({key_args})", metas=_names(metas), constexprs=constexprs),
         count=len(call_params),
         relaunch=_keywords(expr("launch(*runtime.bind_arguments(SPEC, args, unknown))"), metas + ["ntsym_options"]),
@@ -142,7 +162,7 @@ def _factory(body, metas):
         def make_launch(FACTS):
             """The launcher, bound to one kernel's facts."""
             SPEC, CHECKS, DISPLAY = FACTS.spec, FACTS.checks, FACTS.display
-            CALLS = FACTS.cache.calls
+            CALLS, QUICK = FACTS.cache.calls, FACTS.cache.quick
             {launch}
             return launch
         ''',

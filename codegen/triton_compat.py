@@ -77,6 +77,63 @@ def launchable(compiled):
     return all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata", "launch_metadata"))
 
 
+# The body of Triton 3.6's ``CudaLauncher.__call__`` (whitespace folded):
+# with no scratch memory it only passes its arguments on to the launcher
+# compiled for the kernel, which ``raw_launch`` then calls itself.
+_LAUNCHER_CALL_36 = (
+    "def __call__(self, gridX, gridY, gridZ, stream, function, *args): def allocate_scratch(size, align, allocator): "
+    "if size > 0: grid_size = gridX * gridY * gridZ alloc_size = grid_size * self.num_ctas * size alloc_fn = "
+    "allocator.get() return alloc_fn(alloc_size, align, stream) return None global_scratch = allocate_scratch("
+    "self.global_scratch_size, self.global_scratch_align, _allocation._allocator) profile_scratch = "
+    "allocate_scratch(self.profile_scratch_size, self.profile_scratch_align, _allocation._profile_allocator) "
+    "self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid, self.launch_pdl, "
+    "global_scratch, profile_scratch, *args)"
+)
+
+
+def raw_launch(compiled):
+    """``(launch, prefix)``: the compiled launcher behind a compiled kernel's
+    ``run`` and the arguments ``run`` would put between the stream and
+    function and the rest (``launch(gx, gy, gz, stream, function, *prefix,
+    *rest)`` does what ``run(gx, gy, gz, stream, function, *rest)`` does),
+    where ``run`` is known to add nothing else: Triton 3.6's launcher, for a
+    kernel that uses no scratch memory.  None otherwise (launch through
+    ``run``)."""
+    run = getattr(compiled, "run", None)
+    try:
+        if _launcher_call_source(type(run)) != _LAUNCHER_CALL_36:
+            return None
+        if run.global_scratch_size != 0 or run.profile_scratch_size != 0:
+            return None
+        return run.launch, (run.launch_cooperative_grid, run.launch_pdl, None, None)
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def _launcher_call_source(launcher_type):
+    try:
+        return " ".join(inspect.getsource(launcher_type.__call__).split())
+    except Exception:
+        return None
+
+
+def current_device_getter(active):
+    """The function giving the current CUDA device, as Triton's active driver
+    asks it: torch's own C function where the driver asks torch (it skips
+    torch's Python check that CUDA is initialised, which a launch of a
+    compiled kernel has done); else the driver's."""
+    function = active.get_current_device
+    try:
+        import torch
+
+        if function is torch.cuda.current_device and torch.cuda.is_initialized():
+            return torch._C._cuda_getDevice
+    except Exception:
+        pass
+    return function
+
+
 def hook_is_empty(hook):
     """Whether a launch hook calls nothing: None, or an empty ``HookChain``
     (Triton 3.6 and 3.9 keep their hooks as chains, never None)."""

@@ -30,13 +30,11 @@ def note_writes(spec, args, positions):
     ``positions``, the call's written tensors)."""
     if _TORCH is None:
         _bind()
-    grad = _TORCH.grad_enabled()
-    written = []
-    for i in positions:
-        t = args[i]
-        if grad and t.requires_grad:
-            _refuse_grad(spec.call_params[i][0], t)
-        written.append(t)
+    written = [args[i] for i in positions]
+    if _TORCH.grad_enabled():
+        for i, t in zip(positions, written):
+            if t.requires_grad:
+                _refuse_grad(spec.call_params[i][0], t)
     _TORCH.increment_version(written)
 
 

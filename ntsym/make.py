@@ -95,18 +95,28 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         if _is_compiling() and _through_operator():
             return _traced_call(self, args, kwargs)
-        target, args, kwargs = (self, args, kwargs) if self._plain and not kwargs else self._prepared(args, kwargs)
+        if self._plain and not kwargs:  # the common call: positional tensors, nothing to prepare
+            try:
+                return self._launch(*args)
+            except LaunchError as refused:
+                return self._refused(refused, args, kwargs)
+        target, args, kwargs = self._prepared(args, kwargs)
         if target is not self:
             return target._launch(*args, **kwargs)
         try:
             return self._launch(*args, **kwargs)
         except LaunchError as refused:
-            if not self.ir.read_apart or self.ir.jagged:
-                raise
-            try:
-                apart = self._apart_variant()
-            except NtsymError:
-                raise refused from None  # no such variant: this kernel's refusal stands
+            return self._refused(refused, args, kwargs)
+
+    def _refused(self, refused, args, kwargs):
+        """A launch this kernel refused: the variant that reads the tensors
+        apart launches it where there is one; else the refusal stands."""
+        if not self.ir.read_apart or self.ir.jagged:
+            raise refused
+        try:
+            apart = self._apart_variant()
+        except NtsymError:
+            raise refused from None  # no such variant: this kernel's refusal stands
         return apart._launch(*args, **kwargs)
 
     def _prepared(self, args, kwargs):

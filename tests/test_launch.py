@@ -61,10 +61,10 @@ NAMES = ["x", "flag", "n", "eps", "x_size_0", "BLOCK", "INT64"]
 TEMPLATE = (("arg", 0), ("arg", 1), ("scalar", 2), ("scalar", 3))
 
 
-def _direct(call, compiled=None):
+def _direct(call, compiled=None, grid=(7,)):
     kernel = _kernel(NAMES, {"flag", "BLOCK", "INT64"})
     return runtime.direct.direct_for(kernel, compiled or _Compiled(), call, {"BLOCK": 64, "INT64": False,
-                                                                     "num_warps": 4}, _spec(TEMPLATE))
+                                                                     "num_warps": 4}, _spec(TEMPLATE), grid)
 
 
 def test_direct_launch_passes_what_triton_would(fake_driver):
@@ -97,13 +97,75 @@ def test_direct_launch_passes_launch_hooks_only_where_one_is_set(fake_driver, mo
                 monkeypatch.setattr(knobs.runtime, name, hook if value else None)
         return knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
 
+    by_pointer = [1234, *call[1:]]  # the tensor's data pointer for the tensor
     set_hooks(False, False)
-    assert runtime.direct.launch_direct(direct, (7,), call, 0)
+    assert runtime.direct.launch_direct(direct, (7,), call, 0, by_pointer)
     assert direct.compiled.runs[-1][6:9] == (None, None, None)  # no metadata built, no hook passed
+    assert direct.compiled.runs[-1][9] == 1234  # launched by pointer
     for enter, leave in ((True, False), (False, True), (True, True)):
         hooks = set_hooks(enter, leave)
-        assert runtime.direct.launch_direct(direct, (7,), call, 0)
+        assert runtime.direct.launch_direct(direct, (7,), call, 0, by_pointer)
         assert direct.compiled.runs[-1][6:9] == (("METADATA", (7,), 1000), *hooks)
+        assert direct.compiled.runs[-1][9] is call[0]  # a hook is given the tensors
+
+
+class _Launcher36:
+    """Triton 3.6's ``CudaLauncher``, as far as a launch reads it: ``__call__``
+    is its code, word for word."""
+
+    num_ctas = 1
+    global_scratch_align = profile_scratch_align = 1
+    launch_cooperative_grid, launch_pdl = "COOPERATIVE", "PDL"
+
+    def __init__(self, scratch=0, profile=0):
+        self.global_scratch_size, self.profile_scratch_size = scratch, profile
+        self.launches = []
+        self.launch = lambda *args: self.launches.append(args)
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+
+        def allocate_scratch(size, align, allocator):
+            if size > 0:
+                grid_size = gridX * gridY * gridZ
+                alloc_size = grid_size * self.num_ctas * size
+                alloc_fn = allocator.get()
+                return alloc_fn(alloc_size, align, stream)
+            return None
+
+        global_scratch = allocate_scratch(self.global_scratch_size, self.global_scratch_align, _allocation._allocator)
+        profile_scratch = allocate_scratch(self.profile_scratch_size, self.profile_scratch_align,
+                                           _allocation._profile_allocator)
+        self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid, self.launch_pdl,
+                    global_scratch, profile_scratch, *args)
+
+
+_allocation = SimpleNamespace(_allocator=None, _profile_allocator=None)
+
+
+class _Launcher36Scratch(_Launcher36):
+    def __call__(self, gridX, gridY, gridZ, stream, function, *args):  # another body: always through ``run``
+        self.launch(gridX, gridY, gridZ, stream, function, *args)
+
+
+def test_direct_launch_calls_the_compiled_launcher_where_run_adds_nothing(fake_driver):
+    from ntsym_codegen import triton_compat
+
+    compiled = _Compiled()
+    compiled.run = _Launcher36()
+    call = [object(), True, 32, 0.5, 100]
+    direct = _direct(call, compiled, grid=(7, 2))
+    assert runtime.direct.launch_direct(direct, (7, 2), call, 0)
+    (args,) = compiled.run.launches
+    assert args == (7, 2, 1, 1000, "FUNCTION", "COOPERATIVE", "PDL", None, None, "PACKED", None, None, None,
+                    *call, 64, False)
+    # the same arguments as through ``run``
+    compiled.run(7, 2, 1, 1000, "FUNCTION", "PACKED", None, None, None, *call, 64, False)
+    assert compiled.run.launches[1] == args
+    # scratch memory to allocate, or a launcher whose ``__call__`` is not 3.6's: through ``run``
+    assert triton_compat.raw_launch(SimpleNamespace(run=_Launcher36(scratch=8))) is None
+    assert triton_compat.raw_launch(SimpleNamespace(run=_Launcher36(profile=8))) is None
+    assert triton_compat.raw_launch(SimpleNamespace(run=_Launcher36Scratch())) is None
+    assert triton_compat.raw_launch(_Compiled()) is None
 
 
 @pytest.mark.parametrize(
@@ -138,12 +200,12 @@ def test_no_direct_launch_without_a_compiled_kernel_or_in_the_interpreter():
     call = [object(), True, 32, 0.5, 100]
     kernel = _kernel(NAMES, {"flag", "BLOCK", "INT64"})
     kwargs = {"BLOCK": 64, "INT64": False}
-    assert runtime.direct.direct_for(kernel, None, call, kwargs, _spec(TEMPLATE)) is None
+    assert runtime.direct.direct_for(kernel, None, call, kwargs, _spec(TEMPLATE), (1,)) is None
     spec = _spec(TEMPLATE)
     spec.interpreting = True
-    assert runtime.direct.direct_for(kernel, _Compiled(), call, kwargs, spec) is None
+    assert runtime.direct.direct_for(kernel, _Compiled(), call, kwargs, spec, (1,)) is None
     # a keyword parameter the launch does not give: no direct launch
-    assert runtime.direct.direct_for(kernel, _Compiled(), call, {"BLOCK": 64}, _spec(TEMPLATE)) is None
+    assert runtime.direct.direct_for(kernel, _Compiled(), call, {"BLOCK": 64}, _spec(TEMPLATE), (1,)) is None
 
 
 def test_repeated_calls_follow_changing_constexpr_and_int_arguments():

@@ -8,8 +8,10 @@ through a library built ahead of time (``make(..., caller="cuda")``, block
 sizes 16 x 64 x 64); ``ntsym.stats()`` over the growing calls; then a
 cProfile of the growing SDPA calls.  ``--layers``: instead, the decode
 ``bmm`` call layer by layer (the example function, the kernel called with its
-output given, the call key, ntsym's fast path, the direct launch and
-Triton's compiled launcher alone), best of 5 batches.
+output given, the call key, the quick match, ntsym's fast path, the direct
+launch and Triton's compiled launcher alone, with tensors or their data
+pointers), best of 5 batches; then the kernel's warm call with and without
+its quick match, beside ``torch.bmm``, in 5 alternating rounds.
 
     python -m benchmarks.lab.eager_calls [--layers]
 """
@@ -119,23 +121,37 @@ def layers():
     out = torch.empty(B, 1, 1024, device=dev, dtype=f16)
     kernel = bmm_example.kernel
     kernel(x, wt, out)
+    kernel(x, wt, out)  # the second call of a call shape learns its quick match
     entry = next(e for e in kernel.calls.calls.values() if e.grid is not None)
+    quick = kernel.calls.quick
     call = [(x, wt, out)[value] if kind == "arg" else value for kind, value in kernel.spec.arg_template]
     call.extend(entry.tail)
     compiled, stream = entry.direct.compiled, torch.cuda.current_stream().cuda_stream
     values = (*call, *entry.direct.constexprs)
     grid = tuple(entry.grid) + (1,) * (3 - len(entry.grid))
+    pointers = [t.data_ptr() for t in (x, wt, out)]
+    by_pointer = [c.data_ptr() if isinstance(c, torch.Tensor) else c for c in call]
+    print(f"quick matches learned: {len(quick)}; Triton's launcher called without run: "
+          f"{entry.direct.launch is not compiled.run}")
     rows = {
         "torch.bmm": lambda: torch.bmm(x, wt),
         "torch.empty (2, 1, 1024)": lambda: torch.empty((B, 1, 1024), dtype=f16, device=dev),
         "examples.bmm.bmm": lambda: bmm_example.bmm(x, wt),
         "the kernel, output given": lambda: kernel(x, wt, out),
         "its call key": lambda: runtime.call_key((x, wt, out), (None, None, None), None),
+        "its quick match (runtime.quick_entry)": lambda: runtime.quick_entry(quick, (x, wt, out)),
         "its fast path (runtime.fast_launch)": lambda: runtime.fast_launch(kernel.launch_facts, entry, (x, wt, out)),
+        "its fast path, pointers read": lambda: runtime.fast_launch(kernel.launch_facts, entry, (x, wt, out),
+                                                                     pointers),
         "of which the direct launch": lambda: direct.launch_direct(entry.direct, entry.grid, call, entry.device),
-        "of which Triton's compiled launcher": lambda: compiled.run(*grid, stream, compiled.function,
-                                                                     compiled.packed_metadata, None, None, None,
-                                                                     *values),
+        "the direct launch by pointer": lambda: direct.launch_direct(entry.direct, entry.grid, call, entry.device,
+                                                                      by_pointer),
+        "Triton's compiled launcher (run)": lambda: compiled.run(*grid, stream, compiled.function,
+                                                                  compiled.packed_metadata, None, None, None,
+                                                                  *values),
+        "Triton's compiled launcher, by pointer": lambda: compiled.run(*grid, stream, compiled.function,
+                                                                        compiled.packed_metadata, None, None, None,
+                                                                        *by_pointer, *entry.direct.constexprs),
         "F.silu (2, 1, 4096)": lambda: F.silu(x),
         "examples.silu (2, 1, 4096)": lambda: silu_example.silu(x),
     }
@@ -143,6 +159,21 @@ def layers():
           "batches of 2000\n\n| layer | µs |\n|---|---:|")
     for name, fn in rows.items():
         print(f"| {name} | {per_call_us(fn, 2000):.2f} |", flush=True)
+    # The same warm calls with and without their quick match, in alternating rounds.
+    learned = list(quick)
+    alternatives = {"the kernel, quick match": learned, "the kernel, call key": [], "torch.bmm": None}
+    rounds = {name: [] for name in alternatives}
+    for _ in range(5):
+        for name, table in alternatives.items():
+            if table is None:
+                rounds[name].append(per_call_us(rows["torch.bmm"], 2000))
+                continue
+            quick[:] = table
+            rounds[name].append(per_call_us(lambda: kernel(x, wt, out), 2000))
+    quick[:] = learned
+    print("\nAlternating rounds (best of 5 batches each), µs:\n\n| call | rounds | best |\n|---|---|---:|")
+    for name, values in rounds.items():
+        print(f"| {name} | {' / '.join(f'{v:.2f}' for v in values)} | {min(values):.2f} |")
 
 
 if __name__ == "__main__":

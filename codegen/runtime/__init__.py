@@ -1,8 +1,9 @@
 """What generated launchers call at run time, as ``runtime.<name>``: argument
 checks, constexpr values and index width (``checks``), the call key
-(``keys``), the launch paths (``launching``: first launch, fast path, traced
-launch), the persistent variant (``persistent``), direct launch
-(``direct``) and the interpreter (``interpreter``).
+(``keys``) and warm calls matched without it (``quick``), the launch paths
+(``launching``: first launch, fast path, traced launch), the persistent
+variant (``persistent``), direct launch (``direct``) and the interpreter
+(``interpreter``).
 
 One direction: ``launching`` calls ``ntsym_codegen.tuning`` to choose a
 configuration; tuning never imports the runtime (it is handed the
@@ -15,12 +16,13 @@ from ntsym_codegen.runtime.keys import call_key, refuse_transformed
 from ntsym_codegen.runtime.launching import explain_failure, fast_launch, launch
 from ntsym_codegen.runtime.persistent import (Persistent, ensure_allocator, persistent_programs, tma_problem, tma_ready,
                                         transposed)
+from ntsym_codegen.runtime.quick import find as quick_entry, learn as learn_quick
 from ntsym_codegen.runtime.spec import CallCache, LaunchFacts, Spec, TensorSpec, cdiv, next_power_of_2
 
 __all__ = [
     "CallCache", "LaunchFacts", "Persistent", "Spec", "TensorSpec", "bind_arguments", "call_key", "capturing",
     "cdiv", "check_arguments", "check_shape", "check_size", "constexpr_value", "contiguous", "ensure_allocator",
-    "explain_failure", "fail_check", "fast_launch", "index_width", "interpreting", "launch", "needs_int64",
-    "next_power_of_2", "on_device", "persistent_programs", "refuse_capture", "refuse_transformed", "scalar",
-    "tma_problem", "tma_ready", "transposed", "unknown_keywords",
+    "explain_failure", "fail_check", "fast_launch", "index_width", "interpreting", "launch", "learn_quick",
+    "needs_int64", "next_power_of_2", "on_device", "persistent_programs", "quick_entry", "refuse_capture",
+    "refuse_transformed", "scalar", "tma_problem", "tma_ready", "transposed", "unknown_keywords",
 ]

@@ -18,14 +18,24 @@ class _Direct:
     values in ``guard``: constexpr parameters by value, integer arguments by
     the facts Triton specializes them on."""
 
-    __slots__ = ("compiled", "constexprs", "guard", "knobs", "driver")
+    __slots__ = ("compiled", "constexprs", "guard", "knobs", "driver", "grid", "launch", "prefix", "chain",
+                 "device_getter")
 
-    def __init__(self, compiled, constexprs, guard):
+    def __init__(self, compiled, constexprs, guard, grid):
         self.compiled = compiled
         self.constexprs = constexprs  # values of the parameters passed by keyword, in order
         self.guard = guard  # ((position, token), ...)
         self.knobs = triton_compat.runtime_knobs()  # launch hooks, read at each launch as Triton does
         self.driver = triton_compat.driver()  # its active driver, likewise
+        self.grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
+        # Triton's compiled launcher called without ``run``'s Python where
+        # ``run`` adds nothing to it (triton_compat.raw_launch).
+        raw = triton_compat.raw_launch(compiled)
+        self.launch, self.prefix = raw if raw is not None else (compiled.run, ())
+        hook = self.knobs.launch_enter_hook
+        # The type of Triton's hook chains, whose emptiness is read at each launch.
+        self.chain = type(hook) if type(hook).__name__ == "HookChain" and hasattr(hook, "calls") else None
+        self.device_getter = None  # the current device's getter, bound at the first launch
 
 
 def _int_facts(value):
@@ -41,7 +51,7 @@ def _guard_token(value, constexpr):
     return None
 
 
-def direct_for(kernel, compiled, call, kwargs, spec):
+def direct_for(kernel, compiled, call, kwargs, spec, grid):
     """A _Direct for this launch, or None where the Triton version or the call does
     not allow one (the launch then goes through ``kernel[grid]`` each time)."""
     if spec.interpreting or not triton_compat.launchable(compiled):
@@ -61,32 +71,40 @@ def direct_for(kernel, compiled, call, kwargs, spec):
         token = _guard_token(value, params[i].is_constexpr)
         if token is not None:
             guard.append((i, token))
-    return _Direct(compiled, constexprs, tuple(guard))
+    return _Direct(compiled, constexprs, tuple(guard), grid)
 
 
-def launch_direct(direct, grid, call, device):
+def launch_direct(direct, grid, call, device, by_pointer=None):
     """Launch the compiled binary as ``JITFunction.run`` does once it has found it;
-    False when this call must go through Triton instead."""
+    False when this call must go through Triton instead.  ``by_pointer``:
+    ``call`` with its tensors' data pointers for the tensors, launched where
+    no launch hook is set (a hook is given the tensors)."""
     for i, token in direct.guard:
         value = call[i]
         if token != _guard_token(value, token[0] == "value"):
             return False
     active = direct.driver.active
-    current = active.get_current_device()
+    getter = direct.device_getter
+    if getter is None:
+        getter = direct.device_getter = triton_compat.current_device_getter(active)
+    current = getter()
     if device >= 0 and device != current:
         return False
     stream = active.get_current_stream(current)
     compiled = direct.compiled
     values = (*call, *direct.constexprs)
     enter, leave = direct.knobs.launch_enter_hook, direct.knobs.launch_exit_hook
-    if triton_compat.hook_is_empty(enter) and triton_compat.hook_is_empty(leave):
+    chain = direct.chain
+    if (type(enter) is chain and not enter.calls and type(leave) is chain and not leave.calls) or (
+            triton_compat.hook_is_empty(enter) and triton_compat.hook_is_empty(leave)):
         # What the launch hooks would be given is not built where no hook
         # is set (Triton builds it each launch where its hooks are chains).
         metadata = enter = leave = None
+        if by_pointer is not None:
+            values = (*by_pointer, *direct.constexprs)
     else:
         metadata = compiled.launch_metadata(grid, stream, *values)
-    g0 = grid[0]
-    g1 = grid[1] if len(grid) > 1 else 1
-    g2 = grid[2] if len(grid) > 2 else 1
-    compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, metadata, enter, leave, *values)
+    g0, g1, g2 = direct.grid
+    direct.launch(g0, g1, g2, stream, compiled.function, *direct.prefix, compiled.packed_metadata, metadata, enter,
+                  leave, *values)
     return True

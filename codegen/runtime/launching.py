@@ -54,7 +54,7 @@ class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
     __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "scalars",
-                 "options", "pairs")
+                 "options", "pairs", "learned")
 
     def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False,
                  options=(), pairs=()):
@@ -71,14 +71,17 @@ class _Entry:
         # (a, b) indices into ``tensor_positions`` of the pairs whose overlap a launch checks:
         # those with a written tensor (two tensors only read may share memory)
         self.pairs = pairs
+        self.learned = False  # whether quick matching was offered this entry (``quick.learn``)
 
 
-def fast_launch(facts, entry, args):
+def fast_launch(facts, entry, args, pointers=None):
     """Launch a call whose shapes were validated before: only aliasing, which
-    depends on the data pointers, is checked again."""
+    depends on the data pointers, is checked again.  ``pointers``: the
+    tensors' data pointers where the caller read them (``quick.find``)."""
     spec = facts.spec
     if entry.pairs:
-        pointers = [args[i].data_ptr() for i in entry.tensor_positions]
+        if pointers is None:
+            pointers = [args[i].data_ptr() for i in entry.tensor_positions]
         spans = entry.spans
         for a, b in entry.pairs:
             if pointers[a] < pointers[b] + spans[b] and pointers[b] < pointers[a] + spans[a]:
@@ -112,7 +115,17 @@ def fast_launch(facts, entry, args):
     else:
         kernel = facts.kernel
     if entry.direct is not None:
-        if launch_direct(entry.direct, entry.grid, call, entry.device):
+        # The data pointers read already stand for the tensors (where every
+        # argument is one): Triton's launcher neither asks them again nor
+        # checks them with the driver (the call shape was checked at its
+        # first launch).
+        by_pointer = None
+        if pointers is not None and spec.gather is not None and len(pointers) == len(args):
+            by_pointer = [pointers[i] for i in spec.gather]
+            by_pointer.extend(entry.tail)
+            if spec.untouched_slots:
+                substitute_call(spec, by_pointer)
+        if launch_direct(entry.direct, entry.grid, call, entry.device, by_pointer):
             return None
         facts.cache.jit_launches += 1
     if entry.scalars:  # integers the call key does not fix may make another variant
@@ -264,7 +277,7 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     cache.counts.launches += 1
     try:
         compiled = _run(kernel, grid_size, args, kwargs, spec, device)
-        direct = None if _DIRECT_OFF else direct_for(kernel, compiled, args, kwargs, spec)
+        direct = None if _DIRECT_OFF else direct_for(kernel, compiled, args, kwargs, spec, grid_size)
         _remember(facts, key, grid_size, args, kwargs, tensors, user_args, direct, variant,
                   tuning.timing.variant_options(config))
     except Exception as error:

@@ -100,6 +100,7 @@ class CallCache:
     """What a kernel handle's launches learn, for the calls after them."""
 
     calls: dict = field(default_factory=dict)  # call_key -> _Entry (validated calls)
+    quick: list = field(default_factory=list)  # runtime.quick.Quick: entries matched without a key
     tuned: dict = field(default_factory=dict)  # tuning.choose's key -> Config chosen in this process
     # Where a call's time went, for finding a warm call that was slow: launches
     # that validated their arguments (a call shape not seen before), and

@@ -1,0 +1,139 @@
+"""Quick matching of a warm call: a call shape seen before, recognised
+without building its call key.
+
+A call given no compile-time values by keyword and no options is remembered
+(at the second call of its shape, the first that the call key finds) with
+torch's tensor guards for its tensors (``torch._C._dynamo.guards.
+TensorGuards``, what torch.compile's graphs check their inputs with, in
+C++): Python type, dispatch keys (device type, the negative and conjugate
+bits, nested and sparse layouts), dtype, device index, requires_grad, sizes
+and strides, and that no tensor is given twice.  The data pointers'
+residues modulo 16 (what Triton specialises on) are compared apart, and
+each other argument by its exact type (scalars) or type and value
+(compile-time values).  Every fact the call key holds is among these, so a
+call the guards pass has the key of the entry they were made for: only a
+call that the key would also match is launched through them.  Where the
+guards are missing or do not behave as this module expects (a check at
+their first use), no call is remembered this way and every warm call builds
+its key."""
+
+from ntsym_codegen.runtime.checks import _call_types
+
+# The most call shapes a kernel handle remembers this way (tried in the
+# order learned; a call shape beyond them builds its key every call).
+LIMIT = 16
+
+
+# Compile-time values compared by value (others are not remembered).
+_VALUES = (bool, int, float, str, type(None))
+
+
+class Quick:
+    __slots__ = ("guards", "aligns", "entry", "positions", "others")
+
+    def __init__(self, guards, aligns, entry, positions, others):
+        self.guards = guards
+        self.aligns = aligns  # each tensor's data pointer modulo 16
+        self.entry = entry
+        self.positions = positions  # the tensors' argument positions; None: every argument
+        self.others = others  # ((position, type, value, compared by value), ...) of the other arguments
+
+
+def find(table, args):
+    """The remembered entry this call matches and its tensors' data pointers
+    (in the order of the entry's ``tensor_positions``), or None."""
+    for quick in table:
+        if quick.positions is None:
+            tensors = args
+        else:
+            tensors = _tensors(quick, args)
+            if tensors is None:
+                continue
+        if quick.guards.check(*tensors):
+            pointers = [a.data_ptr() for a in tensors]
+            for pointer, residue in zip(pointers, quick.aligns):
+                if pointer & 15 != residue:
+                    break
+            else:
+                return quick.entry, pointers
+    return None
+
+
+def _tensors(quick, args):
+    """The call's tensors, where its other arguments match ``quick``'s."""
+    for i, kind, value, by_value in quick.others:
+        a = args[i]
+        if type(a) is not kind or (by_value and a != value):
+            return None
+    return [args[i] for i in quick.positions]
+
+
+def learn(cache, entry, args, constexprs=()):
+    """Remember ``entry`` (the one the call key found for ``args``) for quick
+    matching, once, where its tensors are plain tensors, each given once, and
+    its compile-time values (the argument positions ``constexprs``) are
+    numbers, strings or None."""
+    entry.learned = True
+    guards_type = _guards()
+    if guards_type is None or len(cache.quick) >= LIMIT:
+        return
+    positions = entry.tensor_positions
+    tensors = [args[i] for i in positions]
+    tensor_type = _call_types()[2]
+    if any(type(a) is not tensor_type for a in tensors) or len({id(a) for a in tensors}) != len(tensors):
+        return
+    others = []
+    for i, a in enumerate(args):
+        if i in positions:
+            continue
+        if isinstance(a, tensor_type) or hasattr(a, "shape") or (i in constexprs and type(a) not in _VALUES):
+            return  # keyed by more than its type (or a value not compared here)
+        others.append((i, type(a), a, i in constexprs))
+    try:
+        guards = guards_type(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+        if not guards.check(*tensors):  # a state the guards read (dispatch keys) moved meanwhile
+            return
+        aligns = tuple(a.data_ptr() & 15 for a in tensors)
+    except Exception:
+        return
+    every = len(positions) == len(args)
+    cache.quick.append(Quick(guards, aligns, entry, None if every else positions, tuple(others)))
+
+
+def _guards():
+    global _GUARDS
+    if _GUARDS is False:
+        _GUARDS = _probe()
+    return _GUARDS
+
+
+_GUARDS = False  # not asked yet
+
+
+def _probe():
+    """torch's TensorGuards, where they exist and tell apart every fact of a
+    call key that a CPU can show (sizes, strides, dtype, the negative bit,
+    requires_grad, the Python type, a tensor given twice); else None."""
+    try:
+        import torch
+        from torch._C._dynamo.guards import TensorGuards
+
+        a = torch.zeros(2, 3)
+        b = torch.zeros(3, 2).t()
+        guards = TensorGuards(a, b, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+        same = guards.check(torch.ones(2, 3), torch.ones(3, 2).t())
+        others = (
+            (torch.zeros(2, 4), b),
+            (a, torch.zeros(2, 3)),  # strides
+            (a.double(), b),
+            (torch._neg_view(a), b),
+            (a.clone().requires_grad_(), b),
+            (torch.nn.Parameter(a.clone(), requires_grad=False), b),
+            (a, a),  # shape and strides differ too, and one tensor twice
+            (torch.zeros(2, 3, 1), b),
+        )
+        if same is not True or any(guards.check(*pair) is not False for pair in others):
+            return None
+        return TensorGuards
+    except Exception:
+        return None

@@ -1,0 +1,169 @@
+"""Warm calls matched without their call key (``runtime.quick``): a call shape
+met again is recognised by torch's tensor guards, and only where the call key
+would have matched too.  Every call below is checked against torch, and
+against what the call key alone decides."""
+
+import pytest
+import torch
+
+import ntsym
+from ntsym import Tensor
+from ntsym_codegen import runtime
+
+
+def _add_kernel():
+    def arrangement(x, y, z, BLOCK=ntsym.block_size()):
+        return x.tile((BLOCK,)), y.tile((BLOCK,)), z.tile((BLOCK,))
+
+    def application(x, y, z):
+        z = x + y  # noqa: F841
+
+    return ntsym.make(arrangement, application, (Tensor(1), Tensor(1), Tensor(1)))
+
+
+@pytest.fixture
+def keys(monkeypatch):
+    """Counts the call keys built."""
+    built = []
+    real = runtime.call_key
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "call_key", counting)
+    return built
+
+
+def _warm(kernel, n=40, dtype=torch.float32):
+    x, y, z = (torch.randn(n, dtype=dtype) for _ in range(3))
+    for _ in range(2):  # the first call validates, the second is found by its key and learned
+        kernel(x, y, z)
+    return x, y, z
+
+
+def test_a_warm_call_is_matched_without_its_key(keys):
+    kernel = _add_kernel()
+    x, y, z = _warm(kernel)
+    assert len(kernel.calls.quick) == 1
+    keys.clear()
+    a, b, c = torch.randn(40), torch.randn(40), torch.empty(40)
+    kernel(a, b, c)
+    assert keys == []
+    torch.testing.assert_close(c, a + b)
+    # keywords or options: the key decides
+    kernel(a, b, c, ntsym_options={"num_warps": 4})
+    assert keys == [1]
+
+
+def _cases():
+    base = torch.randn(82)
+    return {
+        "another length": (torch.randn(41), torch.randn(41), torch.empty(41)),
+        "strided": (base[:80:2], torch.randn(40), torch.empty(40)),
+        "another dtype": (torch.randn(40, dtype=torch.float64), torch.randn(40, dtype=torch.float64),
+                          torch.empty(40, dtype=torch.float64)),
+        "a negative view": (torch._neg_view(torch.randn(40)), torch.randn(40), torch.empty(40)),
+        "a misaligned pointer": (base[1:41], torch.randn(40), torch.empty(40)),
+        "a parameter": (torch.nn.Parameter(torch.randn(40), requires_grad=False), torch.randn(40),
+                        torch.empty(40)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_cases()))
+def test_what_the_key_tells_apart_the_quick_match_tells_apart(case, keys):
+    kernel = _add_kernel()
+    _warm(kernel)
+    x, y, z = _cases()[case]
+    expected = x + y
+    keys.clear()
+    if case == "a negative view":  # refused, as the key's path refuses it
+        with pytest.raises(ntsym.LaunchError, match="negative bit"):
+            kernel(x, y, z)
+    else:
+        kernel(x, y, z)
+        torch.testing.assert_close(z, expected)
+    assert keys[:1] == [1]  # not matched quickly: the key was built
+
+
+def test_one_tensor_given_twice_is_not_matched_quickly(keys):
+    kernel = _add_kernel()
+    _warm(kernel)
+    x, y = torch.randn(40), torch.randn(40)
+    expected = x + y
+    keys.clear()
+    kernel(x, y, x)  # in place: x is read and written
+    assert keys == [1]
+    torch.testing.assert_close(x, expected)
+    # an output overlapping an input without being the same view: refused as through the key
+    base = torch.randn(41)
+    with pytest.raises(ntsym.LaunchError):
+        kernel(base[:40], torch.randn(40), base[1:])
+
+
+def test_a_written_tensor_that_requires_grad_is_refused_after_quick_matching():
+    kernel = _add_kernel()
+    _warm(kernel)
+    out = torch.empty(40, requires_grad=True)
+    with pytest.raises(ntsym.LaunchError, match="grad"):
+        kernel(torch.randn(40), torch.randn(40), out)
+
+
+def test_a_quick_match_bumps_the_written_tensor_s_version(keys):
+    kernel = _add_kernel()
+    _warm(kernel)
+    x, y, z = torch.randn(40), torch.randn(40), torch.empty(40)
+    before = z._version
+    keys.clear()
+    kernel(x, y, z)
+    assert keys == [] and z._version == before + 1
+
+
+def test_quick_matches_follow_several_call_shapes(keys):
+    kernel = _add_kernel()
+    for n in (16, 40, 100):
+        _warm(kernel, n)
+    assert len(kernel.calls.quick) == 3
+    keys.clear()
+    for n in (100, 16, 40):
+        x, y, z = torch.randn(n), torch.randn(n), torch.empty(n)
+        kernel(x, y, z)
+        torch.testing.assert_close(z, x + y)
+    assert keys == []
+
+
+def _scaled_kernel():
+    """A scalar and a compile-time flag between the tensors."""
+
+    def arrangement(x, alpha, negate, z, BLOCK=ntsym.block_size()):
+        return x.tile((BLOCK,)), alpha, negate, z.tile((BLOCK,))
+
+    def application(x, alpha, negate, z):
+        if negate:
+            z = -x * alpha  # noqa: F841
+        else:
+            z = x * alpha  # noqa: F841
+
+    return ntsym.make(arrangement, application, (Tensor(1), Tensor(0), Tensor(0, constexpr=True), Tensor(1)))
+
+
+def test_scalars_and_compile_time_values_are_matched_by_type_and_value(keys):
+    kernel = _scaled_kernel()
+    x, z = torch.randn(40), torch.empty(40)
+    for _ in range(2):
+        kernel(x, 2.0, False, z)
+    assert len(kernel.calls.quick) == 1
+    keys.clear()
+    kernel(x, 3.0, False, z)  # another scalar value: the same call shape
+    assert keys == []
+    torch.testing.assert_close(z, x * 3.0)
+    kernel(x, 3.0, True, z)  # another compile-time value: another kernel
+    assert keys == [1]
+    torch.testing.assert_close(z, -x * 3.0)
+    keys.clear()
+    kernel(x, 3, False, z)  # an int for the float: keyed by its type
+    assert keys == [1]
+    torch.testing.assert_close(z, x * 3)
+    keys.clear()
+    kernel(x, 2.0, 1, z)  # 1 for True is another compile-time value
+    assert keys == [1]
