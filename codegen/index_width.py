@@ -120,6 +120,9 @@ class IndexPeak:
         self.function = None
         if bounds:
             self.function = sympy.lambdify(symbols, sympy.Max(*bounds), modules=[_INTEGER_FUNCTIONS, "math"])
+        # Where each symbol's value comes from, decided once (a launch then
+        # reads sizes and strides without hashing or comparing symbols).
+        self.plan = tuple(self._source(s) for s in symbols)
 
     def __call__(self, tensors, metas):
         if self.bounds is None:
@@ -127,28 +130,37 @@ class IndexPeak:
         if self.function is None:
             return False
         values = []
-        for s in self.symbols:
-            value = self._value(s, tensors, metas)
+        for source in self.plan:
+            value = _value(source, tensors, metas)
             if value is None:
                 return True
             values.append(value)
         return self.function(*values) > LIMIT
 
-    def _value(self, symbol, tensors, metas):
+    def _source(self, symbol):
+        """("size" | "stride", tensor position, dimension), ("meta", name,
+        the value where the call gives none), or None: a value unknown."""
         symbol = self.aliases.get(symbol, symbol)
         if symbol in self.sizes:
             i, kind, dim = self.sizes[symbol]
-            t = tensors[i]
-            return t.shape[dim] if kind == "size" else abs(t.stride(dim))
+            return (kind, i, dim)
         meta = self.metas.get(symbol)
         if meta is None:
             return None
-        given = (metas or {}).get(symbol.name)
-        if given is not None:
-            return given
         if meta.candidates:
-            return max(meta.candidates)
+            return ("meta", symbol.name, max(meta.candidates))
         for value in (meta.upper_bound, meta.default):
             if value is not None:
-                return value
-        return _UNBOUNDED
+                return ("meta", symbol.name, value)
+        return ("meta", symbol.name, _UNBOUNDED)
+
+
+def _value(source, tensors, metas):
+    if source is None:
+        return None
+    kind, where, fallback = source
+    if kind == "meta":
+        given = (metas or {}).get(where)
+        return fallback if given is None else given
+    t = tensors[where]
+    return t.shape[fallback] if kind == "size" else abs(t.stride(fallback))

@@ -263,3 +263,24 @@ def test_counters_tell_checked_launches_from_warm_ones(monkeypatch):
     kernel(x, y, BLOCK=32)
     assert torch.equal(y, x + 1)
     assert (cache.checked_launches, cache.jit_launches) == (2, 1)
+
+
+def test_the_installed_triton_s_launcher_is_called_itself_only_in_3_6_s_form():
+    """Triton 3.6's ``CudaLauncher.__call__`` is recognised (its compiled
+    launcher is then called itself); a later form, which passes more, is not."""
+    import inspect
+
+    from triton.backends.nvidia.driver import CudaLauncher
+
+    from ntsym_codegen import triton_compat
+
+    run = object.__new__(CudaLauncher)  # no compilation: only what a launch reads
+    run.global_scratch_size = run.profile_scratch_size = 0
+    run.launch_cooperative_grid, run.launch_pdl = False, True
+    run.launch = launch = object()
+    raw = triton_compat.raw_launch(SimpleNamespace(run=run))
+    if list(inspect.signature(CudaLauncher.__call__).parameters) == ["self", "gridX", "gridY", "gridZ", "stream",
+                                                                      "function", "args"]:
+        assert raw == (launch, (False, True, None, None))
+    else:
+        assert raw is None
