@@ -167,3 +167,41 @@ def test_scalars_and_compile_time_values_are_matched_by_type_and_value(keys):
     keys.clear()
     kernel(x, 2.0, 1, z)  # 1 for True is another compile-time value
     assert keys == [1]
+
+
+def test_a_nested_tensor_after_quick_matching_is_refused_as_through_the_key():
+    kernel = _add_kernel()
+    _warm(kernel)
+    nested = torch.nested.nested_tensor([torch.randn(40)])
+    with pytest.raises(ntsym.LaunchError, match="nested"):
+        kernel(nested, torch.randn(40), torch.empty(40))
+
+
+def test_a_negative_view_is_refused_while_a_thread_excludes_the_negative_key():
+    """The guards see the negative bit as a dispatch key, which a thread's
+    state may exclude; the quick match reads the bit itself, as the key does."""
+    kernel = _add_kernel()
+    _warm(kernel)
+    x = torch._neg_view(torch.arange(40, dtype=torch.float32))
+    negative = torch._C.DispatchKeySet(torch._C.DispatchKey.Negative)
+    with torch._C._ExcludeDispatchKeyGuard(negative), pytest.raises(ntsym.LaunchError, match="negative bit"):
+        kernel(x, torch.ones(40), torch.empty(40))
+
+
+@pytest.mark.parametrize("path", ["first call", "call key", "quick match"])
+def test_a_tensor_whose_storage_was_freed_is_refused(path):
+    kernel = _add_kernel()
+    if path != "first call":
+        _warm(kernel)
+    if path == "call key":
+        kernel.calls.quick.clear()
+    x = torch.randn(40)
+    x.untyped_storage().resize_(0)  # as FSDP frees a parameter's storage
+    with pytest.raises(ntsym.LaunchError, match="storage"):
+        kernel(x, torch.randn(40), torch.empty(40))
+    short = torch.randn(40)
+    short.untyped_storage().resize_(64)
+    with pytest.raises(ntsym.LaunchError, match="storage, which holds 64 bytes"):
+        _add_kernel()(short, torch.randn(40), torch.empty(40))
+    for _ in range(3):  # empty tensors (a null data pointer) still launch
+        kernel(torch.randn(0), torch.randn(0), torch.empty(0))

@@ -224,6 +224,8 @@ def check_arguments(spec, args):
                 fail(f"`{name}` is on the meta device: it holds no data for a kernel to read or write",
                      "give a tensor on the device the kernel runs on (a registered operator "
                      "(ntsym.library.op) computes the output shapes of meta tensors without a launch)")
+            if not is_fake(a):
+                _check_storage(name, a)
             if written and 0 in a.stride() and name not in spec.jagged:
                 for d, (n, st) in enumerate(zip(a.shape, a.stride())):
                     if st == 0 and n > 1:
@@ -313,6 +315,21 @@ def _nested_refusal(name, a, ndim):
     return (f"`{name}` is a jagged nested tensor (shape {tuple(a.shape)}) but the kernel declares it dense",
             f"the kernel declares Tensor({ndim}); declare it Tensor({a.ndim}, jagged_dim={a._ragged_idx}) to "
             "launch with sequences of different lengths, or pass a dense tensor (e.g. nested.to_padded_tensor(0.0))")
+
+
+def _check_storage(name, a):
+    """Refuse a tensor whose elements reach past its storage's bytes (a
+    storage resized or freed after the view was made): the kernel would read
+    or write memory that is not the tensor's."""
+    if a.numel() == 0:
+        return
+    storage = a.untyped_storage()
+    base, size = storage.data_ptr(), storage.nbytes()
+    start, end = byte_extent(a)
+    if base == 0 or start < base or end > base + size:
+        fail(f"`{name}` needs bytes {start - base} to {end - base} of its storage, which holds {size} bytes",
+             "the storage was resized or freed after the view was made (as FSDP frees parameters)",
+             f"launch on a tensor whose storage holds its elements (e.g. after the storage is allocated again)")
 
 
 def byte_extent(t):

@@ -6,7 +6,7 @@ other way round."""
 from ntsym_codegen import counters, serial, tuning
 from ntsym_codegen.errors import ApplicationError, LaunchError, fail
 from ntsym_codegen.placeholders import substitute, substitute_call
-from ntsym_codegen.runtime.checks import _check_aliasing, byte_extent, index_width, scalar
+from ntsym_codegen.runtime.checks import _check_aliasing, byte_extent, check_arguments, index_width, scalar
 from ntsym_codegen.runtime.direct import _DIRECT_OFF, direct_for, launch_direct
 from ntsym_codegen.runtime.environment import capturing, on_device, refuse_capture
 from ntsym_codegen.runtime.interpreter import interpret
@@ -79,9 +79,13 @@ def fast_launch(facts, entry, args, pointers=None):
     depends on the data pointers, is checked again.  ``pointers``: the
     tensors' data pointers where the caller read them (``quick.find``)."""
     spec = facts.spec
+    if pointers is not None and 0 in pointers:
+        check_arguments(spec, args)  # a null data pointer: an empty tensor, or a storage freed since
     if entry.pairs:
         if pointers is None:
             pointers = [args[i].data_ptr() for i in entry.tensor_positions]
+            if 0 in pointers:
+                check_arguments(spec, args)
         spans = entry.spans
         for a, b in entry.pairs:
             if pointers[a] < pointers[b] + spans[b] and pointers[b] < pointers[a] + spans[a]:

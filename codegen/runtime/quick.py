@@ -12,10 +12,18 @@ residues modulo 16 (what Triton specialises on) are compared apart, and
 each other argument by its exact type (scalars) or type and value
 (compile-time values).  Every fact the call key holds is among these, so a
 call the guards pass has the key of the entry they were made for: only a
-call that the key would also match is launched through them.  Where the
+call that the key would also match is launched through them.  Two facts
+are read apart because the guards cannot be trusted with them: a nested
+tensor (the guards cannot read its strides and end the process) and the
+negative bit (the guards see it as a dispatch key, which a thread's local
+state may exclude).  The device type is also seen only as a dispatch key
+(the index is compared itself): a thread's state would have to include
+another backend's key to hide it, which torch does not do.  Where the
 guards are missing or do not behave as this module expects (a check at
 their first use), no call is remembered this way and every warm call builds
 its key."""
+
+import operator
 
 from ntsym_codegen.runtime.checks import _call_types
 
@@ -42,13 +50,15 @@ class Quick:
 def find(table, args):
     """The remembered entry this call matches and its tensors' data pointers
     (in the order of the entry's ``tensor_positions``), or None."""
+    positions = tensors = None
     for quick in table:
-        if quick.positions is None:
-            tensors = args
-        else:
-            tensors = _tensors(quick, args)
-            if tensors is None:
-                continue
+        if tensors is None or quick.positions != positions:
+            positions = quick.positions
+            tensors = args if positions is None else [args[i] for i in positions]
+            if not _plain(tensors):
+                return None
+        if quick.others and not _others_match(quick, args):
+            continue
         if quick.guards.check(*tensors):
             pointers = [a.data_ptr() for a in tensors]
             for pointer, residue in zip(pointers, quick.aligns):
@@ -59,13 +69,28 @@ def find(table, args):
     return None
 
 
-def _tensors(quick, args):
-    """The call's tensors, where its other arguments match ``quick``'s."""
+def _plain(tensors):
+    """Whether the guards may be asked about ``tensors``: no nested tensor
+    (the guards cannot read its strides, and end the process), no view with
+    the negative bit (the guards see that bit as a dispatch key, which a
+    thread may exclude; the call key reads it, and so does this)."""
+    try:
+        return not any(map(_IS_NESTED, tensors)) and not any(map(_IS_NEG, tensors))
+    except (AttributeError, TypeError):  # not a tensor: the call key's path refuses it
+        return False
+
+
+_IS_NESTED = operator.attrgetter("is_nested")
+_IS_NEG = None  # torch.Tensor.is_neg, bound by the first ``learn`` (a table is empty before)
+
+
+def _others_match(quick, args):
+    """Whether the arguments besides the tensors match ``quick``'s."""
     for i, kind, value, by_value in quick.others:
         a = args[i]
         if type(a) is not kind or (by_value and a != value):
-            return None
-    return [args[i] for i in quick.positions]
+            return False
+    return True
 
 
 def learn(cache, entry, args, constexprs=()):
@@ -73,6 +98,7 @@ def learn(cache, entry, args, constexprs=()):
     matching, once, where its tensors are plain tensors, each given once, and
     its compile-time values (the argument positions ``constexprs``) are
     numbers, strings or None."""
+    global _IS_NEG
     entry.learned = True
     guards_type = _guards()
     if guards_type is None or len(cache.quick) >= LIMIT:
@@ -80,6 +106,7 @@ def learn(cache, entry, args, constexprs=()):
     positions = entry.tensor_positions
     tensors = [args[i] for i in positions]
     tensor_type = _call_types()[2]
+    _IS_NEG = tensor_type.is_neg
     if any(type(a) is not tensor_type for a in tensors) or len({id(a) for a in tensors}) != len(tensors):
         return
     others = []
