@@ -97,8 +97,9 @@ def compile(arrangement, application, tensors, kernel_name=None, num_warps=None,
         raise CodegenError(str(e)) from None
     together = tuple((i, j) for i, j in itertools.combinations(range(len(tensors)), 2)
                      if tensors[i] is tensors[j] and isinstance(tensors[i], Tensor))
-    spec = dataclasses.replace(emit.spec(ir, generated), aliasing=aliasing_table(ir, generated.sourced),
-                               declared_together=together, others=_others(ir))
+    aliasing = aliasing_table(ir, generated.sourced, frozenset(generated.written))
+    spec = dataclasses.replace(emit.spec(ir, generated), aliasing=aliasing, declared_together=together,
+                               others=_others(ir))
     return Compiled(ir=ir, generated=generated, spec=spec, display=display_names(ir))
 
 

@@ -9,12 +9,14 @@ from ntsym_codegen import bounds
 from ntsym_codegen.intfuncs import recombine
 
 
-def aliasing_table(ir, sourced=frozenset()):
+def aliasing_table(ir, sourced=frozenset(), written=frozenset()):
     """For each pair of tensors: True where one view may be passed for both
     (in-place use is safe), else why not.  It is safe where their arranged
     index maps are the same function of the program and tile indices, no two
     programs reach one element, and the application reaches neither past its
-    arrangement (``sourced``: ``x.source[...]``, ``x.source.data_ptr()``).
+    arrangement (``sourced``: ``x.source[...]``, ``x.source.data_ptr()``),
+    and the kernel does not write both (``written``): the two stores of an
+    element are not ordered.
 
     The runtime consults an entry only for two views that are identical (one
     data pointer, equal shapes and strides), so the maps are compared with the
@@ -31,6 +33,9 @@ def aliasing_table(ir, sourced=frozenset()):
             table[(a.name, b.name)] = "their arrangements map programs to different elements"
         elif not _disjoint(a, ir.grid, ir.program_vars):
             table[(a.name, b.name)] = "their arrangements let several programs reach one element"
+        elif a.name in written and b.name in written:
+            table[(a.name, b.name)] = ("the kernel writes both: which of the two stores of an element lands last "
+                                       "is not ordered")
         else:
             table[(a.name, b.name)] = _read_after_write(ir, a.name, b.name) or _read_after_write(
                 ir, b.name, a.name) or True

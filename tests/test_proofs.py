@@ -332,6 +332,27 @@ def test_in_place_elementwise_is_allowed():
     assert (x == 1).all()
 
 
+def test_one_view_for_two_written_tensors_is_an_error():
+    """Each element would be stored twice, by stores with no order between
+    them (two values may be laid out over a program's threads differently)."""
+
+    def arrangement(x, a, b, BLOCK=ntsym.block_size()):
+        return x.tile((BLOCK,)), a.tile((BLOCK,)), b.tile((BLOCK,))
+
+    def app(x, a, b):
+        a = x + 1  # noqa: F841
+        b = x * 2  # noqa: F841
+
+    k = ntsym.make(arrangement, app, (Tensor(1), Tensor(1), Tensor(1)))
+    out = torch.zeros(64)
+    with pytest.raises(LaunchError, match="writes both"):
+        k(torch.randn(64), out, out)
+    x, a, b = torch.randn(64), torch.empty(64), torch.empty(64)
+    k(x, a, b)  # separate outputs
+    torch.testing.assert_close(a, x + 1)
+    torch.testing.assert_close(b, x * 2)
+
+
 def test_aliasing_that_programs_would_race_on_is_an_error():
     a = torch.randn(32, 32)
     b = torch.randn(32, 32)

@@ -375,6 +375,10 @@ def _check_aliasing(spec, tensors):
         why = "the views are not identical" if safe is True or not identical else safe
         if raw:
             why = f"the kernel addresses `{sorted(raw)[0]}` past its view"
+        if na in written and nb in written:
+            fail(f"`{na}` and `{nb}` share memory and the kernel writes both",
+                 f"an element would be stored through both, or read through one after the other wrote it ({why})",
+                 "pass separate outputs")
         fail(f"`{na}` and `{nb}` share memory and the kernel writes `{na if na in written else nb}`",
              f"programs would read elements that other programs write ({why})", "pass a separate output")
 
