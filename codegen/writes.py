@@ -12,8 +12,8 @@ in-place and ``out=`` operations.
   address in an unspecified order; it is refused unless its layout is proved
   free of overlap (what torch's in-place operations check).
 
-The per-call work (``note_writes``) is a grad-mode test and one call that
-bumps the version counters of all written tensors; the overlap test runs on
+The per-call work (``note_writes``) is a grad-mode test, an inference-mode
+test and one call that bumps the version counters of all written tensors; the overlap test runs on
 a call shape's first launch only (it depends on shapes and strides alone).
 """
 
@@ -24,10 +24,14 @@ from ntsym_codegen.errors import fail
 _EXACT_LIMIT = 1 << 24
 
 
-def note_writes(spec, args, positions):
-    """Before a launch: refuse a written tensor autograd would get wrong, then
-    bump the version counter of every written one (``args[i]`` for ``i`` in
-    ``positions``, the call's written tensors)."""
+def note_writes(spec, args, positions, matched=False):
+    """Before a launch: refuse a written tensor autograd would get wrong, or
+    an inference tensor outside inference mode (torch refuses to update one
+    in place), then bump the version counter of every written one
+    (``args[i]`` for ``i`` in ``positions``, the call's written tensors).
+    ``matched``: the call was matched by torch's tensor guards with a call
+    that passed the inference test (``runtime.quick``): its tensors have the
+    same dispatch keys under the same thread state, so the same answer."""
     if _TORCH is None:
         _bind()
     written = [args[i] for i in positions]
@@ -35,6 +39,12 @@ def note_writes(spec, args, positions):
         for i, t in zip(positions, written):
             if t.requires_grad:
                 _refuse_grad(spec.call_params[i][0], t)
+    if not matched and not _TORCH.inference_mode():
+        for i, t in zip(positions, written):
+            if t.is_inference():
+                fail(f"`{spec.call_params[i][0]}` is an inference tensor, written outside inference mode",
+                     "torch refuses to update an inference tensor in place outside torch.inference_mode()",
+                     "write a clone of it, or launch inside torch.inference_mode()")
     _TORCH.increment_version(written)
 
 
@@ -48,6 +58,7 @@ class _Torch:
 
         self.grad_enabled = torch._C.is_grad_enabled
         self.increment_version = torch._C._increment_version
+        self.inference_mode = torch.is_inference_mode_enabled
 
 
 _TORCH = None

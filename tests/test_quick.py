@@ -205,3 +205,20 @@ def test_a_tensor_whose_storage_was_freed_is_refused(path):
         _add_kernel()(short, torch.randn(40), torch.empty(40))
     for _ in range(3):  # empty tensors (a null data pointer) still launch
         kernel(torch.randn(0), torch.randn(0), torch.empty(0))
+
+
+@pytest.mark.parametrize("learned_in", ["inference mode", "normal mode"])
+def test_an_inference_tensor_written_outside_inference_mode_is_refused(learned_in):
+    """As torch refuses to update one in place, whichever mode the warm call
+    shape was learned in."""
+    kernel = _add_kernel()
+    if learned_in == "inference mode":
+        with torch.inference_mode():
+            _warm(kernel)
+    else:
+        _warm(kernel)
+    with torch.inference_mode():
+        out = torch.empty(40)
+        kernel(torch.randn(40), torch.randn(40), out)  # inside the mode: written as torch would
+    with pytest.raises(ntsym.LaunchError, match="inference tensor"):
+        kernel(torch.randn(40), torch.randn(40), out)

@@ -79,7 +79,8 @@ def fast_launch(facts, entry, args, pointers=None):
     depends on the data pointers, is checked again.  ``pointers``: the
     tensors' data pointers where the caller read them (``quick.find``)."""
     spec = facts.spec
-    if pointers is not None and 0 in pointers:
+    quick = pointers is not None  # read by ``quick.find``, which matched the call
+    if quick and 0 in pointers:
         check_arguments(spec, args)  # a null data pointer: an empty tensor, or a storage freed since
     if entry.pairs:
         if pointers is None:
@@ -93,7 +94,7 @@ def fast_launch(facts, entry, args, pointers=None):
                 _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
                 break
     if spec.written_positions:
-        note_writes(spec, args, spec.written_positions)
+        note_writes(spec, args, spec.written_positions, matched=quick)
     if entry.grid is None:
         return None
     counts = facts.cache.counts
