@@ -165,6 +165,8 @@ def _specialization(value):
 def hashable(value):
     """``value`` as a compile-time value keys a variant (also the runtime's
     call keys): itself with its type, or its repr where it cannot be hashed."""
+    if type(value) is float:  # -0.0 and 0.0 are different compile-time values (x * -0.0 differs in sign)
+        return (float, repr(value))
     try:
         hash(value)
     except TypeError:

@@ -187,6 +187,12 @@ def test_direct_launch_declines_when_the_specialization_changes(fake_driver, cha
     assert direct.compiled.runs == []
 
 
+def test_direct_launch_declines_minus_zero_for_zero(fake_driver):
+    direct = _direct([object(), 0.0, 32, 0.5, 100])
+    assert not runtime.direct.launch_direct(direct, (1,), [object(), -0.0, 32, 0.5, 100], 0)
+    assert runtime.direct.launch_direct(direct, (1,), [object(), 0.0, 32, 0.5, 100], 0)
+
+
 def test_direct_launch_declines_on_another_current_device(fake_driver):
     call = [object(), True, 32, 0.5, 100]
     direct = _direct(call)

@@ -222,3 +222,41 @@ def test_an_inference_tensor_written_outside_inference_mode_is_refused(learned_i
         kernel(torch.randn(40), torch.randn(40), out)  # inside the mode: written as torch would
     with pytest.raises(ntsym.LaunchError, match="inference tensor"):
         kernel(torch.randn(40), torch.randn(40), out)
+
+
+def test_minus_zero_is_another_compile_time_value(keys):
+    """x * -0.0 is -0.0 for a positive x: the call key, the direct launch's
+    guard and the quick match keep -0.0 apart from 0.0 (the interpreter runs
+    either; on a GPU, where Triton keeps one binary for both, -0.0 is
+    refused)."""
+    kernel = _scaled_kernel()
+    x, z = torch.rand(40) + 1, torch.empty(40)
+
+    def flagged(c):
+        kernel(x, 1.0, c, z)
+
+    for _ in range(2):
+        flagged(0.0)
+    keys.clear()
+    flagged(0.0)
+    assert keys == []  # matched quickly
+    flagged(-0.0)
+    assert keys == [1]  # not matched as 0.0
+    assert len(kernel.calls.calls) == 2
+
+
+def test_minus_zero_as_a_compile_time_value_is_refused_where_triton_compiles():
+    import dataclasses
+
+    def arrangement(c, x, BLOCK=ntsym.block_size()):
+        return c, x.tile((BLOCK,))
+
+    def application(c, x):
+        x = x * c  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(0, constexpr=True), Tensor(1)))
+    compiled = dataclasses.replace(kernel.spec, interpreting=False)
+    with pytest.raises(ntsym.LaunchError, match="-0.0"):
+        runtime.check_arguments(compiled, (-0.0, torch.randn(8)))
+    with pytest.raises(ntsym.LaunchError, match="on the CPU"):  # 0.0 passes on to the next check
+        runtime.check_arguments(compiled, (0.0, torch.randn(8)))

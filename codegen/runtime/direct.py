@@ -45,7 +45,7 @@ def _int_facts(value):
 
 def _guard_token(value, constexpr):
     if constexpr:
-        return ("value", type(value), value)
+        return ("value", type(value), repr(value) if type(value) is float else value)
     if isinstance(value, int) and not isinstance(value, bool):
         return ("int", _int_facts(value))
     return None
