@@ -86,14 +86,16 @@ def launcher(ir, emitter, checks, persistent=None):
 
 
 def _call_entry(ir, metas):
-    """The call's key and the fast path for a call shape seen before; else
-    arguments bound by name, checked and unpacked."""
+    """The fast path for a call shape seen before, matched by torch's tensor
+    guards (``runtime.quick``) or by the call's key, learned for the guards
+    once a launch found by the key went through; else arguments bound by
+    name, checked and unpacked."""
     call_params = ir.call_params
     # Constexprs the call gives are keyed by value (they select the kernel compiled).
     constexprs = tuple(i for i, p in enumerate(call_params) if p.kind == "constexpr")
     key_args = "args, {metas}, ntsym_options" + (", {constexprs}" if constexprs else "")
-    # A call of plain tensors only, given no compile-time values or options,
-    # may be matched without its key (``runtime.quick``).
+    # A call of tensors, scalars and compile-time values, given no keyword
+    # (compile-time values, options), may be matched without its key.
     quick = any(p.kind == "tensor" for p in call_params) and all(
         p.kind in ("tensor", "scalar", "constexpr") for p in call_params)
     plain = expr(" and ".join([f"len(args) == {len(call_params)}", "ntsym_options is None",
@@ -103,7 +105,7 @@ def _call_entry(ir, metas):
         if QUICK and {plain}:
             found = runtime.quick_entry(QUICK, args)
             if found is not None:
-                return runtime.fast_launch(FACTS, found[0], args, found[1])
+                return runtime.fast_launch(FACTS, found[0], args, found[1], True)
         """,
         plain=plain,
     ) if quick else []
@@ -115,8 +117,9 @@ def _call_entry(ir, metas):
         key = {call_key}
         entry = CALLS.get(key)
         if entry is not None and not unknown:
+            runtime.fast_launch(FACTS, entry, args)
             {learn}
-            return runtime.fast_launch(FACTS, entry, args)
+            return None
         if unknown or len(args) != {count}:
             return {relaunch}
         runtime.check_arguments(SPEC, args)

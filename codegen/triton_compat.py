@@ -134,6 +134,14 @@ def current_device_getter(active):
     return function
 
 
+def hooks_are_empty(enter, leave, chain=None):
+    """Whether both launch hooks call nothing; ``chain``: the type of Triton's
+    hook chains where known (the common case is then two type tests)."""
+    if type(enter) is chain and type(leave) is chain:
+        return not enter.calls and not leave.calls
+    return hook_is_empty(enter) and hook_is_empty(leave)
+
+
 def hook_is_empty(hook):
     """Whether a launch hook calls nothing: None, or an empty ``HookChain``
     (Triton 3.6 and 3.9 keep their hooks as chains, never None)."""

@@ -97,16 +97,13 @@ def test_direct_launch_passes_launch_hooks_only_where_one_is_set(fake_driver, mo
                 monkeypatch.setattr(knobs.runtime, name, hook if value else None)
         return knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
 
-    by_pointer = [1234, *call[1:]]  # the tensor's data pointer for the tensor
     set_hooks(False, False)
-    assert runtime.direct.launch_direct(direct, (7,), call, 0, by_pointer)
+    assert runtime.direct.launch_direct(direct, (7,), call, 0)
     assert direct.compiled.runs[-1][6:9] == (None, None, None)  # no metadata built, no hook passed
-    assert direct.compiled.runs[-1][9] == 1234  # launched by pointer
     for enter, leave in ((True, False), (False, True), (True, True)):
         hooks = set_hooks(enter, leave)
-        assert runtime.direct.launch_direct(direct, (7,), call, 0, by_pointer)
+        assert runtime.direct.launch_direct(direct, (7,), call, 0)
         assert direct.compiled.runs[-1][6:9] == (("METADATA", (7,), 1000), *hooks)
-        assert direct.compiled.runs[-1][9] is call[0]  # a hook is given the tensors
 
 
 class _Launcher36:

@@ -260,3 +260,54 @@ def test_minus_zero_as_a_compile_time_value_is_refused_where_triton_compiles():
         runtime.check_arguments(compiled, (-0.0, torch.randn(8)))
     with pytest.raises(ntsym.LaunchError, match="on the CPU"):  # 0.0 passes on to the next check
         runtime.check_arguments(compiled, (0.0, torch.randn(8)))
+
+
+def test_a_refused_call_is_not_learned(keys):
+    """A call shape is learned once a launch found by its key went through:
+    a refused call, repeated, is refused again."""
+    kernel = _add_kernel()
+    kernel(torch.randn(40), torch.randn(40), torch.empty(40))  # validated
+    with torch.inference_mode():
+        out = torch.empty(40)
+    for _ in range(3):
+        with pytest.raises(ntsym.LaunchError, match="inference tensor"):
+            kernel(torch.randn(40), torch.randn(40), out)
+    assert kernel.calls.quick == []
+
+
+def test_the_last_learned_call_shapes_are_kept(keys):
+    """A decode loop's growing cache makes a new shape every step: the newest
+    shapes are matched quickly, the oldest forgotten."""
+    from ntsym_codegen.runtime import quick
+
+    kernel = _add_kernel()
+    for n in range(1, quick.LIMIT + 5):
+        _warm(kernel, n)
+    assert len(kernel.calls.quick) == quick.LIMIT
+    keys.clear()
+    n = quick.LIMIT + 4
+    x, y, z = torch.randn(n), torch.randn(n), torch.empty(n)
+    kernel(x, y, z)
+    assert keys == []
+    torch.testing.assert_close(z, x + y)
+    kernel(torch.randn(1), torch.randn(1), torch.empty(1))  # forgotten: through the key
+    assert keys == [1]
+
+
+def test_a_kernel_with_an_untouched_tensor_is_matched_quickly(keys):
+    def arrangement(x, unused, z, BLOCK=ntsym.block_size()):
+        return x.tile((BLOCK,)), unused.tile((BLOCK,)), z.tile((BLOCK,))
+
+    def application(x, unused, z):
+        z = x * 2  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1), Tensor(1)))
+    for _ in range(3):
+        x, z = torch.randn(40), torch.empty(40)
+        kernel(x, torch.empty(40), z)
+        torch.testing.assert_close(z, x * 2)
+    keys.clear()
+    x, z = torch.randn(40), torch.empty(40)
+    kernel(x, torch.empty(40), z)
+    assert keys == []
+    torch.testing.assert_close(z, x * 2)

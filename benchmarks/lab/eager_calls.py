@@ -9,8 +9,7 @@ sizes 16 x 64 x 64); ``ntsym.stats()`` over the growing calls; then a
 cProfile of the growing SDPA calls.  ``--layers``: instead, the decode
 ``bmm`` call layer by layer (the example function, the kernel called with its
 output given, the call key, the quick match, ntsym's fast path, the direct
-launch and Triton's compiled launcher alone, with tensors or their data
-pointers), best of 5 batches; then the kernel's warm call with and without
+launch and Triton's compiled launcher alone), best of 5 batches; then the kernel's warm call with and without
 its quick match, beside ``torch.bmm``, in 5 alternating rounds.
 
     python -m benchmarks.lab.eager_calls [--layers]
@@ -130,7 +129,6 @@ def layers():
     values = (*call, *entry.direct.constexprs)
     grid = tuple(entry.grid) + (1,) * (3 - len(entry.grid))
     pointers = [t.data_ptr() for t in (x, wt, out)]
-    by_pointer = [c.data_ptr() if isinstance(c, torch.Tensor) else c for c in call]
     print(f"quick matches learned: {len(quick)}; Triton's launcher called without run: "
           f"{entry.direct.launch is not compiled.run}")
     rows = {
@@ -142,16 +140,11 @@ def layers():
         "its quick match (runtime.quick_entry)": lambda: runtime.quick_entry(quick, (x, wt, out)),
         "its fast path (runtime.fast_launch)": lambda: runtime.fast_launch(kernel.launch_facts, entry, (x, wt, out)),
         "its fast path, pointers read": lambda: runtime.fast_launch(kernel.launch_facts, entry, (x, wt, out),
-                                                                     pointers),
+                                                                     pointers, True),
         "of which the direct launch": lambda: direct.launch_direct(entry.direct, entry.grid, call, entry.device),
-        "the direct launch by pointer": lambda: direct.launch_direct(entry.direct, entry.grid, call, entry.device,
-                                                                      by_pointer),
         "Triton's compiled launcher (run)": lambda: compiled.run(*grid, stream, compiled.function,
                                                                   compiled.packed_metadata, None, None, None,
                                                                   *values),
-        "Triton's compiled launcher, by pointer": lambda: compiled.run(*grid, stream, compiled.function,
-                                                                        compiled.packed_metadata, None, None, None,
-                                                                        *by_pointer, *entry.direct.constexprs),
         "F.silu (2, 1, 4096)": lambda: F.silu(x),
         "examples.silu (2, 1, 4096)": lambda: silu_example.silu(x),
     }

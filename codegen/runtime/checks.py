@@ -333,7 +333,7 @@ def _check_storage(name, a):
     if base == 0 or start < base or end > base + size:
         fail(f"`{name}` needs bytes {start - base} to {end - base} of its storage, which holds {size} bytes",
              "the storage was resized or freed after the view was made (as FSDP frees parameters)",
-             f"launch on a tensor whose storage holds its elements (e.g. after the storage is allocated again)")
+             "launch on a tensor whose storage holds its elements (e.g. after the storage is allocated again)")
 
 
 def byte_extent(t):

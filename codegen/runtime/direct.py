@@ -74,11 +74,9 @@ def direct_for(kernel, compiled, call, kwargs, spec, grid):
     return _Direct(compiled, constexprs, tuple(guard), grid)
 
 
-def launch_direct(direct, grid, call, device, by_pointer=None):
+def launch_direct(direct, grid, call, device):
     """Launch the compiled binary as ``JITFunction.run`` does once it has found it;
-    False when this call must go through Triton instead.  ``by_pointer``:
-    ``call`` with its tensors' data pointers for the tensors, launched where
-    no launch hook is set (a hook is given the tensors)."""
+    False when this call must go through Triton instead."""
     for i, token in direct.guard:
         value = call[i]
         if token != _guard_token(value, token[0] == "value"):
@@ -94,14 +92,10 @@ def launch_direct(direct, grid, call, device, by_pointer=None):
     compiled = direct.compiled
     values = (*call, *direct.constexprs)
     enter, leave = direct.knobs.launch_enter_hook, direct.knobs.launch_exit_hook
-    chain = direct.chain
-    if (type(enter) is chain and not enter.calls and type(leave) is chain and not leave.calls) or (
-            triton_compat.hook_is_empty(enter) and triton_compat.hook_is_empty(leave)):
+    if triton_compat.hooks_are_empty(enter, leave, direct.chain):
         # What the launch hooks would be given is not built where no hook
         # is set (Triton builds it each launch where its hooks are chains).
         metadata = enter = leave = None
-        if by_pointer is not None:
-            values = (*by_pointer, *direct.constexprs)
     else:
         metadata = compiled.launch_metadata(grid, stream, *values)
     g0, g1, g2 = direct.grid

@@ -74,13 +74,13 @@ class _Entry:
         self.learned = False  # whether quick matching was offered this entry (``quick.learn``)
 
 
-def fast_launch(facts, entry, args, pointers=None):
+def fast_launch(facts, entry, args, pointers=None, matched=False):
     """Launch a call whose shapes were validated before: only aliasing, which
     depends on the data pointers, is checked again.  ``pointers``: the
-    tensors' data pointers where the caller read them (``quick.find``)."""
+    tensors' data pointers where the caller read them; ``matched``: the call
+    was matched by torch's tensor guards (``quick.find``)."""
     spec = facts.spec
-    quick = pointers is not None  # read by ``quick.find``, which matched the call
-    if quick and 0 in pointers:
+    if pointers is not None and 0 in pointers:
         check_arguments(spec, args)  # a null data pointer: an empty tensor, or a storage freed since
     if entry.pairs:
         if pointers is None:
@@ -94,7 +94,7 @@ def fast_launch(facts, entry, args, pointers=None):
                 _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
                 break
     if spec.written_positions:
-        note_writes(spec, args, spec.written_positions, matched=quick)
+        note_writes(spec, args, spec.written_positions, matched=matched)
     if entry.grid is None:
         return None
     counts = facts.cache.counts
@@ -120,17 +120,7 @@ def fast_launch(facts, entry, args, pointers=None):
     else:
         kernel = facts.kernel
     if entry.direct is not None:
-        # The data pointers read already stand for the tensors (where every
-        # argument is one): Triton's launcher neither asks them again nor
-        # checks them with the driver (the call shape was checked at its
-        # first launch).
-        by_pointer = None
-        if pointers is not None and spec.gather is not None and len(pointers) == len(args):
-            by_pointer = [pointers[i] for i in spec.gather]
-            by_pointer.extend(entry.tail)
-            if spec.untouched_slots:
-                substitute_call(spec, by_pointer)
-        if launch_direct(entry.direct, entry.grid, call, entry.device, by_pointer):
+        if launch_direct(entry.direct, entry.grid, call, entry.device):
             return None
         facts.cache.jit_launches += 1
     if entry.scalars:  # integers the call key does not fix may make another variant

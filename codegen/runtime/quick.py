@@ -27,8 +27,9 @@ import operator
 
 from ntsym_codegen.runtime.checks import _call_types
 
-# The most call shapes a kernel handle remembers this way (tried in the
-# order learned; a call shape beyond them builds its key every call).
+# The most call shapes a kernel handle remembers this way, the last learned
+# tried first; learning one more forgets the oldest (a decode loop's growing
+# cache makes a new shape every step).
 LIMIT = 16
 
 
@@ -94,14 +95,14 @@ def _others_match(quick, args):
 
 
 def learn(cache, entry, args, constexprs=()):
-    """Remember ``entry`` (the one the call key found for ``args``) for quick
-    matching, once, where its tensors are plain tensors, each given once, and
-    its compile-time values (the argument positions ``constexprs``) are
-    numbers, strings or None."""
+    """Remember ``entry`` (the one the call key found for ``args``, whose
+    launch went through) for quick matching, once, where its tensors are
+    plain tensors, each given once, and its compile-time values (the argument
+    positions ``constexprs``) are numbers, strings or None."""
     global _IS_NEG
     entry.learned = True
     guards_type = _guards()
-    if guards_type is None or len(cache.quick) >= LIMIT:
+    if guards_type is None:
         return
     positions = entry.tensor_positions
     tensors = [args[i] for i in positions]
@@ -124,7 +125,9 @@ def learn(cache, entry, args, constexprs=()):
     except Exception:
         return
     every = len(positions) == len(args)
-    cache.quick.append(Quick(guards, aligns, entry, None if every else positions, tuple(others)))
+    table = cache.quick
+    table.insert(0, Quick(guards, aligns, entry, None if every else positions, tuple(others)))
+    del table[LIMIT:]
 
 
 def _guards():
