@@ -246,10 +246,11 @@ def check_arguments(spec, args):
                          "pass a number or a one-element tensor")
             elif not isinstance(a, (int, float, bool)):
                 fail(f"`{name}` must be a number, got {type(a).__name__}")
-        elif kind == "constexpr" and type(a) is float and a == 0 and str(a)[0] == "-" and not spec.interpreting:
+        elif kind == "constexpr" and type(a) is float and a == 0 and str(a)[0] == "-":
             fail(f"`{name}` is -0.0, a compile-time value Triton does not tell from 0.0",
-                 "Triton keeps one compiled kernel for both, so the kernel compiled for 0.0 would run (x * -0.0 "
-                 "differs from x * 0.0 in sign)", f"pass 0.0, or declare `{name}` as a scalar (Tensor(0))")
+                 "Triton keeps one kernel for both (compiled, or in its interpreter), so the kernel made for 0.0 "
+                 "could run (x * -0.0 differs from x * 0.0 in sign)",
+                 f"pass 0.0, or declare `{name}` as a scalar (Tensor(0))")
     _check_declarations(spec, args, params, tensor_type)
     if spec.meetings:
         refused = promotion.refusal(spec.meetings, {name: t.dtype for name, t in tensors})
