@@ -316,3 +316,48 @@ def test_a_kernel_with_an_untouched_tensor_is_matched_quickly(keys):
     kernel(x, torch.empty(40), z)
     assert keys == []
     torch.testing.assert_close(z, x * 2)
+
+
+def test_in_place_calls_are_matched_quickly_and_checked(keys):
+    """One tensor for an input and the output, where in-place use is proved
+    safe: matched by the same object at the same places, launched without
+    the full aliasing check; a call of other views still gets it."""
+    kernel = _add_kernel()
+    x = torch.randn(40)
+    y = torch.randn(40)
+    for _ in range(2):
+        kernel(x, y, x)
+    assert len(kernel.calls.quick) == 1
+    keys.clear()
+    x, y = torch.randn(40), torch.randn(40)
+    expected, before = x + y, x._version
+    kernel(x, y, x)
+    assert keys == []
+    torch.testing.assert_close(x, expected)
+    assert x._version == before + 1
+    # the same shapes, output a separate tensor: not this entry's repeats
+    z = torch.empty(40)
+    kernel(x, y, z)
+    assert keys == [1]
+    torch.testing.assert_close(z, x + y)
+    # an output overlapping an input by one element: refused, whichever path
+    base = torch.randn(41)
+    with pytest.raises(ntsym.LaunchError, match="share memory"):
+        kernel(base[:40], y, base[1:])
+
+
+def test_in_place_where_a_program_reads_after_writing_stays_refused():
+    def arrangement(x, y, BLOCK=ntsym.block_size()):
+        return x.tile((BLOCK,)), y.tile((BLOCK,))
+
+    def application(x, y):
+        y = x + 1  # noqa: F841
+        y = y + x  # noqa: F841  (reads x after writing y)
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
+    for _ in range(3):
+        kernel(torch.randn(40), torch.empty(40))
+    x = torch.randn(40)
+    for _ in range(3):
+        with pytest.raises(ntsym.LaunchError, match="share memory"):
+            kernel(x, x)

@@ -68,8 +68,9 @@ class _Entry:
         self.direct = direct  # _Direct, or None: launch through Triton's JIT
         self.scalars = scalars  # whether the call has arguments besides tensors (their values may change)
         self.options = options  # the configuration's warps and stages (``counters.note_variant``)
-        # (a, b) indices into ``tensor_positions`` of the pairs whose overlap a launch checks:
-        # those with a written tensor (two tensors only read may share memory)
+        # (a, b, alike) indices into ``tensor_positions`` of the pairs whose overlap a launch
+        # checks: those with a written tensor (two tensors only read may share memory); alike:
+        # one tensor object may be given for both (in-place use proved safe)
         self.pairs = pairs
         self.learned = False  # whether quick matching was offered this entry (``quick.learn``)
 
@@ -87,11 +88,13 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
             pointers = [args[i].data_ptr() for i in entry.tensor_positions]
             if 0 in pointers:
                 check_arguments(spec, args)
-        spans = entry.spans
-        for a, b in entry.pairs:
+        spans, positions = entry.spans, entry.tensor_positions
+        for a, b, alike in entry.pairs:
             if pointers[a] < pointers[b] + spans[b] and pointers[b] < pointers[a] + spans[a]:
+                if alike and args[positions[a]] is args[positions[b]]:
+                    continue  # one tensor for both, where in-place use is proved safe
                 # Possible overlap: the full check decides, over every pair, once.
-                _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in entry.tensor_positions])
+                _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in positions])
                 break
     if spec.written_positions:
         note_writes(spec, args, spec.written_positions, matched=matched)
@@ -151,8 +154,13 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
         for i in positions:
             start, end = byte_extent(user_args[i])
             spans.append(end - start)
-        written = [facts.spec.call_params[i][0] in facts.spec.written for i in positions]
-        pairs = tuple((a, b) for a in range(len(positions)) for b in range(a + 1, len(positions))
+        spec = facts.spec
+        names = [spec.call_params[i][0] for i in positions]
+        written = [name in spec.written for name in names]
+        # Whether one view may stand for both (``_check_aliasing`` accepts the
+        # same tensor object there without looking further).
+        alike = [[spec.aliasing.get((m, n), spec.aliasing.get((n, m))) is True for n in names] for m in names]
+        pairs = tuple((a, b, alike[a][b]) for a in range(len(positions)) for b in range(a + 1, len(positions))
                       if written[a] or written[b])
     params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1

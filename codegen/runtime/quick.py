@@ -7,7 +7,8 @@ torch's tensor guards for its tensors (``torch._C._dynamo.guards.
 TensorGuards``, what torch.compile's graphs check their inputs with, in
 C++): Python type, dispatch keys (device type, the negative and conjugate
 bits, nested and sparse layouts), dtype, device index, requires_grad, sizes
-and strides, and that no tensor is given twice.  The data pointers'
+and strides, over the distinct tensors (a tensor given twice, in place, is
+matched by the same object at the same places).  The data pointers'
 residues modulo 16 (what Triton specialises on) are compared apart, and
 each other argument by its exact type (scalars) or type and value
 (compile-time values).  Every fact the call key holds is among these, so a
@@ -38,14 +39,19 @@ _VALUES = (bool, int, float, str, type(None))
 
 
 class Quick:
-    __slots__ = ("guards", "aligns", "entry", "positions", "others")
+    __slots__ = ("guards", "aligns", "entry", "positions", "others", "repeats", "distinct")
 
-    def __init__(self, guards, aligns, entry, positions, others):
+    def __init__(self, guards, aligns, entry, positions, others, repeats=(), distinct=None):
         self.guards = guards
         self.aligns = aligns  # each tensor's data pointer modulo 16
         self.entry = entry
         self.positions = positions  # the tensors' argument positions; None: every argument
         self.others = others  # ((position, type, value, compared by value), ...) of the other arguments
+        # A tensor given more than once (in place): (k, first) where the k-th
+        # tensor is the first-th, and the indices of the distinct ones, which
+        # the guards check (None: every tensor is distinct).
+        self.repeats = repeats
+        self.distinct = distinct
 
 
 def find(table, args):
@@ -60,7 +66,9 @@ def find(table, args):
                 return None
         if quick.others and not _others_match(quick, args):
             continue
-        if quick.guards.check(*tensors):
+        if quick.repeats and not all(tensors[k] is tensors[first] for k, first in quick.repeats):
+            continue
+        if quick.guards.check(*(tensors if quick.distinct is None else [tensors[k] for k in quick.distinct])):
             pointers = [a.data_ptr() for a in tensors]
             for pointer, residue in zip(pointers, quick.aligns):
                 if pointer & 15 != residue:
@@ -97,8 +105,9 @@ def _others_match(quick, args):
 def learn(cache, entry, args, constexprs=()):
     """Remember ``entry`` (the one the call key found for ``args``, whose
     launch went through) for quick matching, once, where its tensors are
-    plain tensors, each given once, and its compile-time values (the argument
-    positions ``constexprs``) are numbers, strings or None."""
+    plain tensors and its compile-time values (the argument positions
+    ``constexprs``) are numbers, strings or None.  A tensor given twice (in
+    place) is matched by the same object given at the same places."""
     global _IS_NEG
     entry.learned = True
     guards_type = _guards()
@@ -108,8 +117,13 @@ def learn(cache, entry, args, constexprs=()):
     tensors = [args[i] for i in positions]
     tensor_type = _call_types()[2]
     _IS_NEG = tensor_type.is_neg
-    if any(type(a) is not tensor_type for a in tensors) or len({id(a) for a in tensors}) != len(tensors):
+    if any(type(a) is not tensor_type for a in tensors):
         return
+    firsts = {}
+    pattern = [firsts.setdefault(id(a), k) for k, a in enumerate(tensors)]
+    repeats = tuple((k, first) for k, first in enumerate(pattern) if first != k)
+    distinct = tuple(k for k, first in enumerate(pattern) if first == k) if repeats else None
+    unique = tensors if distinct is None else [tensors[k] for k in distinct]
     others = []
     for i, a in enumerate(args):
         if i in positions:
@@ -118,15 +132,15 @@ def learn(cache, entry, args, constexprs=()):
             return  # keyed by more than its type (or a value not compared here)
         others.append((i, type(a), a, i in constexprs))
     try:
-        guards = guards_type(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)
-        if not guards.check(*tensors):  # a state the guards read (dispatch keys) moved meanwhile
+        guards = guards_type(*unique, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+        if not guards.check(*unique):  # a state the guards read (dispatch keys) moved meanwhile
             return
         aligns = tuple(a.data_ptr() & 15 for a in tensors)
     except Exception:
         return
     every = len(positions) == len(args)
     table = cache.quick
-    table.insert(0, Quick(guards, aligns, entry, None if every else positions, tuple(others)))
+    table.insert(0, Quick(guards, aligns, entry, None if every else positions, tuple(others), repeats, distinct))
     del table[LIMIT:]
 
 
