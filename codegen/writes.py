@@ -13,8 +13,9 @@ in-place and ``out=`` operations.
   free of overlap (what torch's in-place operations check).
 
 The per-call work (``note_writes``) is a grad-mode test, an inference-mode
-test and one call that bumps the version counters of all written tensors; the overlap test runs on
-a call shape's first launch only (it depends on shapes and strides alone).
+test and one call that bumps the version counters of all written tensors;
+the overlap test runs on a call shape's first launch only (it depends on
+shapes and strides alone).
 """
 
 from ntsym_codegen.errors import fail

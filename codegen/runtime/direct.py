@@ -4,6 +4,7 @@ without Triton's per-call argument binding and cache lookup."""
 import os
 
 from ntsym_codegen import triton_compat
+from ntsym_codegen.counters import hashable
 
 
 # NTSYM_DIRECT_LAUNCH=0: every launch goes through Triton's JIT (``kernel[grid](...)``).
@@ -45,7 +46,7 @@ def _int_facts(value):
 
 def _guard_token(value, constexpr):
     if constexpr:
-        return ("value", type(value), repr(value) if type(value) is float else value)
+        return ("value", hashable(value))  # as the call key holds it (-0.0 apart from 0.0)
     if isinstance(value, int) and not isinstance(value, bool):
         return ("int", _int_facts(value))
     return None

@@ -81,13 +81,11 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
     tensors' data pointers where the caller read them; ``matched``: the call
     was matched by torch's tensor guards (``quick.find``)."""
     spec = facts.spec
+    if pointers is None and entry.pairs:
+        pointers = [args[i].data_ptr() for i in entry.tensor_positions]
     if pointers is not None and 0 in pointers:
         check_arguments(spec, args)  # a null data pointer: an empty tensor, or a storage freed since
     if entry.pairs:
-        if pointers is None:
-            pointers = [args[i].data_ptr() for i in entry.tensor_positions]
-            if 0 in pointers:
-                check_arguments(spec, args)
         spans, positions = entry.spans, entry.tensor_positions
         for a, b, alike in entry.pairs:
             if pointers[a] < pointers[b] + spans[b] and pointers[b] < pointers[a] + spans[a]:

@@ -26,6 +26,7 @@ its key."""
 
 import operator
 
+from ntsym_codegen.counters import hashable
 from ntsym_codegen.runtime.checks import _call_types
 
 # The most call shapes a kernel handle remembers this way, the last learned
@@ -46,7 +47,8 @@ class Quick:
         self.aligns = aligns  # each tensor's data pointer modulo 16
         self.entry = entry
         self.positions = positions  # the tensors' argument positions; None: every argument
-        self.others = others  # ((position, type, value, compared by value), ...) of the other arguments
+        # ((position, type, value as the key holds it, compared by value), ...) of the other arguments
+        self.others = others
         # A tensor given more than once (in place): (k, first) where the k-th
         # tensor is the first-th, and the indices of the distinct ones, which
         # the guards check (None: every tensor is distinct).
@@ -90,15 +92,15 @@ def _plain(tensors):
 
 
 _IS_NESTED = operator.attrgetter("is_nested")
-_IS_NEG = None  # torch.Tensor.is_neg, bound by the first ``learn`` (a table is empty before)
+_IS_NEG = operator.methodcaller("is_neg")
 
 
 def _others_match(quick, args):
     """Whether the arguments besides the tensors match ``quick``'s."""
     for i, kind, value, by_value in quick.others:
         a = args[i]
-        if type(a) is not kind or (by_value and (a != value or (kind is float and repr(a) != repr(value)))):
-            return False  # -0.0 and 0.0 are other compile-time values
+        if type(a) is not kind or (by_value and hashable(a) != value):
+            return False
     return True
 
 
@@ -108,7 +110,6 @@ def learn(cache, entry, args, constexprs=()):
     plain tensors and its compile-time values (the argument positions
     ``constexprs``) are numbers, strings or None.  A tensor given twice (in
     place) is matched by the same object given at the same places."""
-    global _IS_NEG
     entry.learned = True
     guards_type = _guards()
     if guards_type is None:
@@ -116,7 +117,6 @@ def learn(cache, entry, args, constexprs=()):
     positions = entry.tensor_positions
     tensors = [args[i] for i in positions]
     tensor_type = _call_types()[2]
-    _IS_NEG = tensor_type.is_neg
     if any(type(a) is not tensor_type for a in tensors):
         return
     firsts = {}
@@ -130,7 +130,7 @@ def learn(cache, entry, args, constexprs=()):
             continue
         if isinstance(a, tensor_type) or hasattr(a, "shape") or (i in constexprs and type(a) not in _VALUES):
             return  # keyed by more than its type (or a value not compared here)
-        others.append((i, type(a), a, i in constexprs))
+        others.append((i, type(a), hashable(a), i in constexprs))  # by value as the call key holds it
     try:
         guards = guards_type(*unique, dynamic_dims_sizes=None, dynamic_dims_strides=None)
         if not guards.check(*unique):  # a state the guards read (dispatch keys) moved meanwhile
