@@ -126,6 +126,39 @@ def test_bad_input_gets_a_status_and_a_message(built):
         mm_lib(a, b, c)
 
 
+def test_shared_size_symbols_are_read_once_and_checked(tmp_path):
+    """Parameters declared by one ``Tensor`` object, or shapes naming one
+    ``ntsym.Symbol``, share sizes (and, for one object, strides): the C
+    launcher reads them from the first parameter and refuses arguments that
+    differ, as the torch launcher does; a symbol named as one of the
+    launcher's own names is refused when building."""
+    f16 = ntsym.float16
+    blocks = functools.partial(add.arrangement, BLOCK_SIZE=64)
+    t = Tensor(1, dtype=f16)
+    together = ntsym.make(blocks, add.application, (t, t, Tensor(1, dtype=f16)), caller="cuda",
+                          kernel_name="add_together", output_dir=tmp_path, aot_options={"target": SM90})
+    n = ntsym.Symbol("n")
+    named = ntsym.make(blocks, add.application, (Tensor(shape=(n,), dtype=f16), Tensor(shape=(n,), dtype=f16),
+                                                 Tensor(1, dtype=f16)),
+                       caller="cuda", kernel_name="add_named", output_dir=tmp_path, aot_options={"target": SM90})
+    h = functools.partial(torch.zeros, dtype=torch.float16)
+    code, message = together.status(h(10), h(12), h(10))
+    assert code == aot.STATUS["NTSYM_ERROR_SHAPE"]
+    assert "other.shape[0] (=12) must equal input.shape[0] (=10)" in message
+    code, message = together.status(h(10), h(20)[::2], h(10))
+    assert code == aot.STATUS["NTSYM_ERROR_SHAPE"]
+    assert "other.strides[0] (=2) must equal input.strides[0] (=1)" in message
+    code, message = named.status(h(10), h(9), h(10))
+    assert code == aot.STATUS["NTSYM_ERROR_SHAPE"] and "other.shape[0] (=9) must equal input.shape[0] (=10)" in message
+    code, message = named.status(h(10), h(20)[::2], h(10))  # one size, each its own stride: no refusal here
+    assert code != aot.STATUS["NTSYM_ERROR_SHAPE"], message
+    for reserved in ("int", "stream", "input", "ntsym_grid", "n_i32"):
+        with pytest.raises(aot.AotError, match=f"the size symbol `{reserved}`"):
+            ntsym.make(blocks, add.application, (Tensor(shape=(ntsym.Symbol(reserved),), dtype=f16),
+                                                 Tensor(1, dtype=f16), Tensor(1, dtype=f16)),
+                       caller="cuda", kernel_name="add_reserved", output_dir=tmp_path, aot_options={"target": SM90})
+
+
 def test_lazy_negative_views_are_refused_as_the_torch_launcher_refuses_them(built):
     """The C struct carries the stored values only: a view torch negates on
     reading would reach the library without its sign."""

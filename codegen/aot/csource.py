@@ -348,8 +348,8 @@ def launcher_c(plan_, static=True):
             body.append(f"(void){p.name}_fp32; (void){p.name}_fp64; (void){p.name}_i32; (void){p.name}_i64;")
         if p.kind == "tensor":
             body.append(f"CUdeviceptr {p.name}_data = (CUdeviceptr)(uintptr_t){p.name}.data;")
-    body.append(f"int64_t grid = {plan_.grid};")
-    body.append("if (grid <= 0) return NTSYM_SUCCESS;  /* an empty problem: nothing to run */")
+    body.append(f"int64_t ntsym_grid = {plan_.grid};")
+    body.append("if (ntsym_grid <= 0) return NTSYM_SUCCESS;  /* an empty problem: nothing to run */")
     for ax in plan_.axes:
         if ax.kind == "aligned":
             # the most specialised variant whose preconditions hold (``planning._axes``)
@@ -373,15 +373,16 @@ def launcher_c(plan_, static=True):
             if suffix in ("i32", "i64") and local not in declared and base not in {p.name for p in plan_.params}:
                 body.append(f"{ctype} {local} = ({ctype}){base};")
                 declared.add(local)
-    body.append("void *params[64];")
-    body.append("CUdeviceptr scratch = 0;")
-    body.append("int n = 0;")
+    # The launcher's own locals are named ntsym_*, which no size symbol may take (planning.c_names).
+    body.append("void *ntsym_params[64];")
+    body.append("CUdeviceptr ntsym_scratch = 0;")
+    body.append("int ntsym_count = 0;")
     for i, v in enumerate(plan_.variants):
         cond = " && ".join(f"{ax.name}_value == {v.assignment[ax.name]}" for ax in plan_.axes)
-        pushes = " ".join(f"params[n++] = &{local};" for local, _ in v.launch_args)
-        pushes += " params[n++] = &scratch;" * v.scratch_args
-        body.append(f"if ({cond}) {{ {pushes} (void)n; return ntsym_launch(&{plan_.name}_binary_{i}, grid, "
-                    f"(CUstream)stream, params); }}")
+        pushes = " ".join(f"ntsym_params[ntsym_count++] = &{local};" for local, _ in v.launch_args)
+        pushes += " ntsym_params[ntsym_count++] = &ntsym_scratch;" * v.scratch_args
+        body.append(f"if ({cond}) {{ {pushes} (void)ntsym_count; return ntsym_launch(&{plan_.name}_binary_{i}, "
+                    f"ntsym_grid, (CUstream)stream, ntsym_params); }}")
     body.append("return ntsym_fail(NTSYM_ERROR_NO_VARIANT, \"no compiled variant for this call\");")
     lines += ["    " + b for b in body]
     lines.append("}")

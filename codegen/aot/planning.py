@@ -202,19 +202,53 @@ def _argument_checks(params):
 
 def _size_reads(ir):
     """C: the sizes and strides, as the Python launcher unpacks them; and the
-    names read."""
-    sym_names, prologue = set(), []
+    names read.  A symbol several parameters share (declared by one ``Tensor``
+    object, or one ``ntsym.Symbol`` in several shapes) is read from the first
+    and checked against the others: the kernel takes one value for all."""
+    _check_c_names(ir)
+    sym_names, prologue, first = set(), [], {}
     for p in (p for p in ir.params if p.kind in ("tensor", "shape")):
-        for d, s in enumerate(p.source_sizes):
-            if isinstance(s, sympy.Symbol):
-                prologue.append(f"int64_t {s.name} = {p.name}.shape[{d}];")
+        reads = [("shape", d, s) for d, s in enumerate(p.source_sizes)]
+        reads += [("strides", d, s) for d, s in enumerate(p.strides)] if p.kind == "tensor" else []
+        for field_, d, s in reads:
+            if not isinstance(s, sympy.Symbol):
+                continue
+            here = f"{p.name}.{field_}[{d}]"
+            if s.name not in sym_names:
+                prologue.append(f"int64_t {s.name} = {here};")
                 sym_names.add(s.name)
-        if p.kind == "tensor":
-            for d, s in enumerate(p.strides):
-                if isinstance(s, sympy.Symbol) and s.name not in sym_names:
-                    prologue.append(f"int64_t {s.name} = {p.name}.strides[{d}];")
-                    sym_names.add(s.name)
+                first[s.name] = here
+            elif field_ == "shape" or first[s.name] != here:
+                what = "size" if field_ == "shape" else "stride"
+                prologue.append(f"if ({here} != {s.name}) " + _fail(
+                    "NTSYM_ERROR_SHAPE", f"{here} (=%lld) must equal {first[s.name]} (=%lld)\nthe kernel takes one "
+                    f"{what} `{s.name}` for both (one Tensor object or one symbol declares them)", here, s.name))
     return sym_names, prologue
+
+
+# C names a size symbol may not take: the launcher's parameters and locals.
+C_RESERVED = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto if inline int long "
+    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while "
+    "stream int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t uintptr_t size_t CUdeviceptr "
+    "CUstream NULL".split())
+C_DERIVED = ("_value", "_data", "_fp32", "_fp64", "_i32", "_i64")
+
+
+def _check_c_names(ir):
+    """Refuse, at build, a size symbol whose name the C launcher takes for
+    something else (a C keyword, a parameter, one of its own locals)."""
+    params = {p.name for p in ir.params}
+    for p in ir.params:
+        for s in list(getattr(p, "source_sizes", ())) + list(getattr(p, "strides", ())):
+            if not isinstance(s, sympy.Symbol):
+                continue
+            name = s.name
+            if (name in C_RESERVED or name in params or name.lower().startswith("ntsym_")
+                    or name.endswith(C_DERIVED)):
+                raise AotError(f"kernel `{ir.name}`: the size symbol `{name}` (in `{p.name}`) has a name the C "
+                               "launcher uses for something else (a C keyword, a parameter, or one of its own "
+                               "names); give the symbol another name")
 
 
 def _size_checks(ir, params, sym_names, display, meta):
