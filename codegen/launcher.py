@@ -52,7 +52,7 @@ def launcher(ir, emitter, checks, persistent=None):
     # Tensors the arrangement does not return give their sizes only.
     shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
     metas = [m.symbol.name for m in ir.meta_params]
-    body = _call_entry(ir, metas) + _read_sizes(shaped) + check_sizes(shaped)
+    body = _call_entry(ir, metas) + read_sizes(shaped) + check_sizes(shaped)
     checks_body, late = _launch_checks(checks, metas)
     body += checks_body
     body += stmts(
@@ -183,17 +183,33 @@ def _keywords(call, names):
     return call
 
 
-def _read_sizes(shaped):
-    """``x_size_0, x_size_1 = x.shape`` (and the strides of tensors)."""
-    body = []
+def read_sizes(shaped):
+    """``x_size_0, x_size_1 = x.shape`` (and the strides of tensors).  A
+    symbol several parameters share (one ``ntsym.Symbol`` in several shapes,
+    or parameters one ``Tensor`` object declares) is bound by its first read;
+    each later read is checked against it: the kernel takes one value."""
+    body, first, again = [], {}, []
+
+    def target(s, here):
+        if not isinstance(s, sympy.Symbol):
+            return "_"
+        if s.name not in first:
+            first[s.name] = here
+            return s.name
+        again.append((f"ntsym_again_{len(again)}", s.name, here))
+        return again[-1][0]
+
     for p in shaped:
         if not p.ndim:
             continue
-        sizes = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.source_sizes]
+        sizes = [target(s, (p.name, "shape", d)) for d, s in enumerate(p.source_sizes)]
         body.append(stmt("{sizes} = {p}.shape", sizes=_names(sizes), p=p.name))
         if p.kind == "tensor":
-            strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
+            strides = [target(s, (p.name, "stride", d)) for d, s in enumerate(p.strides)]
             body.append(stmt("{strides} = {p}.stride()", strides=_names(strides), p=p.name))
+    for local, name, here in again:
+        body.append(stmt("runtime.check_same({here}, {local}, {there}, {name}, {symbol})", here=ast.Constant(here),
+                         local=local, there=ast.Constant(first[name]), name=name, symbol=ast.Constant(name)))
     return body
 
 

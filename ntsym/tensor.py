@@ -46,6 +46,9 @@ class Tensor:
 
     ``ndim``: the number of dimensions (or give ``shape``).
     ``shape``: the sizes: ints, SymPy expressions or ``None`` (a fresh symbol).
+    One symbol in several shapes is one size: the launcher reads it from the
+    first tensor and refuses a call whose tensors differ there (as it does
+    for the parameters one ``Tensor`` object declares, strides included).
     ``shape_options``: the options of the size symbols (``Symbol``'s:
     ``constexpr``, ``upper_bound``, ``power_of_two``, ...), one dict for every
     dimension or a sequence of one per dimension (``None`` for none).

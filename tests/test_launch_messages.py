@@ -63,6 +63,30 @@ def test_parameters_declared_by_one_tensor_object_must_agree():
     torch.testing.assert_close(y, x + 1)
 
 
+def test_one_symbol_in_several_shapes_must_agree(tmp_path):
+    # `Tensor(shape=(n,))` twice: one size for both, read from the first; a second
+    # argument of another size was taken at its size, so the first was read past
+    # its end (a wrong result, no error).
+    import functools
+    import importlib.util
+
+    n = ntsym.Symbol("n")
+    kernel = ntsym.make(functools.partial(add.arrangement, BLOCK_SIZE=16), add.application,
+                        (ntsym.Tensor(shape=(n,)), ntsym.Tensor(shape=(n,)), ntsym.Tensor(1)))
+    ntsym.aot.export(kernel, tmp_path / "exported.py")
+    spec = importlib.util.spec_from_file_location("exported_add", tmp_path / "exported.py")
+    exported = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exported)
+    for launch in (kernel, exported.launch):
+        x, y, out = torch.arange(100.0)[:30], torch.zeros(40), torch.zeros(40)
+        with pytest.raises(ValueError, match=r"other.shape\[0\] \(=40\) must equal input.shape\[0\] \(=30\)"):
+            launch(x, y, out)
+        assert torch.equal(out, torch.zeros(40))
+        x = torch.arange(40.0)
+        launch(x, y, out)
+        torch.testing.assert_close(out, x)
+
+
 @pytest.mark.parametrize("other, dtype", [(float("inf"), torch.int32), (float("nan"), torch.int8), (-1, torch.uint8),
                                           (2.0, torch.bool), (float("-inf"), torch.float8_e4m3fn)])
 def test_an_other_the_tensors_dtype_cannot_hold_is_refused(other, dtype):

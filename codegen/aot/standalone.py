@@ -1,8 +1,6 @@
 """A standalone Python module: the generated kernel and a launcher that needs
 only ``torch`` and ``triton``."""
 
-import sympy
-
 from ntsym_codegen.aot.common import AotError
 from ntsym_codegen.options import ADVANCE, NUM_STAGES, NUM_WARPS
 from ntsym_codegen.printer import Printer
@@ -71,17 +69,15 @@ def _arguments(ir, own):
             "got %d' % len(args))",
             "runtime.check_arguments(SPEC, args)",
             f"{', '.join(p.name for p in own)}{',' if len(own) == 1 else ''} = args"]
-    for p in own:
-        if p.kind in ("tensor", "shape"):
-            body.append(f"if {p.name}.ndim != {p.ndim}:")
-            body.append(f"    raise ValueError('`{p.name}` must have {p.ndim} dimensions, got %d' % {p.name}.ndim)")
-            sizes = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.source_sizes]
-            if p.ndim:
-                body.append(f"{', '.join(sizes)}{',' if p.ndim == 1 else ''} = {p.name}.shape")
-                if p.kind == "tensor":
-                    strides = [s.name if isinstance(s, sympy.Symbol) else "_" for s in p.strides]
-                    body.append(f"{', '.join(strides)}{',' if p.ndim == 1 else ''} = {p.name}.stride()")
-    return body
+    from ntsym_codegen.launcher import read_sizes
+    from ntsym_codegen.printer import to_source
+
+    shaped = [p for p in own if p.kind in ("tensor", "shape")]
+    for p in shaped:
+        body.append(f"if {p.name}.ndim != {p.ndim}:")
+        body.append(f"    raise ValueError('`{p.name}` must have {p.ndim} dimensions, got %d' % {p.name}.ndim)")
+    # the torch launcher's reads: a size several parameters share is checked
+    return body + [line for node in read_sizes(shaped) for line in to_source(node).splitlines()]
 
 
 def _checks(ir, generated, display, own, metas):

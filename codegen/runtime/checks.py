@@ -166,6 +166,16 @@ def check_size(name, dim, value, lower, upper, power_of_two):
         fail(f"{where} must be a power of two", "its shape_options say so (tiles over it are unpadded)")
 
 
+def check_same(here, value, there, expected, symbol):
+    """A size (or stride) several parameters share: ``here`` and ``there`` are
+    (parameter, "shape" or "stride", dimension); the kernel takes one value
+    for both."""
+    if value != expected:
+        where = lambda p: f"{p[0]}.{p[1]}{'()' if p[1] == 'stride' else ''}[{p[2]}]"  # noqa: E731
+        fail(f"{where(here)} (={value}) must equal {where(there)} (={expected})",
+             f"the kernel takes one value `{symbol}` for both (one ntsym.Symbol, or one Tensor object, declares them)")
+
+
 def check_shape(name, tensor, dim, expected):
     if tensor.shape[dim] != expected:
         fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}", "the arrangement fixes it")
