@@ -10,8 +10,10 @@ another to read its insides.  Compiling launches nothing and reads no torch
 tensor: the sizes it needs are those of the symbolic ``tensors``.
 """
 
+import ast
 import dataclasses
 import itertools
+import re
 
 from ntsym_codegen import emit
 from ntsym_codegen.emit_error import EmitError
@@ -95,12 +97,61 @@ def compile(arrangement, application, tensors, kernel_name=None, num_warps=None,
         raise ApplicationError(str(e)) from None
     except PrintError as e:
         raise CodegenError(str(e)) from None
+    _check_kernel_names(generated.source, _assigned(ir))
     together = tuple((i, j) for i, j in itertools.combinations(range(len(tensors)), 2)
                      if tensors[i] is tensors[j] and isinstance(tensors[i], Tensor))
     aliasing = aliasing_table(ir, generated.sourced, frozenset(generated.written))
     spec = dataclasses.replace(emit.spec(ir, generated), aliasing=aliasing, declared_together=together,
                                others=_others(ir))
     return Compiled(ir=ir, generated=generated, spec=spec, display=display_names(ir))
+
+
+# Names the generated kernel binds itself, for the program's index along each grid dimension.
+PROGRAM_NAMES = re.compile(r"(pid|rest|first_pid)_\d+$|per_group$|group_rows$")
+
+
+def _assigned(ir):
+    """The names the application (and what it inlines) assigns."""
+    functions = [ir.application, *(v[0] if isinstance(v, tuple) else v for v in ir.inline_functions.values())]
+    return {n.id for fn in functions for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _check_kernel_names(source, assigned):
+    """Refuse a generated kernel where a name the application assigns is
+    also one the kernel takes as a parameter (other than re-typing it in
+    place, ``n = tl.cast(n, ...)``), one the module imports, or one the
+    kernel binds for the program's index: the kernel's masks and addresses
+    would read the application's value in its place (``x_size_0 = ...``).
+    Size symbols a caller named are renamed away from the application's
+    names before this (``ntsym.renaming.clear_names``)."""
+    module = ast.parse(source)
+    imported = {a.asname or a.name.split(".")[0] for n in module.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in n.names}
+    for fn in (n for n in module.body if isinstance(n, ast.FunctionDef) and n.decorator_list):
+        params = {a.arg for a in fn.args.args}
+        stores = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        for node in stores:
+            if node.id in imported:
+                what = "a module the kernel imports"
+            elif node.id in params and node.id in assigned and not _retyped(fn, node):
+                what = "a parameter of the kernel"
+            elif (node.id in assigned and PROGRAM_NAMES.match(node.id)
+                  and sum(n.id == node.id for n in stores) > 1):
+                what = "the kernel's name for a program index"
+            else:
+                continue
+            raise CodegenError(f"the name `{node.id}` is both {what} and a name the application assigns; the "
+                               "kernel would read the application's value in its place: rename it in the "
+                               "application")
+
+
+def _retyped(fn, target):
+    """Whether ``target`` (a store) is in ``name = f(name, ...)``: a parameter
+    given another type in place."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and target in node.targets:
+            return any(isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(node.value))
+    return False
 
 
 def _others(ir):

@@ -8,7 +8,12 @@ size gets a positive twin (the launcher checks it is at least 1) and, where
 the launcher asks for it, a padded one.
 """
 
+import ast
+import builtins
+import copy
 import itertools
+import keyword
+import re
 
 import sympy
 
@@ -43,6 +48,101 @@ def canonical_names(arrangement, tensors, arranged, names):
             taken.add(name)
             renames[symbol] = _copy_symbol(symbol, name)
     return renames
+
+
+# Names the generated module and its launcher give values of their own: the
+# modules they import, the program index and the grouping of programs, the
+# launcher's locals, and the patterns of the names the emitter derives from
+# tensors (``x_ptr``, ``x_t0``, ``x_size_0``, ``mask_3``, ...).
+RESERVED = frozenset({
+    "tl", "triton", "torch", "runtime", "cdiv", "next_power_of_2", "libdevice", "os", "math", "debug_checks", "pid",
+    "per_group", "group_rows", "args", "grid", "meta", "derived", "tensors", "key", "entry", "found", "unknown",
+    "launch", "make_launch", "ntsym_options", "SPEC", "CHECKS", "DISPLAY", "CALLS", "QUICK", "FACTS",
+}) | frozenset(keyword.kwlist) | frozenset(dir(builtins))
+RESERVED_PATTERN = re.compile(r"(pid|rest|first_pid|mask)_\d+$|.*_(t\d+|base_\d+|ptrs_\d+|ptr|tile|desc|size_\d+|"
+                              r"stride_\d+|seq_len|seq_start|jagged_offsets)$|(ntsym|NTSYM)_")
+
+
+def application_names(app_def, inline):
+    """Every name the application, and each function it inlines, uses."""
+    used = set()
+    for fn in [app_def, *(v[0] if isinstance(v, tuple) else v for v in inline.values())]:
+        used |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        used |= {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    return used
+
+
+def clear_names(tensors, names, used, renames):
+    """Renames for the size and stride symbols a caller named (an
+    ``ntsym.Symbol`` in a ``Tensor``'s shape) where the kernel or its
+    launcher gives that name to something else: a name the application uses
+    (``used``: ``Symbol("k")`` beside a loop ``for k in ...``, whose variable
+    would take the size's place), a tensor's, or one of the generated
+    code's.  The symbol keeps its meaning under a fresh name (``k_size``).
+    Symbols the caller gives at call time (``constexpr``, ``meta``) keep
+    theirs: they are passed by name."""
+    taken = set(used) | set(names) | {s.name for s in renames.values()}
+    out = {}
+    for tensor in tensors:
+        for s in list(tensor.source_shape) + list(tensor.source_strides):
+            if (not isinstance(s, Symbol) or s in renames or s in out or s.meta or s.constexpr
+                    or not _clashes(s.name, taken)):
+                continue
+            base, new, k = f"{s.name}_size", f"{s.name}_size", itertools.count(1)
+            while _clashes(new, taken):
+                new = f"{base}{next(k)}"
+            taken.add(new)
+            out[s] = _copy_symbol(s, new)
+    return out
+
+
+# Names the kernel binds itself, which an application's local must not take:
+# the modules it imports, the program index and its parts, masks, the
+# compile-time flags (with the names it derives from each tensor's:
+# ``local_renames``).
+KERNEL_FIXED = frozenset({"tl", "triton", "torch", "runtime", "cdiv", "next_power_of_2", "libdevice", "os", "math",
+                          "debug_checks", "pid", "per_group", "group_rows", "range"})
+KERNEL_PATTERN = re.compile(r"(pid|rest|first_pid|mask)_\d+$|(ntsym|NTSYM)_")
+
+
+def local_renames(app_def, params, tensor_names, symbol_names):
+    """``{local: fresh name}`` for each name the application assigns (not a
+    tensor parameter: assigning one stores to it) that the kernel also gives
+    to something of its own: a parameter (``x_ptr``, ``x_size_0``, a size or
+    block size), a module it imports, the program index.  Renaming a local
+    throughout its function is what Python's scoping already means."""
+    kernel = set(symbol_names) | {f"{t}_{suffix}" for t in tensor_names
+                                  for suffix in ("ptr", "tile", "desc", "seq_len", "seq_start", "jagged_offsets")}
+    derived = re.compile("|".join(rf"{re.escape(t)}_(t\d+|base_\d+|ptrs_\d+)$" for t in tensor_names) or "$^")
+    assigned = {n.id for n in ast.walk(app_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    used = application_names(app_def, {})
+    out = {}
+    for name in sorted(assigned - set(params)):
+        if name in kernel or name in KERNEL_FIXED or KERNEL_PATTERN.match(name) or derived.match(name):
+            base = f"local_{name}" if KERNEL_PATTERN.match(f"{name}_local") else f"{name}_local"
+            new, k = base, itertools.count(1)
+            while new in kernel or new in used or new in out.values():
+                new = f"{base}{next(k)}"
+            out[name] = new
+    return out
+
+
+def rename_locals(app_def, mapping):
+    """A copy of ``app_def`` with the names of ``mapping`` renamed."""
+    if not mapping:
+        return app_def
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in mapping:
+                return ast.copy_location(ast.Name(id=mapping[node.id], ctx=node.ctx), node)
+            return node
+
+    return Rename().visit(copy.deepcopy(app_def))
+
+
+def _clashes(name, taken):
+    return name in taken or name in RESERVED or RESERVED_PATTERN.match(name) is not None
 
 
 def _symbols_in_order(arranged):
