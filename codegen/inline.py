@@ -30,19 +30,24 @@ class InliningMixin:
             raise self.error(f"inlined call of `{key}` needs exactly {len(sub_def.args.args)} positional arguments", call)
         self.names.counter += 1
         prefix = f"{sub_def.name}_{self.names.counter}_"
+        while any(n.startswith(prefix) for n in self.facts.user_names):  # the application's own names stay apart
+            self.names.counter += 1
+            prefix = f"{sub_def.name}_{self.names.counter}_"
+        assigned = {n.id for n in ast.walk(sub_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         renames, pre = {}, []
         for param, arg in zip(sub_def.args.args, call.args):
-            if isinstance(arg, ast.Name):
+            # A parameter the function assigns is its own local (Python's binding): the
+            # caller's name, a tensor it would store to, is read once into it.
+            if isinstance(arg, ast.Name) and param.arg not in assigned:
                 renames[param.arg] = arg.id
             else:
                 tmp = prefix + param.arg
                 pre.append(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=arg, lineno=call.lineno))
                 renames[param.arg] = tmp
-        assigned = {n.id for n in ast.walk(sub_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         for name in assigned:
             if name not in renames:
                 renames[name] = prefix + name
-        body = copy.deepcopy(sub_def.body)
+        body = _own_constants(copy.deepcopy(sub_def.body), sub_def, assigned, self.ir.inline_functions[key][1])
         result = None
         if body and isinstance(body[-1], ast.Return) and body[-1].value is not None:
             result = prefix + "result"
@@ -64,3 +69,26 @@ class InliningMixin:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
         self.note_result(call, self.lanes.locals.get(result))  # the lanes of what it returns
         return ast.Name(id=result, ctx=ast.Load())
+
+
+class _Constants(ast.NodeTransformer):
+    def __init__(self, values):
+        self.values = values
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.values:
+            return ast.copy_location(ast.Constant(self.values[node.id]), node)
+        return node
+
+
+def _own_constants(body, sub_def, assigned, scope):
+    """``body`` with the numbers the function reads from its own module
+    written in: the application's names (a local, a parameter, its module's
+    global of the same spelling) must not stand for them."""
+    params = {a.arg for a in sub_def.args.args}
+    free = {n.id for n in ast.walk(sub_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    values = {name: scope[name] for name in free - params - assigned
+              if name in scope and type(scope[name]) in (int, float, bool)}
+    if not values:
+        return body
+    return [_Constants(values).visit(statement) for statement in body]

@@ -97,6 +97,7 @@ def compile(arrangement, application, tensors, kernel_name=None, num_warps=None,
         raise ApplicationError(str(e)) from None
     except PrintError as e:
         raise CodegenError(str(e)) from None
+    _check_parameter_names(ir)
     _check_kernel_names(generated.source, _assigned(ir))
     together = tuple((i, j) for i, j in itertools.combinations(range(len(tensors)), 2)
                      if tensors[i] is tensors[j] and isinstance(tensors[i], Tensor))
@@ -116,33 +117,57 @@ def _assigned(ir):
     return {n.id for fn in functions for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
+# Names the torch launcher binds itself: a parameter named so would be read wrong.
+LAUNCHER_NAMES = frozenset({"runtime", "SPEC", "CHECKS", "DISPLAY", "CALLS", "QUICK", "FACTS", "args", "ntsym_options",
+                            "grid", "derived", "tensors", "cdiv", "next_power_of_2"})
+
+
+def _check_parameter_names(ir):
+    """Refuse a parameter named as a size, stride or block size of the
+    kernel (a scalar ``y_size_0`` beside a tensor ``y``: the launcher's read
+    of ``y``'s size would replace it) or as a name the launcher binds."""
+    symbols = {a.symbol.name for a in ir.size_args} | {m.symbol.name for m in ir.meta_params}
+    symbols |= {e.name for p in ir.params for e in (*getattr(p, "source_sizes", ()), *getattr(p, "strides", ()))
+                if getattr(e, "is_Symbol", False)}
+    for p in ir.params:
+        if p.name in symbols or p.name in LAUNCHER_NAMES:
+            what = "a size, stride or block size of the kernel" if p.name in symbols else "a name its launcher uses"
+            raise CodegenError(f"the parameter `{p.name}` has the name of {what}; the launcher would read one in "
+                               "place of the other: rename the parameter")
+
+
 def _check_kernel_names(source, assigned):
-    """Refuse a generated kernel where a name the application assigns is
-    also one the kernel takes as a parameter (other than re-typing it in
-    place, ``n = tl.cast(n, ...)``), one the module imports, or one the
-    kernel binds for the program's index: the kernel's masks and addresses
-    would read the application's value in its place (``x_size_0 = ...``).
-    Size symbols a caller named are renamed away from the application's
-    names before this (``ntsym.renaming.clear_names``)."""
+    """Refuse a generated kernel that takes a name twice as a parameter, or
+    assigns a parameter's name (other than re-typing it in place,
+    ``n = tl.cast(n, ...)``): a scalar or a compile-time size named ``pid``
+    would be replaced by the program index.  Also where a name the
+    application assigns is one the module imports or the kernel's name for
+    a program index.  Size symbols a caller named and the application's
+    locals are renamed away from the kernel's names before this
+    (``ntsym.renaming``); what is left is refused here, with the name."""
     module = ast.parse(source)
     imported = {a.asname or a.name.split(".")[0] for n in module.body if isinstance(n, (ast.Import, ast.ImportFrom))
                 for a in n.names}
     for fn in (n for n in module.body if isinstance(n, ast.FunctionDef) and n.decorator_list):
-        params = {a.arg for a in fn.args.args}
+        params = [a.arg for a in fn.args.args]
+        twice = sorted({p for p in params if params.count(p) > 1})
+        if twice:
+            raise CodegenError(f"the kernel takes the name `{twice[0]}` for two of its parameters (a tensor's, a "
+                               "size's, a block size's): rename one of them")
         stores = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
         for node in stores:
-            if node.id in imported:
+            if node.id in imported and node.id in assigned:
                 what = "a module the kernel imports"
-            elif node.id in params and node.id in assigned and not _retyped(fn, node):
+            elif node.id in params and not _retyped(fn, node):
                 what = "a parameter of the kernel"
             elif (node.id in assigned and PROGRAM_NAMES.match(node.id)
                   and sum(n.id == node.id for n in stores) > 1):
                 what = "the kernel's name for a program index"
             else:
                 continue
-            raise CodegenError(f"the name `{node.id}` is both {what} and a name the application assigns; the "
-                               "kernel would read the application's value in its place: rename it in the "
-                               "application")
+            raise CodegenError(f"the name `{node.id}` is both {what} and a name the kernel assigns (the "
+                               "program index, a tile, or the application's own); the kernel would read one in "
+                               "place of the other: rename the parameter, symbol or variable")
 
 
 def _retyped(fn, target):

@@ -58,9 +58,12 @@ RESERVED = frozenset({
     "tl", "triton", "torch", "runtime", "cdiv", "next_power_of_2", "libdevice", "os", "math", "debug_checks", "pid",
     "per_group", "group_rows", "args", "grid", "meta", "derived", "tensors", "key", "entry", "found", "unknown",
     "launch", "make_launch", "ntsym_options", "SPEC", "CHECKS", "DISPLAY", "CALLS", "QUICK", "FACTS",
+    "int64", "given", "config", "CONFIGS",  # the standalone export's
+    "stream",  # the C library's
 }) | frozenset(keyword.kwlist) | frozenset(dir(builtins))
 RESERVED_PATTERN = re.compile(r"(pid|rest|first_pid|mask)_\d+$|.*_(t\d+|base_\d+|ptrs_\d+|ptr|tile|desc|size_\d+|"
-                              r"stride_\d+|seq_len|seq_start|jagged_offsets)$|(ntsym|NTSYM)_")
+                              r"stride_\d+|seq_len|seq_start|jagged_offsets|value|data|fp32|fp64|i32|i64)$|"
+                              r"(ntsym|NTSYM)_")
 
 
 def application_names(app_def, inline):
@@ -88,7 +91,10 @@ def clear_names(tensors, names, used, renames):
             if (not isinstance(s, Symbol) or s in renames or s in out or s.meta or s.constexpr
                     or not _clashes(s.name, taken)):
                 continue
-            base, new, k = f"{s.name}_size", f"{s.name}_size", itertools.count(1)
+            base = f"{s.name}_size"
+            if _clashes(base, set()):  # a prefix the generated code keeps for itself (ntsym_...)
+                base = f"size_{s.name}"
+            new, k = base, itertools.count(1)
             while _clashes(new, taken):
                 new = f"{base}{next(k)}"
             taken.add(new)

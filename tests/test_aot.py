@@ -152,7 +152,15 @@ def test_shared_size_symbols_are_read_once_and_checked(tmp_path):
     assert code == aot.STATUS["NTSYM_ERROR_SHAPE"] and "other.shape[0] (=9) must equal input.shape[0] (=10)" in message
     code, message = named.status(h(10), h(20)[::2], h(10))  # one size, each its own stride: no refusal here
     assert code != aot.STATUS["NTSYM_ERROR_SHAPE"], message
-    for reserved in ("int", "stream", "input", "ntsym_grid", "n_i32"):
+    # Names of the launcher's own (and Python's) are renamed away before the C source is written;
+    # a C keyword Python does not reserve is refused when building.
+    for name in ("int", "stream", "ntsym_grid", "n_i32"):
+        lib = ntsym.make(blocks, add.application, (Tensor(shape=(ntsym.Symbol(name),), dtype=f16),
+                                                   Tensor(1, dtype=f16), Tensor(1, dtype=f16)),
+                         caller="cuda", kernel_name=f"add_{name}", output_dir=tmp_path, aot_options={"target": SM90})
+        code, message = lib.status(h(10), h(12), h(10))
+        assert code == aot.STATUS["NTSYM_ERROR_SHAPE"], message  # built, and its checks run
+    for reserved in ("double", "unsigned"):
         with pytest.raises(aot.AotError, match=f"the size symbol `{reserved}`"):
             ntsym.make(blocks, add.application, (Tensor(shape=(ntsym.Symbol(reserved),), dtype=f16),
                                                  Tensor(1, dtype=f16), Tensor(1, dtype=f16)),

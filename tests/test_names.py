@@ -13,6 +13,7 @@ import torch
 import ntsym
 from examples import add, mm
 from ntsym import Symbol, Tensor
+from tests.conftest import FP32_DOT_TOL
 
 
 def test_a_product_over_symbols_named_m_n_k():
@@ -22,7 +23,7 @@ def test_a_product_over_symbols_named_m_n_k():
     a, b = torch.randn(50, 72), torch.randn(72, 40)
     out = torch.empty(50, 40)
     kernel(a, b, out, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)
-    torch.testing.assert_close(out, a @ b, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(out, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
 @pytest.mark.parametrize("name", ["pid", "tl", "grid", "input", "range", "cdiv", "runtime", "meta", "x_t0", "mask_1"])
@@ -54,3 +55,92 @@ def test_an_application_local_named_as_the_kernels_own_names(name, tmp_path):
     out = torch.empty(40)
     kernel(x, out)
     torch.testing.assert_close(out, (x + 1) * 2 + x)
+
+
+@pytest.mark.parametrize("name", ["y_size_0", "x_stride_0", "args", "runtime", "grid"])
+def test_a_parameter_named_as_a_size_or_the_launchers_names_is_refused(name, tmp_path):
+    # A scalar named `y_size_0` beside a tensor `y` was replaced by y's size.
+    path = tmp_path / f"scaled_{name}.py"
+    path.write_text(f"def arrangement(x, {name}, y):\n    return x.tile((16,)), {name}, y.tile((16,))\n\n\n"
+                    f"def application(x, {name}, y):\n    y = x * {name} + 1  # noqa: F841\n")
+    namespace = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    with pytest.raises(ntsym.CodegenError, match=f"`{name}`"):
+        ntsym.make(namespace["arrangement"], namespace["application"], (Tensor(1), Tensor(0), Tensor(1)))
+
+
+@pytest.mark.parametrize("declared", [Tensor(0), Tensor(0, constexpr=True)])
+def test_a_scalar_named_as_the_program_index_is_refused(declared, tmp_path):
+    path = tmp_path / "scaled_pid.py"
+    path.write_text("def arrangement(x, pid, y):\n    return x.tile((16,)), pid, y.tile((16,))\n\n\n"
+                    "def application(x, pid, y):\n    y = x * pid + 1  # noqa: F841\n")
+    namespace = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    with pytest.raises(ntsym.CodegenError, match="`pid`"):
+        ntsym.make(namespace["arrangement"], namespace["application"], (Tensor(1), declared, Tensor(1)))
+
+
+_SCALE = 2.0
+_OFFSET = 100.0
+
+
+def _bump(a):
+    a = a + 1
+    return a * _SCALE
+
+
+def _plus_offset(v):
+    return v + _OFFSET
+
+
+def _bumped(x, y):
+    y = _bump(x) + x  # noqa: F841
+
+
+def _shadowed(x, y):
+    _SCALE = x * 0 + 5.0  # an application local named as the helper's global
+    y = _bump(x) + _SCALE  # noqa: F841
+
+
+def _prefixed(x, y):
+    _bump_1_result = x * 0 + 100.0  # named as the inliner's temporary
+    y = _bump(x) + _bump_1_result  # noqa: F841
+
+
+def _offset(x, y):
+    _OFFSET = x * 0  # noqa: F841
+    y = _plus_offset(x)  # noqa: F841
+
+
+@pytest.mark.parametrize("application, expected", [
+    (_bumped, lambda x: (x + 1) * 2 + x),  # a helper assigning its parameter stores nothing into x
+    (_shadowed, lambda x: (x + 1) * 2 + 5),  # the helper's _SCALE is its module's, not the application's
+    (_prefixed, lambda x: (x + 1) * 2 + 100),
+    (_offset, lambda x: x + 100),
+])
+def test_inlined_helpers_keep_their_own_names(application, expected):
+    kernel = ntsym.make(_arrangement, application, (Tensor(1), Tensor(1)))
+    x = torch.arange(40.0)
+    original = x.clone()
+    out = torch.empty(40)
+    kernel(x, out)
+    torch.testing.assert_close(out, expected(original))
+    assert torch.equal(x, original)
+
+
+@pytest.mark.parametrize("name", ["ntsym_n", "NTSYM_N", "int64", "config", "stream", "n_i32"])
+def test_size_symbols_named_as_generated_prefixes_or_export_locals(name, tmp_path):
+    import importlib.util
+
+    n = Symbol(name)
+    kernel = ntsym.make(functools.partial(add.arrangement, BLOCK_SIZE=16), add.application,
+                        (Tensor(shape=(n,)), Tensor(shape=(n,)), Tensor(1)))
+    ntsym.aot.export(kernel, tmp_path / "exported.py")
+    spec = importlib.util.spec_from_file_location(f"exported_{name}", tmp_path / "exported.py")
+    exported = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exported)
+    x, y = torch.randn(40), torch.randn(40)
+    for launch in (kernel, exported.launch):
+        out = torch.zeros(40)
+        launch(x, y, out)
+        torch.testing.assert_close(out, x + y)
