@@ -8,6 +8,7 @@ import torch
 import ntsym
 import ntsym.language as ntl
 from examples import add, mm
+from tests.conftest import FP32_DOT_TOL
 
 x = torch.arange(5.0)
 z = torch.complex(torch.randn(4), torch.randn(4))
@@ -43,7 +44,7 @@ def test_the_refused_call_runs_once_fixed():
     a, b = torch.randn(5, 4), torch.randn(4, 3)
     c = torch.empty(5, 3)
     mm.kernel(a, b, c)
-    torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(c, a @ b, rtol=FP32_DOT_TOL, atol=FP32_DOT_TOL)
 
 
 def test_parameters_declared_by_one_tensor_object_must_agree():
