@@ -36,9 +36,9 @@ class InliningMixin:
         assigned = {n.id for n in ast.walk(sub_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         renames, pre = {}, []
         for param, arg in zip(sub_def.args.args, call.args):
-            # A parameter the function assigns is its own local (Python's binding): the
-            # caller's name, a tensor it would store to, is read once into it.
-            if isinstance(arg, ast.Name) and param.arg not in assigned:
+            # A name passed is the parameter itself: assigning the parameter assigns it (as
+            # NineToothed's applications calling applications store into their argument).
+            if isinstance(arg, ast.Name):
                 renames[param.arg] = arg.id
             else:
                 tmp = prefix + param.arg

