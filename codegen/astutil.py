@@ -67,6 +67,9 @@ def constant_node(value):
     """A literal for ``value``; ``float("inf")`` and the like for infinities and NaN."""
     if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
         return ast.Call(func=ast.Name(id="float", ctx=ast.Load()), args=[ast.Constant(repr(value))], keywords=[])
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.copysign(1, value) < 0:
+        # a negation, which the printer parenthesizes where precedence asks (``(-1) ** 2``)
+        return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(-value))
     return ast.Constant(value)
 
 

@@ -6,6 +6,8 @@ locals renamed apart (``<function>_<n>_<name>``), its result in a local.
 import ast
 import copy
 
+from ntsym_codegen.astutil import literal
+
 
 class InliningMixin:
     """Inlined calls, for ``KernelEmitter``.
@@ -47,7 +49,8 @@ class InliningMixin:
         for name in assigned:
             if name not in renames:
                 renames[name] = prefix + name
-        body = _own_constants(copy.deepcopy(sub_def.body), sub_def, assigned, self.ir.inline_functions[key][1])
+        _, scope = self.ir.inline_functions[key]  # the names the function sees: its own module's
+        body = _own_constants(copy.deepcopy(sub_def.body), sub_def, assigned, scope)
         result = None
         if body and isinstance(body[-1], ast.Return) and body[-1].value is not None:
             result = prefix + "result"
@@ -57,8 +60,6 @@ class InliningMixin:
                 n.id = renames[n.id]
             if isinstance(n, ast.Return) and n.value is not None:
                 raise self.error(f"inlined function `{key}` may return only at its end", n)
-        # Names the inlined function refers to through its own module.
-        _, scope = self.ir.inline_functions[key]
         outer_pre = self.blocks.pre
         stmts = self.statements(pre + body)
         self.blocks.pre = outer_pre
@@ -77,8 +78,17 @@ class _Constants(ast.NodeTransformer):
 
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Load) and node.id in self.values:
-            return ast.copy_location(ast.Constant(self.values[node.id]), node)
+            return ast.copy_location(literal(self.values[node.id]), node)
         return node
+
+
+def _number(value):
+    """``value`` as a plain number (``tl.constexpr`` unwrapped), or None."""
+    import triton.language as tl
+
+    while isinstance(value, tl.constexpr):
+        value = value.value
+    return value if type(value) in (int, float, bool) else None
 
 
 def _own_constants(body, sub_def, assigned, scope):
@@ -87,8 +97,8 @@ def _own_constants(body, sub_def, assigned, scope):
     global of the same spelling) must not stand for them."""
     params = {a.arg for a in sub_def.args.args}
     free = {n.id for n in ast.walk(sub_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    values = {name: scope[name] for name in free - params - assigned
-              if name in scope and type(scope[name]) in (int, float, bool)}
+    values = {name: _number(scope[name]) for name in free - params - assigned if name in scope}
+    values = {name: v for name, v in values.items() if v is not None}
     if not values:
         return body
     return [_Constants(values).visit(statement) for statement in body]

@@ -98,7 +98,7 @@ def compile(arrangement, application, tensors, kernel_name=None, num_warps=None,
     except PrintError as e:
         raise CodegenError(str(e)) from None
     _check_parameter_names(ir)
-    _check_kernel_names(generated.source, _assigned(ir))
+    _check_kernel_names(generated.source, _assigned(ir), {generated.kernel_name, generated.persistent_name})
     together = tuple((i, j) for i, j in itertools.combinations(range(len(tensors)), 2)
                      if tensors[i] is tensors[j] and isinstance(tensors[i], Tensor))
     aliasing = aliasing_table(ir, generated.sourced, frozenset(generated.written))
@@ -119,7 +119,7 @@ def _assigned(ir):
 
 # Names the torch launcher binds itself: a parameter named so would be read wrong.
 LAUNCHER_NAMES = frozenset({"runtime", "SPEC", "CHECKS", "DISPLAY", "CALLS", "QUICK", "FACTS", "args", "ntsym_options",
-                            "grid", "derived", "tensors", "cdiv", "next_power_of_2"})
+                            "grid", "derived", "tensors", "cdiv"})
 
 
 def _check_parameter_names(ir):
@@ -131,16 +131,17 @@ def _check_parameter_names(ir):
                 if getattr(e, "is_Symbol", False)}
     for p in ir.params:
         if p.name in symbols or p.name in LAUNCHER_NAMES:
-            what = "a size, stride or block size of the kernel" if p.name in symbols else "a name its launcher uses"
-            raise CodegenError(f"the parameter `{p.name}` has the name of {what}; the launcher would read one in "
+            what = "a size, stride or block size of the kernel" if p.name in symbols else "one of the launcher's names"
+            raise CodegenError(f"the parameter `{p.name}` is named as {what}; the launcher would read one in "
                                "place of the other: rename the parameter")
 
 
-def _check_kernel_names(source, assigned):
+def _check_kernel_names(source, assigned, kernels):
     """Refuse a generated kernel that takes a name twice as a parameter, or
-    assigns a parameter's name (other than re-typing it in place,
-    ``n = tl.cast(n, ...)``): a scalar or a compile-time size named ``pid``
-    would be replaced by the program index.  Also where a name the
+    assigns a parameter's name where the application does not (other than
+    re-typing it in place, ``n = tl.cast(n, ...)``): a scalar or a
+    compile-time size named ``pid`` would be replaced by the program index.
+    ``kernels``: the kernels' names (the module's helpers are not checked).  Also where a name the
     application assigns is one the module imports or the kernel's name for
     a program index.  Size symbols a caller named and the application's
     locals are renamed away from the kernel's names before this
@@ -148,7 +149,7 @@ def _check_kernel_names(source, assigned):
     module = ast.parse(source)
     imported = {a.asname or a.name.split(".")[0] for n in module.body if isinstance(n, (ast.Import, ast.ImportFrom))
                 for a in n.names}
-    for fn in (n for n in module.body if isinstance(n, ast.FunctionDef) and n.decorator_list):
+    for fn in (n for n in module.body if isinstance(n, ast.FunctionDef) and n.name in kernels):
         params = [a.arg for a in fn.args.args]
         twice = sorted({p for p in params if params.count(p) > 1})
         if twice:
@@ -158,8 +159,8 @@ def _check_kernel_names(source, assigned):
         for node in stores:
             if node.id in imported and node.id in assigned:
                 what = "a module the kernel imports"
-            elif node.id in params and not _retyped(fn, node):
-                what = "a parameter of the kernel"
+            elif node.id in params and node.id not in assigned and not _retyped(fn, node):
+                what = "a parameter of the kernel"  # rebound by the generated code, not the application
             elif (node.id in assigned and PROGRAM_NAMES.match(node.id)
                   and sum(n.id == node.id for n in stores) > 1):
                 what = "the kernel's name for a program index"

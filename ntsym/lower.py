@@ -46,7 +46,8 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     names, arranged = arrange(arrangement, values, app_names, app_def)
     inline, aliases, constants = _resolve_globals(app_def, app_globals)
     renames = canonical_names(arrangement, tensors, [t for t in arranged if t is not None], names)
-    renames.update(clear_names(tensors, names, application_names(app_def, inline), renames))
+    scopes = [app_globals] + [scope for _, scope in inline.values()]
+    renames.update(clear_names(tensors, names, application_names(app_def, inline), renames, scopes))
     renames.update(positive_twins([t for t in arranged if t is not None]))
     renames.update(padded_twins([t for t in arranged if t is not None], renames, padded))
     arranged = [None if t is None else rename_hierarchy(t, renames) for t in arranged]

@@ -75,7 +75,7 @@ def application_names(app_def, inline):
     return used
 
 
-def clear_names(tensors, names, used, renames):
+def clear_names(tensors, names, used, renames, scopes=()):
     """Renames for the size and stride symbols a caller named (an
     ``ntsym.Symbol`` in a ``Tensor``'s shape) where the kernel or its
     launcher gives that name to something else: a name the application uses
@@ -83,13 +83,14 @@ def clear_names(tensors, names, used, renames):
     would take the size's place), a tensor's, or one of the generated
     code's.  The symbol keeps its meaning under a fresh name (``k_size``).
     Symbols the caller gives at call time (``constexpr``, ``meta``) keep
-    theirs: they are passed by name."""
+    theirs: they are passed by name; so does a symbol the application reads
+    as itself (a global of one of ``scopes`` bound to it)."""
     taken = set(used) | set(names) | {s.name for s in renames.values()}
     out = {}
     for tensor in tensors:
         for s in list(tensor.source_shape) + list(tensor.source_strides):
             if (not isinstance(s, Symbol) or s in renames or s in out or s.meta or s.constexpr
-                    or not _clashes(s.name, taken)):
+                    or not _clashes(s.name, taken) or any(scope.get(s.name) is s for scope in scopes)):
                 continue
             base = f"{s.name}_size"
             if _clashes(base, set()):  # a prefix the generated code keeps for itself (ntsym_...)

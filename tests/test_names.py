@@ -139,3 +139,55 @@ def test_size_symbols_named_as_generated_prefixes_or_export_locals(name, tmp_pat
         out = torch.zeros(40)
         launch(x, y, out)
         torch.testing.assert_close(out, x + y)
+
+
+def _rebinds_scalar(x, s, y):
+    s = s * 2  # the application's own rebinding of its scalar: accepted
+    s += 1
+    y = x * s  # noqa: F841
+
+
+def _max_of_two(a, b):
+    if b > a:
+        a = b  # a combine function rebinding its parameter
+    return a
+
+
+def _reduced(x, y):
+    y = ntsym.language.reduce(x, 0, _max_of_two)  # noqa: F841
+
+
+_N = Symbol("n")
+_SIGN = -1
+_HALF = ntsym.language.constexpr(0.5)
+
+
+def _reads_its_symbol(x, y):
+    y = x * 0 + n  # noqa: F821, F841  (the size symbol, read as the global bound to it below)
+
+
+def _half_of(v):
+    return v * _HALF * _SIGN ** 2
+
+
+def _halved(x, y):
+    _HALF = x * 0 + 7.0  # noqa: F841  (the application's own _HALF must not reach the helper)
+    y = _half_of(x)  # noqa: F841
+
+
+n = _N
+
+
+def test_what_the_name_checks_leave_alone():
+    x = torch.arange(16.0)
+    out = torch.empty(16)
+    ntsym.make(lambda x, s, y: (x.tile((16,)), s, y.tile((16,))), _rebinds_scalar,
+               (Tensor(1), Tensor(0), Tensor(1)))(x, 3.0, out)
+    torch.testing.assert_close(out, x * 7)
+    peak = torch.empty(1)
+    ntsym.make(lambda x, y: (x.tile((16,)), y.tile((1,))), _reduced, (Tensor(1), Tensor(1)))(x, peak)
+    assert peak.item() == 15.0
+    ntsym.make(_arrangement, _reads_its_symbol, (Tensor(shape=(_N,)), Tensor(1)))(x, out)
+    torch.testing.assert_close(out, torch.full((16,), 16.0))
+    ntsym.make(_arrangement, _halved, (Tensor(1), Tensor(1)))(x, out)
+    torch.testing.assert_close(out, x * 0.5)  # (-1) ** 2, not -(1 ** 2)

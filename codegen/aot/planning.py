@@ -218,7 +218,7 @@ def _size_reads(ir):
                 prologue.append(f"int64_t {s.name} = {here};")
                 sym_names.add(s.name)
                 first[s.name] = here
-            elif field_ == "shape" or first[s.name] != here:
+            else:
                 what = "size" if field_ == "shape" else "stride"
                 prologue.append(f"if ({here} != {s.name}) " + _fail(
                     "NTSYM_ERROR_SHAPE", f"{here} (=%lld) must equal {first[s.name]} (=%lld)\nthe kernel takes one "

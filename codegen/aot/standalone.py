@@ -3,7 +3,8 @@ only ``torch`` and ``triton``."""
 
 from ntsym_codegen.aot.common import AotError
 from ntsym_codegen.options import ADVANCE, NUM_STAGES, NUM_WARPS
-from ntsym_codegen.printer import Printer
+from ntsym_codegen.launcher import read_sizes
+from ntsym_codegen.printer import Printer, to_source
 
 _HOST = Printer(mode="host")
 
@@ -69,9 +70,6 @@ def _arguments(ir, own):
             "got %d' % len(args))",
             "runtime.check_arguments(SPEC, args)",
             f"{', '.join(p.name for p in own)}{',' if len(own) == 1 else ''} = args"]
-    from ntsym_codegen.launcher import read_sizes
-    from ntsym_codegen.printer import to_source
-
     shaped = [p for p in own if p.kind in ("tensor", "shape")]
     for p in shaped:
         body.append(f"if {p.name}.ndim != {p.ndim}:")
