@@ -6,6 +6,7 @@ locals renamed apart (``<function>_<n>_<name>``), its result in a local.
 import ast
 import copy
 
+from ntsym_codegen.analysis import assigned_names
 from ntsym_codegen.astutil import literal
 
 
@@ -35,7 +36,7 @@ class InliningMixin:
         while any(n.startswith(prefix) for n in self.facts.user_names):  # the application's own names stay apart
             self.names.counter += 1
             prefix = f"{sub_def.name}_{self.names.counter}_"
-        assigned = {n.id for n in ast.walk(sub_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assigned = assigned_names(sub_def.body)
         renames, pre = {}, []
         for param, arg in zip(sub_def.args.args, call.args):
             # A name passed is the parameter itself: assigning the parameter assigns it (as

@@ -16,12 +16,14 @@ import itertools
 import re
 
 from ntsym_codegen import emit
+from ntsym_codegen.analysis import assigned_names
 from ntsym_codegen.emit_error import EmitError
 from ntsym_codegen.lanes import used_at_its_value
 from ntsym_codegen.printer import PrintError
 from ntsym.errors import ApplicationError, CodegenError
 from ntsym.lower import lower
 from ntsym.proofs import aliasing_table
+from ntsym.renaming import LAUNCHER_NAMES
 from ntsym.tensor import Tensor
 
 
@@ -113,13 +115,8 @@ PROGRAM_NAMES = re.compile(r"(pid|rest|first_pid)_\d+$|per_group$|group_rows$")
 
 def _assigned(ir):
     """The names the application (and what it inlines) assigns."""
-    functions = [ir.application, *(v[0] if isinstance(v, tuple) else v for v in ir.inline_functions.values())]
-    return {n.id for fn in functions for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-
-
-# Names the torch launcher binds itself: a parameter named so would be read wrong.
-LAUNCHER_NAMES = frozenset({"runtime", "SPEC", "CHECKS", "DISPLAY", "CALLS", "QUICK", "FACTS", "args", "ntsym_options",
-                            "grid", "derived", "tensors", "cdiv"})
+    functions = [ir.application, *(fn for fn, _ in ir.inline_functions.values())]
+    return set().union(*(assigned_names(fn.body) for fn in functions))
 
 
 def _check_parameter_names(ir):
@@ -137,15 +134,16 @@ def _check_parameter_names(ir):
 
 
 def _check_kernel_names(source, assigned, kernels):
-    """Refuse a generated kernel that takes a name twice as a parameter, or
-    assigns a parameter's name where the application does not (other than
-    re-typing it in place, ``n = tl.cast(n, ...)``): a scalar or a
-    compile-time size named ``pid`` would be replaced by the program index.
-    ``kernels``: the kernels' names (the module's helpers are not checked).  Also where a name the
-    application assigns is one the module imports or the kernel's name for
-    a program index.  Size symbols a caller named and the application's
-    locals are renamed away from the kernel's names before this
-    (``ntsym.renaming``); what is left is refused here, with the name."""
+    """Refuse a generated kernel (``kernels``: the kernels' names; the
+    module's helpers are not checked) that takes a name twice as a
+    parameter, or assigns a parameter's name where the application does not
+    (other than re-typing it in place, ``n = tl.cast(n, ...)``): a scalar or
+    a compile-time size named ``pid`` would be replaced by the program
+    index.  Also where a name the application assigns is one the module
+    imports or the kernel's name for a program index.  Size symbols a
+    caller named and the application's locals are renamed away from the
+    kernel's names before this (``ntsym.renaming``); what is left is
+    refused here, with the name."""
     module = ast.parse(source)
     imported = {a.asname or a.name.split(".")[0] for n in module.body if isinstance(n, (ast.Import, ast.ImportFrom))
                 for a in n.names}

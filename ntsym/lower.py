@@ -19,8 +19,8 @@ from ntsym.errors import ArrangementError
 from ntsym.kernel_params import meta_params
 from ntsym.outer_proof import OuterProof
 from ntsym.pairing import maybe_written, read_through_source, stored_only
-from ntsym.renaming import (application_names, canonical_names, clear_names, local_renames, padded_twins,
-                            positive_twins, rename_hierarchy, rename_locals, rename_source)
+from ntsym.renaming import (application_names, canonical_names, clear_names, kernel_symbols, local_renames,
+                            padded_twins, positive_twins, rename_hierarchy, rename_locals, rename_source)
 from ntsym.kernel_names import shown_name
 from ntsym.tensor import Tensor
 
@@ -45,15 +45,15 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         )
     names, arranged = arrange(arrangement, values, app_names, app_def)
     inline, aliases, constants = _resolve_globals(app_def, app_globals)
-    renames = canonical_names(arrangement, tensors, [t for t in arranged if t is not None], names)
+    returned = [t for t in arranged if t is not None]
+    renames = canonical_names(arrangement, tensors, returned, names)
     scopes = [app_globals] + [scope for _, scope in inline.values()]
     renames.update(clear_names(tensors, names, application_names(app_def, inline), renames, scopes))
-    renames.update(positive_twins([t for t in arranged if t is not None]))
-    renames.update(padded_twins([t for t in arranged if t is not None], renames, padded))
+    renames.update(positive_twins(returned))
+    renames.update(padded_twins(returned, renames, padded))
+    symbol_names = {s.name for s in kernel_symbols(returned, tensors, renames)}
     arranged = [None if t is None else rename_hierarchy(t, renames) for t in arranged]
     sources = [rename_source(t, renames) for t in tensors]
-    symbol_names = {s.name for t in arranged if t is not None for s in _free_symbols(t)}
-    symbol_names |= {s.name for t in sources for e in (*t.shape, *t.strides) for s in sympy.sympify(e).free_symbols}
     app_def = rename_locals(app_def, local_renames(app_def, app_names, names, symbol_names))
     proof = OuterProof(names, arranged, sources, maybe_written(app_def, inline, app_names),
                        read_through_source(app_def, inline, {n: t.ndim for n, t in zip(names, tensors)}), apart)
@@ -91,12 +91,6 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         same_rows=proof.same_rows(jagged),
         read_apart=tuple(proof.apart_pairs),
     )
-
-
-def _free_symbols(arranged):
-    """The symbols of a renamed arranged tensor's levels, index and conditions."""
-    exprs = [s for shape, _ in arranged.levels for s in shape] + list(arranged.index) + list(arranged.conditions)
-    return {s for e in exprs for s in sympy.sympify(e).free_symbols}
 
 
 def _refuse_overlapping_writes(proof, params, app_def, inline):

@@ -17,6 +17,7 @@ import re
 
 import sympy
 
+from ntsym_codegen.analysis import assigned_names
 from ntsym.application import _bound_names
 from ntsym.symbol import Symbol
 
@@ -50,14 +51,23 @@ def canonical_names(arrangement, tensors, arranged, names):
     return renames
 
 
-# Names the generated module and its launcher give values of their own: the
-# modules they import, the program index and the grouping of programs, the
-# launcher's locals, and the patterns of the names the emitter derives from
-# tensors (``x_ptr``, ``x_t0``, ``x_size_0``, ``mask_3``, ...).
-RESERVED = frozenset({
-    "tl", "triton", "torch", "runtime", "cdiv", "next_power_of_2", "libdevice", "os", "math", "debug_checks", "pid",
-    "per_group", "group_rows", "args", "grid", "meta", "derived", "tensors", "key", "entry", "found", "unknown",
-    "launch", "make_launch", "ntsym_options", "SPEC", "CHECKS", "DISPLAY", "CALLS", "QUICK", "FACTS",
+# Names the kernel binds itself, which an application's local must not take:
+# the modules it imports, the program index and its parts, masks, the
+# compile-time flags (with the names it derives from each tensor's:
+# ``local_renames``).
+KERNEL_FIXED = frozenset({"tl", "triton", "torch", "runtime", "cdiv", "next_power_of_2", "libdevice", "os", "math",
+                          "debug_checks", "pid", "per_group", "group_rows", "range"})
+KERNEL_PATTERN = re.compile(r"(pid|rest|first_pid|mask)_\d+$|(ntsym|NTSYM)_")
+# Names the torch launcher binds itself: a parameter named so is refused
+# (``ntsym.compiler``), a size symbol renamed.
+LAUNCHER_NAMES = frozenset({"runtime", "SPEC", "CHECKS", "DISPLAY", "CALLS", "QUICK", "FACTS", "args", "ntsym_options",
+                            "grid", "derived", "tensors", "cdiv"})
+# Names the generated module and its launchers give values of their own: the
+# kernel's and the torch launcher's above, the launcher's other locals, the
+# standalone export's and the C library's, and the patterns of the names the
+# emitter derives from tensors (``x_ptr``, ``x_t0``, ``x_size_0``, ``mask_3``, ...).
+RESERVED = KERNEL_FIXED | LAUNCHER_NAMES | frozenset({
+    "meta", "key", "entry", "found", "unknown", "launch", "make_launch",
     "int64", "given", "config", "CONFIGS",  # the standalone export's
     "stream",  # the C library's
 }) | frozenset(keyword.kwlist) | frozenset(dir(builtins))
@@ -69,7 +79,7 @@ RESERVED_PATTERN = re.compile(r"(pid|rest|first_pid|mask)_\d+$|.*_(t\d+|base_\d+
 def application_names(app_def, inline):
     """Every name the application, and each function it inlines, uses."""
     used = set()
-    for fn in [app_def, *(v[0] if isinstance(v, tuple) else v for v in inline.values())]:
+    for fn in [app_def, *(fn for fn, _ in inline.values())]:
         used |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
         used |= {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
     return used
@@ -103,15 +113,6 @@ def clear_names(tensors, names, used, renames, scopes=()):
     return out
 
 
-# Names the kernel binds itself, which an application's local must not take:
-# the modules it imports, the program index and its parts, masks, the
-# compile-time flags (with the names it derives from each tensor's:
-# ``local_renames``).
-KERNEL_FIXED = frozenset({"tl", "triton", "torch", "runtime", "cdiv", "next_power_of_2", "libdevice", "os", "math",
-                          "debug_checks", "pid", "per_group", "group_rows", "range"})
-KERNEL_PATTERN = re.compile(r"(pid|rest|first_pid|mask)_\d+$|(ntsym|NTSYM)_")
-
-
 def local_renames(app_def, params, tensor_names, symbol_names):
     """``{local: fresh name}`` for each name the application assigns (not a
     tensor parameter: assigning one stores to it) that the kernel also gives
@@ -121,7 +122,7 @@ def local_renames(app_def, params, tensor_names, symbol_names):
     kernel = set(symbol_names) | {f"{t}_{suffix}" for t in tensor_names
                                   for suffix in ("ptr", "tile", "desc", "seq_len", "seq_start", "jagged_offsets")}
     derived = re.compile("|".join(rf"{re.escape(t)}_(t\d+|base_\d+|ptrs_\d+)$" for t in tensor_names) or "$^")
-    assigned = {n.id for n in ast.walk(app_def) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assigned = assigned_names(app_def.body)
     used = application_names(app_def, {})
     out = {}
     for name in sorted(assigned - set(params)):
@@ -150,6 +151,16 @@ def rename_locals(app_def, mapping):
 
 def _clashes(name, taken):
     return name in taken or name in RESERVED or RESERVED_PATTERN.match(name) is not None
+
+
+def kernel_symbols(arranged, tensors, renames):
+    """The ntsym symbols of the arranged tensors and of ``tensors``' sizes
+    and strides (the kernel's size and block-size parameters), in order of
+    first appearance, each as ``renames`` names it."""
+    symbols = _symbols_in_order(arranged)
+    symbols += [s for t in tensors for e in (*t.source_shape, *t.source_strides)
+                for s in sorted(sympy.sympify(e).free_symbols, key=lambda s: s.name) if isinstance(s, Symbol)]
+    return list(dict.fromkeys(renames.get(s, s) for s in symbols))
 
 
 def _symbols_in_order(arranged):
