@@ -81,14 +81,16 @@ class Lanes:
     ``data()`` symbol, a scalar argument a ``data(scalar=True)`` one.  A
     scalar may be anything, 0, an infinity or NaN: an operation whose value
     would not depend on it (``0 * s``, ``0 / s``, ``-inf + s``) is not known
-    (``apply``).  An element, and a value computed from elements (a
-    reduction), is taken to be finite here (``-inf - max(x)`` is ``-inf``,
-    ``0 / sum(e)`` is 0): where such a value is infinite or NaN, the
-    elements' own lanes of these forms are NaN as well (``x - max(x)``,
-    ``e / sum(e)``).  Not so in general, and not yet followed: an infinite
-    element of another tensor broadcast against a padded zero (``x * y``,
-    ``dot(a, b)`` of a padded row of ``a``) makes a NaN that a reduction
-    along that axis takes in.
+    (``apply``).  An element, or a value computed from elements (a
+    reduction), may be lost only into an infinity: ``-inf - max(x)`` is
+    ``-inf``, for where ``max(x)`` is ``-inf`` every element is, and the
+    elements' own lanes of ``x - max(x)`` are NaN as well.  Lost otherwise
+    (``0 * max(x)``, ``0 / sum(e)``, ``x - x``) the value is not known: an
+    infinite element makes the padded lane NaN where the elements' lanes
+    need not be (``sum(x * max(x))`` is ``inf``).  Not yet followed: an
+    infinite element of another tensor broadcast against a padded infinity
+    (``max(x + y)``, ``y`` of ``+inf`` where ``x`` is padded with ``-inf``)
+    makes a NaN that a reduction along that axis takes in.
     """
 
     value: object = None
@@ -487,6 +489,12 @@ def apply(fn, *values):
         # ``-inf + s`` are what they are only for some ``s`` (``Lanes``).
         given = set().union(*(_data_symbols(v, (_SCALAR,)) for v in values))
         if given - result.free_symbols:
+            return None
+        # Data lost other than into an infinity (``0 * max(x)``, ``x / x``)
+        # was lost by taking it finite, where the elements' own lanes need
+        # not be NaN: ``x * max(x)`` of an infinite element is infinite.
+        lost = set().union(*(_data_symbols(v, (_DATA,)) for v in values)) - result.free_symbols
+        if lost and not result.is_infinite:
             return None
     return result
 

@@ -16,7 +16,7 @@ import copy
 
 import sympy
 
-from ntsym_codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, scalar_symbols, unknown
+from ntsym_codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
 from ntsym_codegen.printer import conjunction
 from ntsym_codegen.lane_tables import OTHER_MIXING, REDUCTIONS, SCANS, literal
 from ntsym_codegen.template import expr
@@ -419,9 +419,9 @@ def _flip(em, node, operand, lanes):
 
 
 def _finite(value):
-    """Whether ``value`` is taken to be finite: a finite number, or data of
-    elements (not of a scalar argument, which may be anything)."""
-    return isinstance(value, sympy.Expr) and bool(value.is_finite) and not scalar_symbols(value)
+    """Whether ``value`` is a finite number: data may be infinite, and a row
+    of zeros times an infinite element is NaN (``lanes.Lanes``)."""
+    return isinstance(value, sympy.Expr) and value.is_number and bool(value.is_finite)
 
 
 def _dot(em, node, operand, a):
@@ -440,8 +440,8 @@ def _dot(em, node, operand, a):
     other = em.select(other, b, mixed_b, sympy.S.Zero, node, "dot")
     rest = [em.expr(x) for x in node.args[2:]]
     factors = tuple(passing_a) + tuple(f for f in passing_b if f.key not in {g.key for g in passing_a})
-    # A row (column) of zeros times data is zero: elements are taken to be
-    # finite (``lanes.Lanes``), a scalar argument's value is not.
+    # A row (column) of zeros times a finite number is zero; times data,
+    # which may be infinite, it is not known (``lanes.Lanes``).
     outside = [sympy.S.Zero if a.at(f) == 0 and _finite(b.at(f)) or b.at(f) == 0 and _finite(a.at(f)) else None
                for f in factors]
     accumulator = node.args[2] if len(node.args) > 2 else next((k.value for k in node.keywords if k.arg == "acc"), None)

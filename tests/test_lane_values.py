@@ -193,3 +193,51 @@ def test_a_narrowing_float_conversion_keeps_only_values_every_float_holds():
     out = torch.empty(1)
     _row(application, other=100000.0)(x, out)
     assert out.item() == -499995.0
+
+
+def test_a_padded_zero_times_an_infinite_maximum_is_not_zero():
+    """``0 * max(x)`` is NaN where an element is inf, while the elements'
+    own lanes ``x * max(x)`` are inf: the padded lanes stay out of the sum."""
+    def application(x, out):
+        out = ntl.sum(x * ntl.max(x), 0)  # noqa: F841
+
+    x = torch.tensor([1.0, 2.0, float("inf"), 3.0, 4.0])
+    out = torch.empty(1)
+    _row(application)(x, out)
+    assert out.item() == float("inf")
+
+
+def test_a_product_of_a_padded_product_with_an_infinite_element_is_not_nan():
+    """``dot(dot(x, w1), w2)``: the first product's padded columns are
+    ``x @ 0``, NaN where a row of ``x`` holds inf; the second product takes
+    only the columns inside."""
+    def arrangement(x, w1, w2, out):
+        return x.tile((16, 16)), w1.tile((16, 32)), w2.tile((32, 16)), out.tile((16, 16))
+
+    def application(x, w1, w2, out):
+        out = ntl.dot(ntl.dot(x, w1), w2)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2), Tensor(2)))
+    x = torch.rand(16, 16)
+    x[0, 0] = float("inf")
+    w1 = torch.rand(16, 20) + 0.5
+    w2 = torch.rand(20, 16) + 0.5
+    out = torch.empty(16, 16)
+    kernel(x, w1, w2, out)
+    assert torch.isinf(out[0]).all()
+    torch.testing.assert_close(out[1:], (x @ w1 @ w2)[1:], rtol=1e-3, atol=1e-3)
+
+
+def test_a_padded_zero_times_an_infinite_element_of_another_tensor_is_not_zero():
+    """``x * z`` with ``z`` one infinite element broadcast along x's padded
+    lanes: those lanes are NaN, the elements' inf."""
+    def arrangement(x, z, out):
+        return x.tile((8,)), z.tile((1,)), out.tile((1,))
+
+    def application(x, z, out):
+        out = ntl.sum(x * z, 0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1), Tensor(1)))
+    out = torch.empty(1)
+    kernel(torch.rand(5) + 1.0, torch.tensor([float("inf")]), out)
+    assert out.item() == float("inf")
