@@ -1,8 +1,10 @@
-"""The launcher of a generated module: a ``make_launch(FACTS)`` factory whose
-``launch(*args, <meta>=None, ntsym_options=None)`` reads the tensors' sizes
-and strides, runs the launch checks, and hands the call to
-``runtime.launch(FACTS, ...)`` (or ``runtime.fast_launch`` for a call shape
-seen before).  Written with ``ntsym_codegen.template``; everything it prints comes
+"""The launcher of a generated module: a ``make_launch(NTSYM_FACTS)`` factory
+whose ``launch(*ntsym_args, <meta>=None, ntsym_options=None)`` reads the
+tensors' sizes and strides, runs the launch checks, and hands the call to
+``runtime.launch(NTSYM_FACTS, ...)`` (or ``runtime.fast_launch`` for a call
+shape seen before).  Its own names are ``ntsym_``/``NTSYM_`` ones, the
+module's ``runtime``, ``cdiv`` and ``next_power_of_2``, and the application's
+parameters and size symbols.  Written with ``ntsym_codegen.template``; everything it prints comes
 from the IR and the emitter's records.
 """
 
@@ -56,7 +58,7 @@ def launcher(ir, emitter, checks, persistent=None):
     checks_body, late = _launch_checks(checks, metas)
     body += checks_body
     body += stmts(
-        "def grid(meta):\n    {metas}\n    return ({size},)",
+        "def ntsym_grid(meta):\n    {metas}\n    return ({size},)",
         metas=_read_metas(metas),
         size=_product(ir.grid),
     )
@@ -64,20 +66,21 @@ def launcher(ir, emitter, checks, persistent=None):
     body += defs
     body += stmts(
         """
-        derived = {derived}
-        tensors = {tensors}
+        ntsym_derived = {derived}
+        ntsym_tensors = {tensors}
         """,
         derived=_dict(derived),
         tensors=_names([p.name for p in tensor_params]),
     )
-    named = ["grid", "derived", ("options", "ntsym_options"), "key", ("user_args", "args")]
+    named = [("grid", "ntsym_grid"), ("derived", "ntsym_derived"), ("options", "ntsym_options"), ("key", "ntsym_key"),
+             ("user_args", "ntsym_args")]
     if late:
-        named.append("late_checks")
+        named.append(("late_checks", "ntsym_late_checks"))
     if persistent is not None:
-        named.append("persistent")
+        named.append(("persistent", "ntsym_persistent"))
         body += _persistent(emitter, persistent, metas, derived)
     launch = expr(
-        "runtime.launch(FACTS, {args}, {metas}, tensors)",
+        "runtime.launch(NTSYM_FACTS, {args}, {metas}, ntsym_tensors)",
         args=tuple(_kernel_call_args(ir, emitter, tensor_params)),
         metas=_dict([(m, m) for m in metas]),
     )
@@ -93,42 +96,43 @@ def _call_entry(ir, metas):
     call_params = ir.call_params
     # Constexprs the call gives are keyed by value (they select the kernel compiled).
     constexprs = tuple(i for i, p in enumerate(call_params) if p.kind == "constexpr")
-    key_args = "args, {metas}, ntsym_options" + (", {constexprs}" if constexprs else "")
+    key_args = "ntsym_args, {metas}, ntsym_options" + (", {constexprs}" if constexprs else "")
     # A call of tensors, scalars and compile-time values, given no keyword
     # (compile-time values, options), may be matched without its key.
     quick = any(p.kind == "tensor" for p in call_params) and all(
         p.kind in ("tensor", "scalar", "constexpr") for p in call_params)
-    plain = expr(" and ".join([f"len(args) == {len(call_params)}", "ntsym_options is None",
-                               *(f"{m} is None" for m in metas), "not unknown"]))
+    plain = expr(" and ".join([f"len(ntsym_args) == {len(call_params)}", "ntsym_options is None",
+                               *(f"{m} is None" for m in metas), "not ntsym_unknown"]))
     head = stmts(
         """
-        if QUICK and {plain}:
-            found = runtime.quick_entry(QUICK, args)
-            if found is not None:
-                return runtime.fast_launch(FACTS, found[0], args, found[1], True)
+        if NTSYM_QUICK and {plain}:
+            ntsym_found = runtime.quick_entry(NTSYM_QUICK, ntsym_args)
+            if ntsym_found is not None:
+                return runtime.fast_launch(NTSYM_FACTS, ntsym_found[0], ntsym_args, ntsym_found[1], True)
         """,
         plain=plain,
     ) if quick else []
-    learn_call = "runtime.learn_quick(FACTS.cache, entry, args" + (", {constexprs})" if constexprs else ")")
-    learn = stmts("if not entry.learned and {plain}:\n    " + learn_call, plain=plain,
+    learn_call = "runtime.learn_quick(NTSYM_FACTS.cache, ntsym_entry, ntsym_args" + (", {constexprs})" if constexprs else ")")
+    learn = stmts("if not ntsym_entry.learned and {plain}:\n    " + learn_call, plain=plain,
                   constexprs=constexprs) if quick else []
     return head + stmts(
         """
-        key = {call_key}
-        entry = CALLS.get(key)
-        if entry is not None and not unknown:
-            runtime.fast_launch(FACTS, entry, args)
+        ntsym_key = {call_key}
+        ntsym_entry = NTSYM_CALLS.get(ntsym_key)
+        if ntsym_entry is not None and not ntsym_unknown:
+            runtime.fast_launch(NTSYM_FACTS, ntsym_entry, ntsym_args)
             {learn}
             return None
-        if unknown or len(args) != {count}:
+        if ntsym_unknown or len(ntsym_args) != {count}:
             return {relaunch}
-        runtime.check_arguments(SPEC, args)
-        {params} = args
+        runtime.check_arguments(NTSYM_SPEC, ntsym_args)
+        {params} = ntsym_args
         """,
         learn=learn,
         call_key=expr(f"runtime.call_key({key_args})", metas=_names(metas), constexprs=constexprs),
         count=len(call_params),
-        relaunch=_keywords(expr("launch(*runtime.bind_arguments(SPEC, args, unknown))"), metas + ["ntsym_options"]),
+        relaunch=_keywords(expr("launch(*runtime.bind_arguments(NTSYM_SPEC, ntsym_args, ntsym_unknown))"),
+                           metas + ["ntsym_options"]),
         params=_names([p.name for p in call_params]),
     )
 
@@ -144,16 +148,18 @@ def _launch_checks(checks, metas):
         if (i, check) not in late:
             body += _check(i, check)
     for m in metas:
-        body.append(stmt("{m} = runtime.constexpr_value(SPEC, {name}, {m})", m=m, name=ast.Constant(m)))
+        body.append(stmt("{m} = runtime.constexpr_value(NTSYM_SPEC, {name}, {m})", m=m, name=ast.Constant(m)))
     if late:
         late_body = [s for i, check in late for s in _check(i, check)]
-        body += stmts("def late_checks(meta):\n    {metas}\n    {checks}", metas=_read_metas(metas), checks=late_body)
+        body += stmts("def ntsym_late_checks(meta):\n    {metas}\n    {checks}", metas=_read_metas(metas), checks=late_body)
     return body, bool(late)
 
 
 def _factory(body, metas):
-    """``make_launch(FACTS)`` around ``launch(*args, <metas>=None, ntsym_options=None, **unknown)``."""
-    function = stmt("def launch(*args, ntsym_options=None, **unknown):\n    pass")
+    """``make_launch(NTSYM_FACTS)`` around ``launch(*ntsym_args, <metas>=None, ntsym_options=None,
+    **ntsym_unknown)``: the launcher's own names are ``ntsym_``'s, so that the
+    application's parameters may take any other (``grid``, ``key``, ``args``)."""
+    function = stmt("def launch(*ntsym_args, ntsym_options=None, **ntsym_unknown):\n    pass")
     function.args.kwonlyargs[:0] = [ast.arg(arg=m) for m in metas]
     function.args.kw_defaults[:0] = [ast.Constant(None) for _ in metas]
     function.body = body
@@ -162,10 +168,10 @@ def _factory(body, metas):
     # (runtime.LaunchFacts, made by make()).
     factory = stmt(
         '''
-        def make_launch(FACTS):
+        def make_launch(NTSYM_FACTS):
             """The launcher, bound to one kernel's facts."""
-            SPEC, CHECKS, DISPLAY = FACTS.spec, FACTS.checks, FACTS.display
-            CALLS, QUICK = FACTS.cache.calls, FACTS.cache.quick
+            NTSYM_SPEC, NTSYM_CHECKS, NTSYM_DISPLAY = NTSYM_FACTS.spec, NTSYM_FACTS.checks, NTSYM_FACTS.display
+            NTSYM_CALLS, NTSYM_QUICK = NTSYM_FACTS.cache.calls, NTSYM_FACTS.cache.quick
             {launch}
             return launch
         ''',
@@ -237,12 +243,12 @@ def check_sizes(shaped):
 
 
 def _check(i, check):
-    """``if not (relation): runtime.fail_check(CHECKS[i], {values}, DISPLAY)``."""
+    """``if not (relation): runtime.fail_check(NTSYM_CHECKS[i], {values}, NTSYM_DISPLAY)``."""
     names = sorted({s.name for s in check.relation.free_symbols})
     return stmts(
         """
         if not {relation}:
-            runtime.fail_check(CHECKS[{i}], {values}, DISPLAY)
+            runtime.fail_check(NTSYM_CHECKS[{i}], {values}, NTSYM_DISPLAY)
         """,
         relation=host(check.tested),
         i=i,
@@ -322,16 +328,17 @@ def _persistent(emitter, persistent, metas, derived):
     # tensor's next-to-last dimension is the contiguous one.
     flags = _dict([(flag, t.records.descriptors[name][0].name) for name, flag in t.records.transposed.items()])
     problem = stmts(
-        "def persistent_problem(meta):\n    {metas}\n    {blocks}\n    return runtime.tma_problem({descriptors})",
+        "def ntsym_persistent_problem(meta):\n    {metas}\n    {blocks}\n    return runtime.tma_problem({descriptors})",
         metas=_read_metas(metas),
         blocks=[stmt("{b} = next_power_of_2({n})", b=sym.name, n=host(n)) for n, sym in t.records.pow2.items()],
         descriptors=blocks,
     )
     table = _dict(more)
     table.keys.insert(0, None)  # {**derived, ...}
-    table.values.insert(0, ast.Name(id="derived", ctx=ast.Load()))
+    table.values.insert(0, ast.Name(id="ntsym_derived", ctx=ast.Load()))
     return defs + problem + stmts(
-        "persistent = runtime.Persistent(FACTS.persistent_kernel, persistent_problem, {extra}, {table}, {flags}"
+        "ntsym_persistent = runtime.Persistent(NTSYM_FACTS.persistent_kernel, ntsym_persistent_problem, {extra}, {table}, "
+        "{flags}"
         + (", per_tile=True)" if persistent.per_tile else ")"),
         extra=tuple(persistent.extra),
         table=table,

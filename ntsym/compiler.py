@@ -122,12 +122,13 @@ def _assigned(ir):
 def _check_parameter_names(ir):
     """Refuse a parameter named as a size, stride or block size of the
     kernel (a scalar ``y_size_0`` beside a tensor ``y``: the launcher's read
-    of ``y``'s size would replace it) or as a name the launcher binds."""
+    of ``y``'s size would replace it), as a module-level name the launcher
+    reads, or with the ``ntsym_`` prefix of the launcher's own names."""
     symbols = {a.symbol.name for a in ir.size_args} | {m.symbol.name for m in ir.meta_params}
     symbols |= {e.name for p in ir.params for e in (*getattr(p, "source_sizes", ()), *getattr(p, "strides", ()))
                 if getattr(e, "is_Symbol", False)}
     for p in ir.params:
-        if p.name in symbols or p.name in LAUNCHER_NAMES:
+        if p.name in symbols or p.name in LAUNCHER_NAMES or p.name.startswith(("ntsym_", "NTSYM_")):
             what = "a size, stride or block size of the kernel" if p.name in symbols else "one of the launcher's names"
             raise CodegenError(f"the parameter `{p.name}` is named as {what}; the launcher would read one in "
                                "place of the other: rename the parameter")

@@ -58,18 +58,21 @@ def canonical_names(arrangement, tensors, arranged, names):
 KERNEL_FIXED = frozenset({"tl", "triton", "torch", "runtime", "cdiv", "next_power_of_2", "libdevice", "os", "math",
                           "debug_checks", "pid", "per_group", "group_rows", "range"})
 KERNEL_PATTERN = re.compile(r"(pid|rest|first_pid|mask)_\d+$|(ntsym|NTSYM)_")
-# Names the torch launcher binds itself: a parameter named so is refused
-# (``ntsym.compiler``), a size symbol renamed.
-LAUNCHER_NAMES = frozenset({"runtime", "SPEC", "CHECKS", "DISPLAY", "CALLS", "QUICK", "FACTS", "args", "ntsym_options",
-                            "grid", "derived", "tensors", "cdiv"})
-# Names the generated module and its launchers give values of their own: the
-# kernel's and the torch launcher's above, the launcher's other locals, the
-# standalone export's and the C library's, and the patterns of the names the
-# emitter derives from tensors (``x_ptr``, ``x_t0``, ``x_size_0``, ``mask_3``, ...).
+# Module-level names the torch launcher reads after it binds the parameters
+# (its own locals are ``ntsym_``/``NTSYM_`` names): a parameter named so is
+# refused (``ntsym.compiler``), a size symbol renamed.
+LAUNCHER_NAMES = frozenset({"runtime", "cdiv", "next_power_of_2", "ntsym_options"})
+# Names a caller's size symbol is renamed away from: the kernel's and the
+# torch launcher's above, the standalone export's module-level names (a
+# parameter named so is refused there, ``codegen/aot/standalone.py``), names
+# the launchers used for their own values before they took ``ntsym_`` ones
+# (kept, so that a kernel's generated names do not depend on that), and the
+# patterns of the names the emitter derives from tensors (``x_ptr``, ``x_t0``,
+# ``x_size_0``, ``mask_3``, ...).
 RESERVED = KERNEL_FIXED | LAUNCHER_NAMES | frozenset({
-    "meta", "key", "entry", "found", "unknown", "launch", "make_launch",
-    "int64", "given", "config", "CONFIGS",  # the standalone export's
-    "stream",  # the C library's
+    "launch", "make_launch", "SPEC", "CONFIGS", "fail", "stream",
+    "args", "grid", "derived", "tensors", "meta", "key", "entry", "found", "unknown", "int64", "given", "config",
+    "CHECKS", "DISPLAY", "CALLS", "QUICK", "FACTS",
 }) | frozenset(keyword.kwlist) | frozenset(dir(builtins))
 RESERVED_PATTERN = re.compile(r"(pid|rest|first_pid|mask)_\d+$|.*_(t\d+|base_\d+|ptrs_\d+|ptr|tile|desc|size_\d+|"
                               r"stride_\d+|seq_len|seq_start|jagged_offsets|value|data|fp32|fp64|i32|i64)$|"

@@ -57,7 +57,7 @@ def test_an_application_local_named_as_the_kernels_own_names(name, tmp_path):
     torch.testing.assert_close(out, (x + 1) * 2 + x)
 
 
-@pytest.mark.parametrize("name", ["y_size_0", "x_stride_0", "args", "runtime", "grid"])
+@pytest.mark.parametrize("name", ["y_size_0", "x_stride_0", "runtime", "cdiv", "ntsym_scale"])
 def test_a_parameter_named_as_a_size_or_the_launchers_names_is_refused(name, tmp_path):
     # A scalar named `y_size_0` beside a tensor `y` was replaced by y's size.
     path = tmp_path / f"scaled_{name}.py"
@@ -67,6 +67,53 @@ def test_a_parameter_named_as_a_size_or_the_launchers_names_is_refused(name, tmp
     exec(compile(path.read_text(), str(path), "exec"), namespace)
     with pytest.raises(ntsym.CodegenError, match=f"`{name}`"):
         ntsym.make(namespace["arrangement"], namespace["application"], (Tensor(1), Tensor(0), Tensor(1)))
+
+
+@pytest.mark.parametrize("names", [("grid", "key", "args"), ("tensors", "derived", "entry"),
+                                   ("found", "unknown", "meta"), ("given", "config", "int64")])
+def test_parameters_named_as_the_launchers_former_locals(names, tmp_path):
+    """NineToothed takes any parameter name its launcher does not read: a
+    tensor named ``grid`` (grid sampling) or ``key`` (attention).  ``key`` was
+    taken by ntsym's launcher for the call's key: every call was keyed by the
+    tensor, kept alive by the call cache, and never found again."""
+    import importlib.util
+
+    a, b, c = names
+    path = tmp_path / f"named_{a}.py"
+    path.write_text(f"def arrangement({a}, {b}, s, {c}):\n"
+                    f"    return {a}.tile((16,)), {b}.tile((16,)), s, {c}.tile((16,))\n\n\n"
+                    f"def application({a}, {b}, s, {c}):\n    {c} = {a} * s + {b}  # noqa: F841\n")
+    namespace = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    kernel = ntsym.make(namespace["arrangement"], namespace["application"], (Tensor(1), Tensor(1), Tensor(0),
+                                                                             Tensor(1)))
+    ntsym.aot.export(kernel, tmp_path / "exported.py")
+    spec = importlib.util.spec_from_file_location(f"exported_{a}", tmp_path / "exported.py")
+    exported = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exported)
+    x, y = torch.randn(40), torch.randn(40)
+    for launch in (kernel, kernel, exported.launch):
+        out = torch.zeros(40)
+        launch(x, y, 3.0, out)
+        torch.testing.assert_close(out, x * 3.0 + y)
+    out = torch.zeros(40)
+    kernel(**{a: x, b: y, "s": 2.0, c: out})
+    torch.testing.assert_close(out, x * 2.0 + y)
+    assert kernel.calls.calls and all(isinstance(k, tuple) for k in kernel.calls.calls)
+
+
+def test_a_parameter_named_as_the_standalone_modules_names_is_refused_at_export(tmp_path):
+    path = tmp_path / "named_configs.py"
+    path.write_text("def arrangement(x, CONFIGS):\n    return x.tile((16,)), CONFIGS.tile((16,))\n\n\n"
+                    "def application(x, CONFIGS):\n    CONFIGS = x + 1  # noqa: F841\n")
+    namespace = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    kernel = ntsym.make(namespace["arrangement"], namespace["application"], (Tensor(1), Tensor(1)))
+    x, out = torch.randn(40), torch.zeros(40)
+    kernel(x, out)
+    torch.testing.assert_close(out, x + 1)
+    with pytest.raises(ntsym.CodegenError, match="`CONFIGS`"):
+        ntsym.aot.export(kernel, tmp_path / "exported.py")
 
 
 @pytest.mark.parametrize("declared", [Tensor(0), Tensor(0, constexpr=True)])

@@ -25,14 +25,43 @@ def standalone_source(ir, generated, display, configs, spec):
     body += _kernel_launch(ir, generated)
     params = "".join(f", {m}=None" for m in metas)
     given = "{" + ", ".join(f"{m!r}: {m}" for m in metas) + "}"
-    launcher = [f"def launch(*args, config=0{params}):",
+    launcher = [f"def launch(*ntsym_args, config=0{params}):",
                 f'    """Launch `{ir.name}` on ({", ".join(p.name for p in own)}): `config` picks one of CONFIGS; '
                 'block sizes given by keyword override it."""',
-                f"    given = {given}"] + ["    " + b for b in body]
+                "    ntsym_config = config",
+                f"    ntsym_given = {given}"] + ["    " + b for b in body]
     configs_src = "CONFIGS = [\n" + "".join(f"    {c!r},\n" for c in configs) + "]"
     parts = ["\n".join(_head(ir, generated, kernels)), checks_source(spec), kernels, configs_src,
              "\n".join(_HELPERS), "\n".join(launcher)]
-    return "\n\n\n".join(parts) + "\n"
+    source = "\n\n\n".join(parts) + "\n"
+    _check_module_names(ir, source)
+    return source
+
+
+def _check_module_names(ir, source):
+    """Refuse a parameter or size named as a module-level name the launcher
+    reads (``runtime``, ``SPEC``, ``CONFIGS``, ``cdiv``, the kernel, ...):
+    the launcher binds the parameters and sizes as locals.  Its own locals
+    are ``ntsym_`` names."""
+    import ast
+
+    tree = ast.parse(source)
+    module, read = set(), set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            module |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            module.add(node.name)
+            if node.name == "launch":
+                read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        elif isinstance(node, ast.Assign):
+            module |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    names = [p.name for p in ir.call_params] + [a.symbol.name for a in ir.size_args]
+    clash = sorted({n for n in names if n in module & read})
+    if clash:
+        raise AotError(f"kernel `{ir.name}`: a standalone module cannot take a parameter or size named "
+                       f"{', '.join(f'`{n}`' for n in clash)}, the name of one of the module's own definitions; "
+                       "rename it (the torch launcher, `ntsym.make`, takes it)")
 
 
 _HELPERS = ["def cdiv(a, b):", "    return -(-a // b)", "", "",
@@ -65,11 +94,11 @@ def _head(ir, generated, kernels):
 def _arguments(ir, own):
     """The call's arguments counted, checked as the runtime checks them, and
     their sizes and strides unpacked."""
-    body = [f"if len(args) != {len(own)}:",
+    body = [f"if len(ntsym_args) != {len(own)}:",
             f"    raise TypeError('kernel `{ir.name}` takes {len(own)} arguments ({', '.join(p.name for p in own)}), "
-            "got %d' % len(args))",
-            "runtime.check_arguments(SPEC, args)",
-            f"{', '.join(p.name for p in own)}{',' if len(own) == 1 else ''} = args"]
+            "got %d' % len(ntsym_args))",
+            "runtime.check_arguments(SPEC, ntsym_args)",
+            f"{', '.join(p.name for p in own)}{',' if len(own) == 1 else ''} = ntsym_args"]
     shaped = [p for p in own if p.kind in ("tensor", "shape")]
     for p in shaped:
         body.append(f"if {p.name}.ndim != {p.ndim}:")
@@ -86,10 +115,10 @@ def _checks(ir, generated, display, own, metas):
 
     body = [line for node in check_sizes([p for p in own if p.kind in ("tensor", "shape")])
             for line in to_source(node).splitlines()]  # the torch launcher's size checks
-    body.append("meta = dict(CONFIGS[config])")
-    body.append("meta.update({k: v for k, v in given.items() if v is not None})")
+    body.append("ntsym_meta = dict(CONFIGS[ntsym_config])")
+    body.append("ntsym_meta.update({k: v for k, v in ntsym_given.items() if v is not None})")
     for m in metas:
-        body.append(f"{m} = meta[{m!r}]")
+        body.append(f"{m} = ntsym_meta[{m!r}]")
     for check in generated.checks:
         body += _launch_check(check, display, to_source)
     return body
@@ -116,17 +145,17 @@ def _kernel_launch(ir, generated):
     from ntsym_codegen.printer import to_source
 
     tensors = [p for p in ir.params if p.kind == "tensor"]
-    body = [f"tensors = ({''.join(p.name + ', ' for p in tensors)})",
-            f"int64 = any(_needs_int64(t) for t in tensors) or {_logical_peak(ir, _HOST, to_source)}"]
+    body = [f"ntsym_tensors = ({''.join(p.name + ', ' for p in tensors)})",
+            f"ntsym_int64 = any(_needs_int64(t) for t in ntsym_tensors) or {_logical_peak(ir, _HOST, to_source)}"]
     kwargs, args = [], []
     for arg in generated.arguments:
         (kwargs if arg.constexpr else args).append((arg.name, _argument_value(ir, arg)))
     grid = " * ".join(f"({to_source(_HOST(g))})" for g in ir.grid) or "1"
-    body.append(f"grid = ({grid},)")
+    body.append(f"ntsym_grid = ({grid},)")
     call = ", ".join(f"{n}={v}" for n, v in args + kwargs)  # by name: compile-time sizes sit among the others
-    body.append("if grid[0] > 0:")
-    launch = ", ".join(f"{o.name}=meta.get({o.name!r}, {o.default!r})" for o in (NUM_WARPS, NUM_STAGES))
-    body.append(f"    {generated.kernel_name}[grid]({call}, {launch})")
+    body.append("if ntsym_grid[0] > 0:")
+    launch = ", ".join(f"{o.name}=ntsym_meta.get({o.name!r}, {o.default!r})" for o in (NUM_WARPS, NUM_STAGES))
+    body.append(f"    {generated.kernel_name}[ntsym_grid]({call}, {launch})")
     return body
 
 
@@ -149,11 +178,11 @@ def _argument_value(ir, arg):
         size, block = arg.detail
         return f"({to_source(_HOST(size))}) % ({to_source(_HOST(block))}) == 0"
     if arg.source == "contiguous":
-        return f"({arg.detail}.is_contiguous() and not int64)"
+        return f"({arg.detail}.is_contiguous() and not ntsym_int64)"
     if arg.source == "int64":
-        return "int64"
+        return "ntsym_int64"
     if arg.source == "advance":
-        return f"bool(meta.get({ADVANCE.name!r}, False))"
+        return f"bool(ntsym_meta.get({ADVANCE.name!r}, False))"
     raise AotError(f"kernel `{ir.name}`: no value for the kernel parameter {arg.name} in a standalone module")
 
 
