@@ -27,7 +27,12 @@ ELEMENTWISE = {"fma", "erf", "rsqrt", "floor", "ceil", "tanh", "clamp", "fdiv", 
                 "expm1", "umulhi", "isnan", "isinf"}
 # Functions whose result has no lanes from their operands (fresh values).
 FRESH = {"zeros", "full", "arange", "zeros_like", "program_id", "num_programs", "load", "rand", "randn", "randint"}
-OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+def _times(a, b):
+    return a * b
+
+
+_times.scales = True  # a positive number times a maximum is a maximum (``lanes.bounds``)
+OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: _times,
               ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b}
 COMPARE = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge, ast.Eq: sympy.Eq,
             ast.NotEq: sympy.Ne}

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import sympy
 
+from ntsym_codegen.lane_values import _cast_value, apply, bounding, bounds, data, scalar_symbols
+
 
 @dataclass(frozen=True)
 class Factor:
@@ -81,16 +83,14 @@ class Lanes:
     ``data()`` symbol, a scalar argument a ``data(scalar=True)`` one.  A
     scalar may be anything, 0, an infinity or NaN: an operation whose value
     would not depend on it (``0 * s``, ``0 / s``, ``-inf + s``) is not known
-    (``apply``).  An element, or a value computed from elements (a
-    reduction), may be lost only into an infinity: ``-inf - max(x)`` is
-    ``-inf``, for where ``max(x)`` is ``-inf`` every element is, and the
-    elements' own lanes of ``x - max(x)`` are NaN as well.  Lost otherwise
-    (``0 * max(x)``, ``0 / sum(e)``, ``x - x``) the value is not known: an
-    infinite element makes the padded lane NaN where the elements' lanes
-    need not be (``sum(x * max(x))`` is ``inf``).  Not yet followed: an
-    infinite element of another tensor broadcast against a padded infinity
-    (``max(x + y)``, ``y`` of ``+inf`` where ``x`` is padded with ``-inf``)
-    makes a NaN that a reduction along that axis takes in.
+    (``lane_values.apply``).  So is an element, or a value computed from
+    elements, that an operation loses (``0 * max(x)``, ``-inf + max(x)``,
+    ``-inf - sum(x)``, ``x - x``): it may be infinite, and the padded lane
+    NaN where the elements' lanes are not (``sum(x * max(x))`` is inf).  The
+    one loss kept: ``-inf - m`` where ``m`` is a maximum of the lanes beside
+    the padded one (``bound``; ``+inf - m`` of a minimum), since where ``m`` is
+    -inf every such lane is and ``x - m`` is NaN there as well
+    (``lane_values.lost_soundly``).
     """
 
     value: object = None
@@ -98,6 +98,7 @@ class Lanes:
     rank: object = None
     outside: tuple = ()
     blocks: tuple = None  # ((axis, extent), ...): a tile's block, where known (``_joined``)
+    bound: tuple = None  # ("max" | "min", keys): a maximum (minimum) of the lanes the masks ``keys`` keep (``Bound``)
 
     @property
     def known(self):
@@ -112,7 +113,9 @@ class Lanes:
         for f, v in zip(self.factors or (), self.outside):
             if f.key == factor.key:
                 return v
-        return self.value if self.value is not None else data()
+        if self.value is not None:
+            return self.value
+        return bounding(*self.bound) if self.bound else data()
 
 
 CLEAN = Lanes()
@@ -162,7 +165,7 @@ def carried_into(lanes, changing):
             continue
         factors.append(g)
         outside.append(v)
-    return Lanes(lanes.value, tuple(factors), lanes.rank, tuple(outside), lanes.blocks)
+    return Lanes(lanes.value, tuple(factors), lanes.rank, tuple(outside), lanes.blocks, lanes.bound)
 
 
 def masked(factors, outside, rank, value=None):
@@ -180,25 +183,6 @@ def same_everywhere(scalar=False):
     """A value equal on every lane: a reduction's, a loop variable's, or
     (``scalar``) a scalar argument's."""
     return Lanes(data(scalar=scalar), (), 0)
-
-
-_DATA, _SCALAR = "data", "scalar"
-
-
-def data(scalar=False):
-    """A symbol for data: an element of a tensor, or (``scalar``) a scalar argument."""
-    return sympy.Dummy(_SCALAR if scalar else _DATA, real=True, finite=True)
-
-
-def scalar_symbols(value):
-    """The scalar arguments' symbols in the lane value ``value``."""
-    return _data_symbols(value, (_SCALAR,))
-
-
-def _data_symbols(value, names=(_DATA, _SCALAR)):
-    if not isinstance(value, sympy.Basic):
-        return set()
-    return {s for s in value.free_symbols if isinstance(s, sympy.Dummy) and s.name in names}
 
 
 def merge_factors(*groups):
@@ -250,8 +234,8 @@ def combine(fn, lanes, rank=None):
     if not _MEET.get():
         lanes = _joined(fn, lanes, rank)
     factors = merge_factors(*(l.factors for l in lanes))
-    outside = tuple(apply(fn, *[l.at(f) for l in lanes]) for f in factors)
-    return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside, blocks)
+    outside = tuple(apply(fn, *[l.at(f) for l in lanes], lane=f.key) for f in factors)
+    return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside, blocks, bounds(fn, lanes))
 
 
 class UndecidedUnion(Exception):
@@ -349,7 +333,7 @@ def _beside_a_full_block(a, b):
         kept.append((f, v))
     if not changed:
         return a
-    return Lanes(a.value, tuple(f for f, _ in kept), a.rank, tuple(v for _, v in kept), a.blocks)
+    return Lanes(a.value, tuple(f for f, _ in kept), a.rank, tuple(v for _, v in kept), a.blocks, a.bound)
 
 
 def _equal_extents(factor, extents):
@@ -459,7 +443,8 @@ def _disjunction(a, group_a, b, group_b, axes, rank, test=None):
         held = values.pop() if len(values) == 1 and test is None else None
         keys = {f.key for f in group}
         kept = [f for f in lanes.factors if f.key not in keys]
-        return Lanes(lanes.value, tuple(kept) + (factor,), lanes.rank, tuple(lanes.at(f) for f in kept) + (held,))
+        return Lanes(lanes.value, tuple(kept) + (factor,), lanes.rank, tuple(lanes.at(f) for f in kept) + (held,),
+                     bound=lanes.bound)
 
     return replaced(a, group_a), replaced(b, group_b)
 
@@ -469,53 +454,6 @@ def _conjunction(group):
     for f in group[1:]:
         node = ast.BinOp(left=node, op=ast.BitAnd(), right=copy.deepcopy(f.node))
     return node
-
-
-def apply(fn, *values):
-    if fn is None or any(v is None or not _exact(v) for v in values):
-        return None
-    try:
-        result = fn(*values)
-    except (TypeError, ValueError, ZeroDivisionError, AttributeError):
-        return None
-    if isinstance(result, bool):
-        return sympy.true if result else sympy.false
-    if not isinstance(result, sympy.Basic) or result is sympy.nan or result.has(sympy.zoo, sympy.nan):
-        return None
-    if not _exact(result):
-        return None
-    if not getattr(fn, "selects", False):
-        # A scalar may be 0, infinite or NaN: ``0 * s``, ``0 / s`` and
-        # ``-inf + s`` are what they are only for some ``s`` (``Lanes``).
-        given = set().union(*(_data_symbols(v, (_SCALAR,)) for v in values))
-        if given - result.free_symbols:
-            return None
-        # Data lost other than into an infinity (``0 * max(x)``, ``x / x``)
-        # was lost by taking it finite, where the elements' own lanes need
-        # not be NaN: ``x * max(x)`` of an infinite element is infinite.
-        lost = set().union(*(_data_symbols(v, (_DATA,)) for v in values)) - result.free_symbols
-        if lost and not result.is_infinite:
-            return None
-    return result
-
-
-def used_at_its_value(number):
-    """Whether the proofs use an ``other=`` at its value (NaN, a sort's fill, or
-    what ``_exact`` keeps): the launch refuses a dtype that loads another."""
-    if number != number:  # NaN
-        return True
-    whole = number not in (float("inf"), float("-inf")) and float(number).is_integer()
-    value = sympy.Integer(int(number)) if whole else sympy.sympify(number)  # 2.0 is used as 2 (``equals``)
-    return value != 0 and _exact(value)
-
-
-def _exact(value):
-    """Whether ``value`` may take part in the lanes' arithmetic: a number only
-    where every float type holds it exactly (``_cast_value``), for SymPy is exact
-    where a GPU rounds, overflows and makes NaN (exp(100) * 0, 2**24 + 1)."""
-    if not isinstance(value, sympy.Expr) or not value.is_number:
-        return True
-    return _cast_value(value, "float") is not None
 
 
 def cast(lanes, kind):
@@ -533,35 +471,6 @@ def cast(lanes, kind):
         converted = _cast_value(value, kind)
         value = converted if converted is not None else data(scalar=bool(scalar_symbols(value)))
     return Lanes(value, lanes.factors, lanes.rank, outside, lanes.blocks)
-
-
-def _cast_value(value, kind):
-    if value is None or not isinstance(value, sympy.Basic) or kind == "bits" or _data_symbols(value):
-        return None
-    if value in (sympy.true, sympy.false):
-        return value if kind == "bool" else sympy.S.One if value is sympy.true else sympy.S.Zero
-    if not value.is_number or not value.is_extended_real:
-        return None
-    if kind == "float":
-        exact = value.is_infinite or value.is_integer and abs(value) <= 8
-        return value if exact else None
-    if not value.is_finite:
-        return None
-    if kind == "bool":
-        return sympy.true if value != 0 else sympy.false
-    integer = sympy.Integer(int(value))  # toward zero, as a conversion does
-    if kind == "int":  # in every integer type's range, signed or not
-        return integer if 0 <= integer <= 127 else None
-    return value if value.is_integer and 0 <= value <= 127 else None
-
-
-def equals(value, identity):
-    """Whether ``value`` is provably ``identity``."""
-    if value is None or not isinstance(value, sympy.Expr):
-        return False
-    if identity.is_infinite:
-        return value == identity
-    return value == identity or sympy.expand(value - identity) == 0
 
 
 def join(states):

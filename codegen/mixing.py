@@ -13,9 +13,11 @@ are upper bounds of index math increasing along the tile).
 
 import ast
 import copy
+import dataclasses
 
 import sympy
 
+from ntsym_codegen.lane_values import bounding
 from ntsym_codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
 from ntsym_codegen.printer import conjunction
 from ntsym_codegen.lane_tables import OTHER_MIXING, REDUCTIONS, SCANS, literal
@@ -354,8 +356,11 @@ def _reduction(em, node, name, operand, lanes, select=True):
     axis = _axis(axis_node, lanes.rank)
     keep = _argument(node, keep_position, "keep_dims", ast.Constant(False))
     indices = _argument(node, 2, "return_indices", ast.Constant(False)) if name in ("max", "min") else None
+    bound = (name, frozenset(f.key for f in mixed)) if name in ("max", "min") and mixed else None
     if axis is None:
-        return operand, same_everywhere() if not passing else unknown()
+        if passing:
+            return operand, unknown()
+        return operand, Lanes(bounding(*bound), (), 0, bound=bound) if bound else same_everywhere()
     if axis is _UNKNOWN_AXIS or not isinstance(keep, ast.Constant) or not (
             indices is None or isinstance(indices, ast.Constant) and not indices.value):
         return operand, unknown() if lanes.factors else Lanes(None, (), None)
@@ -374,7 +379,7 @@ def _reduction(em, node, name, operand, lanes, select=True):
     outside = [lanes.at(f) if name in ("max", "min") else
                sympy.S.Zero if name in ("sum", "xor_sum") and lanes.at(f) == 0 else None for f in passing]
     outside += [identity if name in ("sum", "xor_sum", "max", "min") else None for _ in across]
-    return operand, masked(factors, outside, rank)
+    return operand, dataclasses.replace(masked(factors, outside, rank), bound=bound)
 
 
 def _kept(factor, axis):

@@ -28,8 +28,9 @@ from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS,
                                        OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
-from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, equals,
-                                 is_stale, join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
+from ntsym_codegen.lane_values import equals
+from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, is_stale,
+                                 join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -169,7 +170,7 @@ class PaddingMixin:
         keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if base.clean:
             return Lanes(base.value, (), None if base.rank is None else base.rank + sum(
-                isinstance(k, ast.Constant) and k.value is None for k in keys))
+                isinstance(k, ast.Constant) and k.value is None for k in keys), bound=base.bound)
         if not base.known or base.rank is None or not all(
                 isinstance(k, ast.Slice) and k.lower is k.upper is k.step is None
                 or isinstance(k, ast.Constant) and k.value is None for k in keys):
@@ -188,7 +189,7 @@ class PaddingMixin:
             moved = {a: old[a + base.rank] - rank for a in f.axes}
             sub = ast.Subscript(value=copy.deepcopy(f.node), slice=copy.deepcopy(node.slice), ctx=ast.Load())
             factors.append(Factor.of(sub, set(moved.values()), rank, f.cond, f.moved(moved)))
-        return Lanes(base.value, tuple(factors), rank, base.outside)
+        return Lanes(base.value, tuple(factors), rank, base.outside, bound=base.bound)
 
     def note_result(self, node, lanes):
         """The value of the application's call ``node`` has ``lanes`` (an
@@ -314,7 +315,7 @@ class PaddingMixin:
             moved = {a: dims.index(a + rank) - rank for a in f.axes}
             factors.append(Factor.of(expr("tl.permute({f}, {dims})", f=copy.deepcopy(f.node), dims=tuple(dims)),
                                      set(moved.values()), rank, f.cond, f.moved(moved)))
-        return Lanes(base.value, tuple(factors), rank, base.outside)
+        return Lanes(base.value, tuple(factors), rank, base.outside, bound=base.bound)
 
     def module_function(self, name):
         """``tl.<name>`` in the generated module."""

@@ -18,7 +18,7 @@ import re
 from ntsym_codegen import emit
 from ntsym_codegen.analysis import assigned_names
 from ntsym_codegen.emit_error import EmitError
-from ntsym_codegen.lanes import used_at_its_value
+from ntsym_codegen.lane_values import used_at_its_value
 from ntsym_codegen.printer import PrintError
 from ntsym.errors import ApplicationError, CodegenError
 from ntsym.lower import lower
@@ -181,7 +181,7 @@ def _retyped(fn, target):
 
 def _others(ir):
     """(name, "int" | "float", text) of each tensor's ``other`` that the
-    padding proofs use at its value besides 0 (``lanes.used_at_its_value``):
+    padding proofs use at its value besides 0 (``lane_values.used_at_its_value``):
     a tensor's dtype must hold it at launch."""
     out = []
     for p in ir.params:

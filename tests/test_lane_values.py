@@ -241,3 +241,54 @@ def test_a_padded_zero_times_an_infinite_element_of_another_tensor_is_not_zero()
     out = torch.empty(1)
     kernel(torch.rand(5) + 1.0, torch.tensor([float("inf")]), out)
     assert out.item() == float("inf")
+
+
+@pytest.mark.parametrize("form, other, x, expected", [
+    # -inf + max(x): max(x) of +inf leaves the elements at inf, the padded lane NaN.
+    ("ntl.max(x + ntl.max(x), 0)", float("-inf"), [1.0, 2.0, float("inf"), 3.0, 4.0], float("inf")),
+    ("ntl.min(x + ntl.min(x), 0)", float("inf"), [1.0, float("-inf"), 2.0, 3.0, 4.0], float("-inf")),
+    # A sum rounds to -inf with no infinite element: -inf - sum(x) is NaN on the padded lane.
+    ("ntl.sum(ntl.exp(x - ntl.sum(x)), 0)", float("-inf"), [-3e38, -3e38, 0.0, 0.0, 0.0], float("inf")),
+    # exp(100) is inf in float32: -inf + exp(max(x)) is NaN on the padded lane.
+    ("ntl.max(x + ntl.exp(ntl.max(x)), 0)", float("-inf"), [100.0, 1.0, 2.0, 3.0, 4.0], float("inf")),
+    # -inf - max(x) of the same lanes stays proved: every element -inf gives NaN, as torch's does.
+    ("ntl.sum(ntl.exp(x - ntl.max(x)), 0)", float("-inf"), [1.0, 2.0, 3.0, 4.0, 5.0], None),
+])
+def test_a_padded_infinity_keeps_a_reduction_only_where_it_bounds_the_lanes(form, other, x, expected, tmp_path):
+    """``-inf - m`` is ``-inf`` on a padded lane only where ``m`` is a maximum
+    of the lanes beside it: otherwise ``m`` may be the infinity that makes
+    the padded lane NaN while the elements' lanes are not."""
+    path = tmp_path / "padded_form.py"
+    path.write_text("import ntsym.language as ntl\n\n\n"
+                    f"def application(x, out):\n    out = {form}  # noqa: F841\n")
+    namespace = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    values = torch.tensor(x)
+    out = torch.empty(1)
+    _row(namespace["application"], other=other)(values, out)
+    if expected is None:
+        reference = torch.exp(values - values.max()).sum()
+        torch.testing.assert_close(out[0], reference)
+    else:
+        assert out.item() == expected
+
+
+def test_a_running_maximum_in_a_loop_is_no_bound_of_a_sum():
+    """``maximum(acc, x[0, k] + m)`` with ``m`` the row's running maximum and an
+    inf element: the padded lanes of the last chunk are ``-inf + inf``."""
+    def arrangement(x, out):
+        return x.tile((1, 4)).tile((1, -1)), out.tile((1, 1))
+
+    def application(x, out):
+        m = ntl.full((1, 1), float("-inf"), ntl.float32)
+        for k in range(x.shape[1]):
+            m = ntl.maximum(m, ntl.max(x[0, k], 1, keep_dims=True))
+        acc = ntl.full(x.dtype.shape, float("-inf"), ntl.float32)
+        for k in range(x.shape[1]):
+            acc = ntl.maximum(acc, x[0, k] + m)
+        out = ntl.max(acc, 1, keep_dims=True)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(2, other=float("-inf")), Tensor(2)))
+    out = torch.empty(1, 1)
+    kernel(torch.tensor([[1.0, 2.0, float("inf"), 3.0, 4.0, 5.0, 6.0]]), out)
+    assert out.item() == float("inf")

@@ -67,12 +67,27 @@ def test_padded_lanes_never_enter_a_reduction(application, reference, sign, dtyp
 
 
 def test_lanes_that_hold_the_identity_add_nothing():
+    def softmax_denominator(x, out):
+        out = ntl.sum(ntl.exp(x - ntl.max(x)), axis=1)  # noqa: F841
+
+    kernel = make(softmax_denominator, other=float("-inf"))
+    assert "tl.where" not in kernel.kernel_source  # -inf into max, exp(-inf - max(x)) = 0 into sum
+    x = torch.randn(3, 5)
+    out = torch.empty(3)
+    kernel(x, out)
+    torch.testing.assert_close(out, torch.exp(x - x.max(1, keepdim=True).values).sum(1))
+
+
+def test_a_padded_zero_divided_by_a_sum_is_read_through_the_mask():
+    """``0 / sum(e)`` is NaN where the sum is 0 (elements of both signs, or
+    rounding), where the elements' own lanes are infinite: the sum of the
+    quotients reads the padded lanes through the mask."""
     def softmax(x, out):
         row = ntl.exp(x - ntl.max(x))
         out = ntl.sum(row / ntl.sum(row), axis=1)  # noqa: F841
 
     kernel = make(softmax, other=float("-inf"))
-    assert "tl.where" not in kernel.kernel_source  # -inf into max, exp(-inf) = 0 into sum
+    assert "tl.where" in kernel.kernel_source
     x = torch.randn(3, 5)
     out = torch.empty(3)
     kernel(x, out)
