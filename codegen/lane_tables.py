@@ -13,13 +13,21 @@ def _where(c, a, b):
 
 
 _where.selects = True  # a known condition picks one operand: the other's data is not used
+_where.passes_nan = (1, 2)  # its operands' NaN, not its condition's (``lane_values.NaNWhere``)
+
+
+def _passing(fn):
+    """``fn``, marked as passing a NaN operand on to its result (``lane_values.apply``)."""
+    fn.passes_nan = True
+    return fn
 
 
 # Elementwise functions whose value on a known lane value SymPy computes.
 FUNCTIONS = {
-    "exp": sympy.exp, "exp2": lambda x: 2**x, "log": sympy.log, "log2": lambda x: sympy.log(x, 2), "abs": sympy.Abs,
-    "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos, "sigmoid": lambda x: 1 / (1 + sympy.exp(-x)),
-    "maximum": sympy.Max, "minimum": sympy.Min,
+    "exp": sympy.exp, "exp2": _passing(lambda x: 2**x), "log": sympy.log, "log2": _passing(lambda x: sympy.log(x, 2)),
+    "abs": sympy.Abs, "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos,
+    "sigmoid": _passing(lambda x: 1 / (1 + sympy.exp(-x))),
+    "maximum": sympy.Max, "minimum": sympy.Min,  # NaN passes: ntsym's propagate it (``codegen/semantics.py``)
     "where": _where,  # (a conversion: ``lanes.cast``)
 }
 # Elementwise functions whose lane value is not followed (the mask is).
@@ -27,13 +35,9 @@ ELEMENTWISE = {"fma", "erf", "rsqrt", "floor", "ceil", "tanh", "clamp", "fdiv", 
                 "expm1", "umulhi", "isnan", "isinf"}
 # Functions whose result has no lanes from their operands (fresh values).
 FRESH = {"zeros", "full", "arange", "zeros_like", "program_id", "num_programs", "load", "rand", "randn", "randint"}
-def _times(a, b):
-    return a * b
-
-
-_times.scales = True  # a positive number times a maximum is a maximum (``lanes.bounds``)
-OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: _times,
-              ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b}
+OPERATORS = {ast.Add: _passing(lambda a, b: a + b), ast.Sub: _passing(lambda a, b: a - b),
+             ast.Mult: _passing(lambda a, b: a * b), ast.Div: _passing(lambda a, b: a / b),
+             ast.Pow: _passing(lambda a, b: a**b)}
 COMPARE = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge, ast.Eq: sympy.Eq,
             ast.NotEq: sympy.Ne}
 # Reductions: their identity, and the position of ``keep_dims`` among the arguments.
@@ -41,6 +45,8 @@ REDUCTIONS = {"sum": (sympy.S.Zero, 2), "xor_sum": (sympy.S.Zero, 2), "max": (-s
               "min": (sympy.oo, 4), "argmax": (-sympy.oo, 3), "argmin": (sympy.oo, 3), "reduce": (None, 3),
               "reduce_or": (sympy.S.Zero, 2)}
 SCANS = {"cumsum": sympy.S.Zero, "cumprod": sympy.S.One, "associative_scan": None}
+# Mixing operations that pass a NaN lane on to their result (``lane_values.NaNWhere``).
+NAN_PASSING = frozenset({"sum", "max", "min", "dot", "cumsum", "cumprod", "softmax"})
 # Other operations that mix lanes, read through the mask (``codegen/mixing.py``).
 OTHER_MIXING = {"sort", "flip", "dot", "softmax", "topk", "histogram"}
 FILLS = {-sympy.oo: "ntsym_lowest", sympy.oo: "ntsym_highest", sympy.nan: "ntsym_sort_fill"}

@@ -1,20 +1,22 @@
 """What a value holds on the lanes outside a tensor, in SymPy: the data
 symbols (``data()``: an element, or a scalar argument), a function of such
-values (``apply``), what a conversion keeps (``_cast_value``), and where a
-maximum or minimum may be lost into an infinity (``Bound``, ``lost_soundly``).
+values (``apply``), what a conversion keeps (``_cast_value``), and a lane
+that is a number or NaN where the elements' own lanes are NaN (``NaNWhere``).
 
-A reduction's result is data, taken finite in SymPy.  Losing it into an
-infinity (``-inf - m`` is ``-inf``) is sound only where ``m`` cannot be the
-infinity that makes the lane NaN unless the elements' own lanes are NaN as
-well: ``m`` a maximum of the very lanes the padded lane is beside (the mask
-``keys``): where it is -inf, every one of them is, and ``x - m`` is NaN
-there too.  Not ``-inf + max(x)`` (``max(x)`` of +inf leaves the elements
-at inf), not ``x - max(y)`` of another tensor's lanes, not a sum or ``exp``
-(which rounding makes infinite without an infinite element).  The masks
-name lanes, not values: ``y - max(x)`` with ``y`` of ``x``'s mask, every
-element of ``x`` -inf and ``y``'s finite, is not followed.
+A reduction's result is data, taken finite in SymPy; an operation that
+loses it (``0 * max(x)``, ``-inf + max(x)``) gives a lane that is not known.
+One loss is kept: ``-inf - m`` where ``m`` is a maximum (``Bound``) of the
+lanes the padded lane is beside.  For every ``m`` but -inf the lane is
+-inf; where ``m`` is -inf every one of those lanes is, the elements' lanes
+of ``x - m`` are NaN, and so is the padded one.  That lane is
+``NaNWhere(-inf)``: arithmetic and ``exp`` keep the mark, a mixing
+operation that passes NaN on (a sum, a maximum, ``dot``) takes the number,
+a comparison or an integer conversion (which would turn the NaN into a
+number) does not.  ``m`` must enter as itself: ``2 * m`` may round to -inf
+where ``m`` is finite.  The masks name lanes, not values: ``y - max(x)``
+with ``y`` of ``x``'s mask, every element of ``x`` -inf and ``y``'s
+finite, is not followed.
 """
-
 import sympy
 
 
@@ -39,8 +41,8 @@ def _data_symbols(value, names=(_DATA, _SCALAR)):
 
 class Bound(sympy.Dummy):
     """Data that is the maximum (``kind`` "max") or minimum of an operand's
-    lanes inside the masks ``keys``: it is -inf (+inf) only where each of
-    those lanes is, so that on such a lane ``-inf - max`` is NaN as well."""
+    lanes inside the masks ``keys``: -inf (+inf) only where every one of
+    those lanes is."""
 
     __slots__ = ("kind", "keys")
 
@@ -54,9 +56,9 @@ def bounding(kind, keys):
 
 def bounds(fn, lanes):
     """The ``bound`` of ``fn`` of values with ``lanes``: ``maximum`` of
-    maxima (``minimum`` of minima) is bounded by all their lanes, a positive
-    scale keeps it (a conversion does not: it may round a finite maximum to
-    an infinity)."""
+    maxima (``minimum`` of minima) is -inf (+inf) only where all are; any
+    other function keeps none (a scale or a conversion may round a finite
+    maximum to an infinity)."""
     kinds = {l.bound[0] for l in lanes if l.bound}
     if len(kinds) != 1:
         return None
@@ -64,59 +66,90 @@ def bounds(fn, lanes):
     keys = frozenset().union(*(l.bound[1] for l in lanes if l.bound))
     if fn is sympy.Max and kind == "max" or fn is sympy.Min and kind == "min":
         return kind, keys
-    if getattr(fn, "scales", False) and len(lanes) == 2:
-        bounded, other = lanes if lanes[0].bound else lanes[::-1]
-        if other.value is not None and getattr(other.value, "is_number", False) and other.value.is_positive \
-                and other.value.is_finite and not bounded.value:
-            return kind, keys
     return None
 
 
-def lost_soundly(fn, values, result, lane):
-    """Whether data lost into the infinity ``result`` is lost soundly on the
-    lanes the mask ``lane`` excludes: ``-inf - m`` where ``m`` is a maximum
-    (``Bound``) of the lanes that mask keeps, for where ``m`` is -inf every
-    such lane is and the elements' own lanes are NaN as well (``+inf - m``
-    of a minimum likewise).  Not ``-inf + m``, nor a value of data that
-    rounding may make infinite (a sum, ``exp``): the elements' lanes need
-    not be NaN there."""
-    if lane is None or result not in (sympy.oo, -sympy.oo) or len(values) != 2:
-        return False
-    infinite = [i for i, v in enumerate(values) if v in (sympy.oo, -sympy.oo)]
-    if len(infinite) != 1:
-        return False
-    held = sympy.Dummy(real=True, finite=True)
-    operands = list(values)
-    operands[infinite[0]] = held
-    try:
-        added = sympy.expand(fn(*operands) - held)  # what the data adds to the infinity
-    except (TypeError, ValueError, ZeroDivisionError, AttributeError):
-        return False
-    if added.has(held):
-        return False
-    return _is_bound(-added, "max" if result == -sympy.oo else "min", lane)
+class NaNWhere(sympy.Function):
+    """``NaNWhere(v, i)``: a lane holding ``v``, or NaN where a maximum
+    (minimum) it lost is -inf (+inf), so where every lane of the masks
+    ``_NAN_MASKS[i]`` is and the elements' own lanes are NaN as well
+    (``x - max(x)`` with ``x`` padded with -inf).  Operations that pass NaN
+    on keep it (``apply``); a mixing operation that does takes ``v`` for a
+    lane of one of those masks (``equals``); any other use is not known."""
 
 
-def _is_bound(value, kind, lane):
-    """Whether ``value`` is -inf (+inf for ``kind`` "min") only where every lane
-    the mask ``lane`` keeps is: a ``Bound`` of that kind over it, a maximum
-    (minimum) with one, or one times a positive number."""
-    if isinstance(value, Bound):
-        return value.kind == kind and lane in value.keys
-    if isinstance(value, sympy.Max if kind == "max" else sympy.Min):
-        return any(_is_bound(a, kind, lane) for a in value.args)
-    if isinstance(value, sympy.Mul):
-        numbers = [a for a in value.args if a.is_number]
-        rest = [a for a in value.args if not a.is_number]
-        return len(rest) == 1 and all(n.is_positive and n.is_finite for n in numbers) and \
-            _is_bound(rest[0], kind, lane)
-    return False
+# SymPy's functions of the lanes rule that pass NaN on (``lane_tables``
+# marks its own with ``passes_nan``; ntsym's maximum and minimum propagate NaN).
+_PASSING_NAN = frozenset({sympy.exp, sympy.log, sympy.Abs, sympy.sqrt, sympy.sin, sympy.cos, sympy.Max, sympy.Min})
+_NAN_MASKS = []  # per NaNWhere's index: a tuple of key sets, the lane's mask must be in each
+_NAN_INDEX = {}
 
 
-def apply(fn, *values, lane=None):
-    """``fn`` of lane values (SymPy), None where not known; ``lane``: the
-    key of the mask whose excluded lanes these are (``lost_soundly``)."""
-    if fn is None or any(v is None or not _exact(v) for v in values):
+def _where_nan(value, masks):
+    masks = tuple(dict.fromkeys(masks))
+    if masks not in _NAN_INDEX:
+        _NAN_INDEX[masks] = len(_NAN_MASKS)
+        _NAN_MASKS.append(masks)
+    return NaNWhere(value, sympy.Integer(_NAN_INDEX[masks]))
+
+
+def _unwrapped(value):
+    """(``value`` without ``NaNWhere``, the key sets it carried)."""
+    if isinstance(value, NaNWhere):
+        return value.args[0], _NAN_MASKS[int(value.args[1])]
+    return value, ()
+
+
+def _only_added(value, symbol):
+    """Whether ``symbol`` enters ``value`` only as ``symbol``, ``-symbol`` or
+    an argument of a maximum or minimum: no arithmetic on it that rounding
+    could make infinite (``2 * m``)."""
+    if value == symbol:
+        return True
+    if isinstance(value, sympy.Mul) and value.args == (-1, symbol):
+        return True
+    if isinstance(value, (sympy.Max, sympy.Min)):
+        return all(a == symbol or not a.has(symbol) or _only_added(a, symbol) for a in value.args)
+    return not value.has(symbol)
+
+
+def _lost_to_nan(fn, values, result, lost):
+    """Where ``fn`` of ``values`` lost only maxima and minima (``Bound``),
+    each entering as itself or negated: ``result`` for every value they may
+    take but the one infinity that is theirs only where their lanes are
+    (-inf for a maximum), and NaN there, as the elements' own lanes; else None."""
+    if not all(isinstance(b, Bound) for b in lost) or not all(_only_added(v, b) for v in values for b in lost):
+        return None
+    for b in lost:
+        allowed, extreme = (sympy.oo, -sympy.oo) if b.kind == "max" else (-sympy.oo, sympy.oo)
+        try:
+            at_allowed = fn(*[v.xreplace({b: allowed}) if isinstance(v, sympy.Basic) else v for v in values])
+            at_extreme = fn(*[v.xreplace({b: extreme}) if isinstance(v, sympy.Basic) else v for v in values])
+        except (TypeError, ValueError, ZeroDivisionError, AttributeError):
+            return None
+        if at_allowed != result or not (at_extreme == result or at_extreme is sympy.nan):
+            return None
+    return _where_nan(result, [b.keys for b in lost])
+
+
+def apply(fn, *values):
+    """``fn`` of lane values (SymPy), None where not known."""
+    if fn is None or any(v is None for v in values):
+        return None
+    unwrapped = [_unwrapped(v) for v in values]
+    carried = tuple(m for _, masks in unwrapped for m in masks)
+    if carried:
+        # A lane that may be NaN (``NaNWhere``): kept by what passes NaN on.
+        passing = True if fn in _PASSING_NAN else getattr(fn, "passes_nan", False)
+        if passing is not True and not (passing and all(i in passing for i, (_, masks) in enumerate(unwrapped)
+                                                       if masks)):
+            return None
+        result = apply(fn, *[v for v, _ in unwrapped])
+        if result is None:
+            return None
+        inner, masks = _unwrapped(result)
+        return _where_nan(inner, carried + masks)
+    if any(not _exact(v) for v in values):
         return None
     try:
         result = fn(*values)
@@ -134,12 +167,12 @@ def apply(fn, *values, lane=None):
         given = set().union(*(_data_symbols(v, (_SCALAR,)) for v in values))
         if given - result.free_symbols:
             return None
-        # Data lost other than into an infinity (``0 * max(x)``, ``x / x``)
-        # was lost by taking it finite, where the elements' own lanes need
-        # not be NaN: ``x * max(x)`` of an infinite element is infinite.
+        # Data lost (``0 * max(x)``, ``-inf + x``, ``x / x``) was lost by
+        # taking it finite, where it may be infinite and the elements' own
+        # lanes not NaN: ``x * max(x)`` of an infinite element is inf.
         lost = set().union(*(_data_symbols(v, (_DATA,)) for v in values)) - result.free_symbols
-        if lost and not lost_soundly(fn, values, result, lane):
-            return None
+        if lost:
+            return _lost_to_nan(fn, values, result, lost)
     return result
 
 
@@ -163,6 +196,13 @@ def _exact(value):
 
 
 def _cast_value(value, kind):
+    inner, masks = _unwrapped(value)
+    if masks:
+        # A float conversion keeps NaN.  To a type not known here (``x.dtype``):
+        # as a float's; to an integer type NaN has no value, nor has the
+        # elements' own NaN there.  To a known integer or bool type: not known.
+        converted = _cast_value(inner, kind) if kind in ("float", None) else None
+        return value if converted is not None and converted == inner else None
     if value is None or not isinstance(value, sympy.Basic) or kind == "bits" or _data_symbols(value):
         return None
     if value in (sympy.true, sympy.false):
@@ -182,8 +222,13 @@ def _cast_value(value, kind):
     return value if value.is_integer and 0 <= value <= 127 else None
 
 
-def equals(value, identity):
-    """Whether ``value`` is provably ``identity``."""
+def equals(value, identity, lane=None, nan_ok=False):
+    """Whether ``value`` is provably ``identity`` on the lanes the mask
+    ``lane`` excludes (``nan_ok``: or NaN where the elements' own lanes are
+    NaN, ``NaNWhere``, for an operation that passes NaN on)."""
+    value, masks = _unwrapped(value)
+    if masks and not (nan_ok and all(lane in keys for keys in masks)):
+        return False
     if value is None or not isinstance(value, sympy.Expr):
         return False
     if identity.is_infinite:

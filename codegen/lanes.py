@@ -88,9 +88,10 @@ class Lanes:
     ``-inf - sum(x)``, ``x - x``): it may be infinite, and the padded lane
     NaN where the elements' lanes are not (``sum(x * max(x))`` is inf).  The
     one loss kept: ``-inf - m`` where ``m`` is a maximum of the lanes beside
-    the padded one (``bound``; ``+inf - m`` of a minimum), since where ``m`` is
-    -inf every such lane is and ``x - m`` is NaN there as well
-    (``lane_values.lost_soundly``).
+    the padded one (``bound``; ``+inf - m`` of a minimum): -inf, or NaN
+    where every such lane is -inf and ``x - m`` is NaN there as well
+    (``lane_values.NaNWhere``), which only an operation passing NaN on reads
+    as its number.
     """
 
     value: object = None
@@ -234,7 +235,7 @@ def combine(fn, lanes, rank=None):
     if not _MEET.get():
         lanes = _joined(fn, lanes, rank)
     factors = merge_factors(*(l.factors for l in lanes))
-    outside = tuple(apply(fn, *[l.at(f) for l in lanes], lane=f.key) for f in factors)
+    outside = tuple(apply(fn, *[l.at(f) for l in lanes]) for f in factors)
     return Lanes(apply(fn, *[l.value for l in lanes]), factors, rank, outside, blocks, bounds(fn, lanes))
 
 

@@ -26,15 +26,14 @@ import sympy
 
 from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
-                                       FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS,
-                                       OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
+                                       FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, NAN_PASSING as _NAN_PASSING,
+                                       OPERATORS as _OPERATORS, OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
 from ntsym_codegen.lane_values import equals
 from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, is_stale,
                                  join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
-
 
 
 @dataclass
@@ -340,7 +339,8 @@ class PaddingMixin:
         ``identity`` (None where not known: refused)."""
         if not factors:
             return operand
-        if identity is not None and all(equals(lanes.at(f), identity) for f in factors):
+        nan_ok = what in _NAN_PASSING
+        if identity is not None and all(equals(lanes.at(f), identity, f.key, nan_ok) for f in factors):
             return operand
         if identity is None:
             raise self.error(
@@ -348,7 +348,7 @@ class PaddingMixin:
                 "outside the tensor (a tile padded to its block or past the tensor's end); give the tile a "
                 "`Tensor(..., other=...)` that is the operation's identity, or use `ntl.where` with the tile's "
                 "offsets to set those lanes", node)
-        factors = [f for f in factors if not (is_stale(f) and equals(lanes.at(f), identity))]  # no mask needed
+        factors = [f for f in factors if not (is_stale(f) and equals(lanes.at(f), identity, f.key, nan_ok))]
         self.require_current(factors, node, what)
         mask = conjunction(copy.deepcopy(f.node) for f in factors)
         helper = _FILLS.get(identity)
@@ -406,7 +406,7 @@ class PaddingMixin:
                 "both; give that tensor a compile-time shape or tile it with the loop's tile size", value_node)
         if term is not None:
             operand = self.lanes_of(term)
-            proved = [f for f in varying if equals(operand.at(f), identity)]
+            proved = [f for f in varying if equals(operand.at(f), identity, f.key, True)]  # +, *, maximum pass NaN
             varying = [f for f in varying if f not in proved]
             lanes = masked([f for f in lanes.factors if f not in proved],
                            [v for f, v in zip(lanes.factors, lanes.outside) if f not in proved], lanes.rank)
@@ -433,7 +433,7 @@ class PaddingMixin:
         if emitted is None:
             return None
         term = self.lanes_of(parts[1])
-        if not all(equals(term.at(f), sympy.S.Zero) for f in varying):
+        if not all(equals(term.at(f), sympy.S.Zero, f.key, True) for f in varying):
             return None
         factor, _, (product, side) = emitted
         mask = conjunction(copy.deepcopy(f.node) for f in varying)

@@ -292,3 +292,27 @@ def test_a_running_maximum_in_a_loop_is_no_bound_of_a_sum():
     out = torch.empty(1, 1)
     kernel(torch.tensor([[1.0, 2.0, float("inf"), 3.0, 4.0, 5.0, 6.0]]), out)
     assert out.item() == float("inf")
+
+
+@pytest.mark.parametrize("form, other, x, expected", [
+    # 2 * max(x) rounds to -inf where max(x) is finite: -inf - (-inf) is NaN on the padded lane.
+    ("ntl.sum(ntl.exp(x - 2 * ntl.max(x, 0)), 0)", float("-inf"), [-2e38, -3e38, -2.5e38, -3e38, -2e38],
+     float("inf")),
+    # x - max(x) of a row of -inf is NaN on every lane, the padded ones too: a comparison counts them.
+    ("ntl.sum(((x - ntl.max(x, 0)) != (x - ntl.max(x, 0))).to(ntl.float32), 0)", float("-inf"),
+     [float("-inf")] * 5, 5.0),
+    ("ntl.sum(((x - ntl.min(x, 0)) != (x - ntl.min(x, 0))).to(ntl.float32), 0)", float("inf"),
+     [float("inf")] * 5, 5.0),
+])
+def test_a_lane_that_is_nan_where_the_elements_are_is_read_only_as_nan_passes(form, other, x, expected,
+                                                                               tmp_path):
+    """``-inf - max(x)`` is -inf on a padded lane, or NaN where the elements'
+    own lanes are: only an operation passing NaN on may read it as -inf."""
+    path = tmp_path / "nan_form.py"
+    path.write_text("import ntsym.language as ntl\n\n\n"
+                    f"def application(x, out):\n    out = {form}  # noqa: F841\n")
+    namespace = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    out = torch.empty(1)
+    _row(namespace["application"], other=other)(torch.tensor(x), out)
+    assert out.item() == expected
