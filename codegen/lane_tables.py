@@ -16,6 +16,11 @@ _where.selects = True  # a known condition picks one operand: the other's data i
 _where.passes_nan = (1, 2)  # its operands' NaN, not its condition's (``lane_values.NaNWhere``)
 
 
+def _real_log(x, base):
+    """A float's log: NaN below 0 (SymPy's ``log(-oo)`` is ``oo``)."""
+    return sympy.nan if x.is_extended_negative else sympy.log(x, base)
+
+
 def _passing(fn):
     """``fn``, marked as passing a NaN operand on to its result (``lane_values.apply``)."""
     fn.passes_nan = True
@@ -24,7 +29,8 @@ def _passing(fn):
 
 # Elementwise functions whose value on a known lane value SymPy computes.
 FUNCTIONS = {
-    "exp": sympy.exp, "exp2": _passing(lambda x: 2**x), "log": sympy.log, "log2": _passing(lambda x: sympy.log(x, 2)),
+    "exp": sympy.exp, "exp2": _passing(lambda x: 2**x), "log": _passing(lambda x: _real_log(x, sympy.E)),
+    "log2": _passing(lambda x: _real_log(x, 2)),
     "abs": sympy.Abs, "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos,
     "sigmoid": _passing(lambda x: 1 / (1 + sympy.exp(-x))),
     "maximum": sympy.Max, "minimum": sympy.Min,  # NaN passes: ntsym's propagate it (``codegen/semantics.py``)

@@ -13,9 +13,9 @@ of ``x - m`` are NaN, and so is the padded one.  That lane is
 operation that passes NaN on (a sum, a maximum, ``dot``) takes the number,
 a comparison or an integer conversion (which would turn the NaN into a
 number) does not.  ``m`` must enter as itself: ``2 * m`` may round to -inf
-where ``m`` is finite.  The masks name lanes, not values: ``y - max(x)``
-with ``y`` of ``x``'s mask, every element of ``x`` -inf and ``y``'s
-finite, is not followed.
+where ``m`` is finite.  The masks name lanes, not values: ``y - max(z)``
+with ``z`` of ``y``'s mask (``x - max(2 * x)``), every element of ``z``
+-inf and ``y``'s finite, is not followed.
 """
 import sympy
 
@@ -80,7 +80,7 @@ class NaNWhere(sympy.Function):
 
 # SymPy's functions of the lanes rule that pass NaN on (``lane_tables``
 # marks its own with ``passes_nan``; ntsym's maximum and minimum propagate NaN).
-_PASSING_NAN = frozenset({sympy.exp, sympy.log, sympy.Abs, sympy.sqrt, sympy.sin, sympy.cos, sympy.Max, sympy.Min})
+_PASSING_NAN = frozenset({sympy.exp, sympy.Abs, sympy.sqrt, sympy.sin, sympy.cos, sympy.Max, sympy.Min})
 _NAN_MASKS = []  # per NaNWhere's index: a tuple of key sets, the lane's mask must be in each
 _NAN_INDEX = {}
 
@@ -157,8 +157,9 @@ def apply(fn, *values):
         return None
     if isinstance(result, bool):
         return sympy.true if result else sympy.false
-    if not isinstance(result, sympy.Basic) or result is sympy.nan or result.has(sympy.zoo, sympy.nan):
-        return None
+    if not isinstance(result, sympy.Basic) or result is sympy.nan or result.has(sympy.zoo, sympy.nan) or \
+            result.has(sympy.AccumBounds) or result.is_number and not result.is_extended_real:
+        return None  # NaN, an interval (``sin(-oo)``) or a complex number (``sqrt(-1)``): NaN on the device
     if not _exact(result):
         return None
     if not getattr(fn, "selects", False):

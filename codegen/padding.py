@@ -242,8 +242,8 @@ class PaddingMixin:
             index = _argument(node, 1 if name == "gather" else 0, "index")
             lanes = self.lanes_of(index) if index is not None else unknown()
             return masked(lanes.factors, None, lanes.rank) if lanes.known else lanes
-        fn = _FUNCTIONS.get(name)
-        if fn is not None or name in _ELEMENTWISE:
+        fn = _FUNCTIONS.get(name) if not node.keywords else None  # propagate_nan=NONE: not SymPy's Max
+        if fn is not None or name in _ELEMENTWISE or name in _FUNCTIONS:
             return combine(fn, [self.lanes_of(a) for a in node.args])
         lanes = [self.lanes_of(a) for a in node.args] + [self.lanes_of(k.value) for k in node.keywords]
         if method:  # a method of a value: its lanes too

@@ -317,3 +317,28 @@ def test_a_lane_that_is_nan_where_the_elements_are_is_read_only_as_nan_passes(fo
     out = torch.empty(1)
     _row(namespace["application"], other=other)(torch.tensor(x), out)
     assert out.item() == expected
+
+
+@pytest.mark.parametrize("form, x, expected", [
+    # log(-inf) is NaN on the device (SymPy: oo): min's padded lanes are not its identity.
+    ("ntl.min(ntl.log(x), 0)", [1.0, 2.0, 3.0, 4.0, 5.0], 0.0),
+    ("ntl.min(ntl.log2(x), 0)", [1.0, 2.0, 3.0, 4.0, 5.0], 0.0),
+    # sin(-inf) is NaN (SymPy: an interval): not -inf - 1 <= ... <= -inf + 1.
+    ("ntl.max(x + ntl.sin(x), 0)", [1.0, 2.0, 3.0, 4.0, 5.0], None),
+    # maximum that drops NaN (propagate_nan=NONE) turns a NaN lane into a number.
+    ("ntl.sum(ntl.maximum(ntl.exp(x - ntl.max(x)), -4, propagate_nan=ntl.PropagateNan.NONE))",
+     [float("-inf")] * 5, -20.0),
+])
+def test_what_the_device_computes_on_a_padded_infinity(form, x, expected, tmp_path):
+    path = tmp_path / "device_form.py"
+    path.write_text("import ntsym.language as ntl\n\n\n"
+                    f"def application(x, out):\n    out = {form}  # noqa: F841\n")
+    namespace = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    values = torch.tensor(x)
+    out = torch.empty(1)
+    _row(namespace["application"], other=float("-inf"))(values, out)
+    if expected is None:
+        torch.testing.assert_close(out[0], (values + torch.sin(values)).max())
+    else:
+        assert out.item() == expected
