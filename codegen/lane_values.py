@@ -13,10 +13,12 @@ of ``x - m`` are NaN, and so is the padded one.  That lane is
 operation that passes NaN on (a sum, a maximum, ``dot``) takes the number,
 a comparison or an integer conversion (which would turn the NaN into a
 number) does not.  ``m`` must enter as itself: ``2 * m`` may round to -inf
-where ``m`` is finite.  The masks name lanes, not values: ``y - max(z)``
-with ``z`` of ``y``'s mask (``x - max(2 * x)``), every element of ``z``
--inf and ``y``'s finite, is not followed.
+where ``m`` is finite, and be the maximum of the very value it is
+subtracted from (``OPERANDS``): not ``x - max(2 * x)``, whose maximum is
+-inf where ``x``'s elements are finite.
 """
+import contextvars
+
 import sympy
 
 
@@ -40,18 +42,25 @@ def _data_symbols(value, names=(_DATA, _SCALAR)):
 
 
 class Bound(sympy.Dummy):
-    """Data that is the maximum (``kind`` "max") or minimum of an operand's
-    lanes inside the masks ``keys``: -inf (+inf) only where every one of
-    those lanes is."""
+    """Data that is the maximum (``kind`` "max") or minimum of values: for
+    each pair (mask key, value key) of ``pairs``, the lanes the mask keeps
+    of the value the key names (``padding.value_key``); -inf (+inf) only
+    where every one of them is."""
 
-    __slots__ = ("kind", "keys")
+    __slots__ = ("kind", "pairs")
 
 
-def bounding(kind, keys):
-    """A fresh ``Bound`` (data, as ``data()``) of ``kind`` over the masks ``keys``."""
+def bounding(kind, pairs):
+    """A fresh ``Bound`` (data, as ``data()``) of ``kind`` over ``pairs``."""
     symbol = Bound(_DATA, real=True, finite=True)
-    symbol.kind, symbol.keys = kind, frozenset(keys)
+    symbol.kind, symbol.pairs = kind, frozenset(pairs)
     return symbol
+
+
+# The value keys of the operands of the function being applied, in order
+# (``padding.value_key``), where the caller knows them: the bound's own
+# value must be the one whose infinity it is subtracted from.
+OPERANDS = contextvars.ContextVar("ntsym_lane_operands", default=())
 
 
 def bounds(fn, lanes):
@@ -63,9 +72,9 @@ def bounds(fn, lanes):
     if len(kinds) != 1:
         return None
     kind = kinds.pop()
-    keys = frozenset().union(*(l.bound[1] for l in lanes if l.bound))
+    pairs = frozenset().union(*(l.bound[1] for l in lanes if l.bound))
     if fn is sympy.Max and kind == "max" or fn is sympy.Min and kind == "min":
-        return kind, keys
+        return kind, pairs
     return None
 
 
@@ -120,7 +129,17 @@ def _lost_to_nan(fn, values, result, lost):
     (-inf for a maximum), and NaN there, as the elements' own lanes; else None."""
     if not all(isinstance(b, Bound) for b in lost) or not all(_only_added(v, b) for v in values for b in lost):
         return None
+    operands = OPERANDS.get()
+    infinite = [i for i, v in enumerate(values) if v in (sympy.oo, -sympy.oo)]
+    if len(operands) != len(values) or len(infinite) != 1 or operands[infinite[0]] is None:
+        return None
+    masks = []
     for b in lost:
+        # the masks whose lanes of this very value the bound is over
+        keys = frozenset(k for k, v in b.pairs if v == operands[infinite[0]])
+        if not keys:
+            return None
+        masks.append(keys)
         allowed, extreme = (sympy.oo, -sympy.oo) if b.kind == "max" else (-sympy.oo, sympy.oo)
         try:
             at_allowed = fn(*[v.xreplace({b: allowed}) if isinstance(v, sympy.Basic) else v for v in values])
@@ -129,7 +148,7 @@ def _lost_to_nan(fn, values, result, lost):
             return None
         if at_allowed != result or not (at_extreme == result or at_extreme is sympy.nan):
             return None
-    return _where_nan(result, [b.keys for b in lost])
+    return _where_nan(result, masks)
 
 
 def apply(fn, *values):

@@ -99,7 +99,7 @@ class Lanes:
     rank: object = None
     outside: tuple = ()
     blocks: tuple = None  # ((axis, extent), ...): a tile's block, where known (``_joined``)
-    bound: tuple = None  # ("max" | "min", keys): a maximum (minimum) of the lanes the masks ``keys`` keep (``Bound``)
+    bound: tuple = None  # ("max" | "min", {(mask key, value key)}): a maximum (minimum) of values (``Bound``)
 
     @property
     def known(self):

@@ -356,7 +356,8 @@ def _reduction(em, node, name, operand, lanes, select=True):
     axis = _axis(axis_node, lanes.rank)
     keep = _argument(node, keep_position, "keep_dims", ast.Constant(False))
     indices = _argument(node, 2, "return_indices", ast.Constant(False)) if name in ("max", "min") else None
-    bound = (name, frozenset(f.key for f in mixed)) if name in ("max", "min") and mixed else None
+    source = em.value_key(node.args[0]) if name in ("max", "min") and mixed and node.args else None
+    bound = (name, frozenset((f.key, source) for f in mixed)) if source is not None else None
     if axis is None:
         if passing:
             return operand, unknown()

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from ntsym_codegen.accumulation import accumulation, scaled_parts
 from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, NAN_PASSING as _NAN_PASSING,
                                        OPERATORS as _OPERATORS, OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
-from ntsym_codegen.lane_values import equals
+from ntsym_codegen.lane_values import OPERANDS, equals
 from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, is_stale,
                                  join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
@@ -44,6 +45,7 @@ class LaneState:
     tiles: dict = field(default_factory=dict)  # tensor -> Lanes of its loaded whole tile
     nodes: dict = field(default_factory=dict)  # id of the application's node -> (node, Lanes) of its load
     locals: dict = field(default_factory=dict)  # name -> Lanes
+    keyed: list = field(default_factory=list)  # Lanes named by a value key (``value_key``): kept alive
     branches: int = 0  # how many branches (``if``, ``while``) enclose the statement being emitted
 
 
@@ -116,7 +118,12 @@ class PaddingMixin:
             fn = {ast.USub: lambda v: -v, ast.UAdd: lambda v: v}.get(type(node.op))
             return combine(fn, [self.lanes_of(node.operand)])
         if isinstance(node, ast.BinOp):
-            return combine(_OPERATORS.get(type(node.op)), [self.lanes_of(node.left), self.lanes_of(node.right)])
+            operands = [self.lanes_of(node.left), self.lanes_of(node.right)]
+            token = OPERANDS.set((self.value_key(node.left), self.value_key(node.right)))
+            try:
+                return combine(_OPERATORS.get(type(node.op)), operands)
+            finally:
+                OPERANDS.reset(token)
         if isinstance(node, ast.Compare):
             fn = _COMPARE.get(type(node.ops[0])) if len(node.ops) == 1 else None
             return combine(fn, [self.lanes_of(n) for n in [node.left] + node.comparators])
@@ -136,6 +143,21 @@ class PaddingMixin:
             parts = [self.lanes_of(e) for e in node.elts]
             return CLEAN if all(p.clean for p in parts) else unknown()
         return unknown()
+
+    def value_key(self, node):
+        """A key naming the value of the expression ``node`` here: its text with
+        each name read as the lanes it holds now (a name assigned again is
+        another value), None where it reads a name ntsym does not follow."""
+        names = {}
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                if n.id in self.lanes.locals or isinstance(self.resolve(n), TileRef):
+                    held = self._name_lanes(n)
+                    self.lanes.keyed.append(held)  # kept alive: its id stays its own
+                    names[n.id] = id(held)
+                else:  # a parameter or a constant: one value
+                    names[n.id] = n.id
+        return ast.dump(node, annotate_fields=False) + repr(sorted(names.items()))
 
     def _name_lanes(self, node):
         if node.id in self.lanes.locals:
@@ -394,7 +416,7 @@ class PaddingMixin:
         varying = [f for f in lanes.factors if f.names & changing]
         # ``acc + e``, ``maximum(acc, e)``, ...: where ``e`` holds the
         # identity, the carried value is unchanged and no select is needed.
-        term, identity = _accumulation(name, value_node)
+        term, identity = accumulation(name, value_node)
         try:
             lanes = absorbed(lanes, wide, prior, changing)
         except UndecidedUnion as undecided:
@@ -428,8 +450,8 @@ class PaddingMixin:
         cost of a select of the factor (a running attention sum rescaled by
         ``alpha``: a row vector instead of the whole accumulator, which also
         leaves the product's accumulation chain whole).  None for other forms."""
-        parts = _scaled_parts(name, value_node)
-        emitted = _scaled_parts(name, value) if parts is not None else None
+        parts = scaled_parts(name, value_node)
+        emitted = scaled_parts(name, value) if parts is not None else None
         if emitted is None:
             return None
         term = self.lanes_of(parts[1])
@@ -504,45 +526,6 @@ def _blocks(address, rank, axes=None):
         except (sympy.SympifyError, TypeError):
             return None
     return tuple(blocks) if axes is not None or len(blocks) == rank else None
-
-
-def _accumulation(name, node):
-    """``node`` as ``name`` combined with one term by an operation with an
-    identity: (the term, the identity), else (None, None)."""
-    operators = {ast.Add: sympy.S.Zero, ast.Sub: sympy.S.Zero, ast.Mult: sympy.S.One, ast.BitXor: sympy.S.Zero}
-    is_name = lambda n: isinstance(n, ast.Name) and n.id == name  # noqa: E731
-    if isinstance(node, ast.BinOp) and type(node.op) in operators:
-        if is_name(node.left):
-            return node.right, operators[type(node.op)]
-        if is_name(node.right) and not isinstance(node.op, ast.Sub):
-            return node.left, operators[type(node.op)]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 2 \
-            and node.func.attr in ("maximum", "minimum") and not node.keywords:
-        identity = -sympy.oo if node.func.attr == "maximum" else sympy.oo
-        if is_name(node.args[0]):
-            return node.args[1], identity
-        if is_name(node.args[1]):
-            return node.args[0], identity
-    return None, None
-
-
-def _scaled_parts(name, node):
-    """``node`` as ``name * f + e`` (either order of both operations): (f, e,
-    (the product node, the attribute holding f)), else None."""
-    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
-        return None
-    is_name = lambda n: isinstance(n, ast.Name) and n.id == name  # noqa: E731
-    for product, term in ((node.left, node.right), (node.right, node.left)):
-        if isinstance(product, ast.BinOp) and isinstance(product.op, ast.Mult):
-            if is_name(product.left) and not _reads(product.right, name) and not _reads(term, name):
-                return product.right, term, (product, "right")
-            if is_name(product.right) and not _reads(product.left, name) and not _reads(term, name):
-                return product.left, term, (product, "left")
-    return None
-
-
-def _reads(node, name):
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
 
 
 def _conjuncts(node):

@@ -342,3 +342,23 @@ def test_what_the_device_computes_on_a_padded_infinity(form, x, expected, tmp_pa
         torch.testing.assert_close(out[0], (values + torch.sin(values)).max())
     else:
         assert out.item() == expected
+
+
+@pytest.mark.parametrize("form, x", [
+    # 2 * x rounds to -inf where x is finite: max(2 * x) is -inf, x - max(2 * x) is +inf.
+    ("ntl.sum(ntl.exp(x - ntl.max(2 * x)))", [-2e38] * 5),
+    # a maximum over part of the row is -inf where the elements are finite.
+    ("ntl.sum(ntl.exp(x - ntl.max(ntl.where(x > 0, x, float('-inf')))))", [-1.0, -2.0, -3.0, -4.0, -5.0]),
+])
+def test_a_maximum_bounds_only_the_value_it_is_taken_of(form, x, tmp_path):
+    """``-inf - m`` is taken as -inf only where ``m`` is the maximum of the
+    value the -inf is a lane of: another value's maximum may be -inf where
+    the elements are finite, the elements' lanes then +inf, not NaN."""
+    path = tmp_path / "bound_form.py"
+    path.write_text("import ntsym.language as ntl\n\n\n"
+                    f"def application(x, out):\n    out = {form}  # noqa: F841\n")
+    namespace = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    out = torch.empty(1)
+    _row(namespace["application"], other=float("-inf"))(torch.tensor(x), out)
+    assert out.item() == float("inf")
