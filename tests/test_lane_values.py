@@ -22,6 +22,19 @@ def _row(application, *extra, other=None):
     return ntsym.make(arrangement, application, (Tensor(1, other=other), *extra, Tensor(1)))
 
 
+def _row_form(form, other, x, tmp_path):
+    """``out = <form>`` of ``x`` (5 elements in a block of 8, padded with
+    ``other``), run; returns ``out``'s one value."""
+    path = tmp_path / "row_form.py"
+    path.write_text("import ntsym.language as ntl\n\n\n"
+                    f"def application(x, out):\n    out = {form}  # noqa: F841\n")
+    namespace = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    out = torch.empty(1)
+    _row(namespace["application"], other=other)(torch.tensor(x), out)
+    return out[0]
+
+
 def test_a_padded_zero_divided_by_a_zero_scalar_is_not_zero():
     """0 / s is NaN where s is 0: the padded lanes stay out of the sum."""
     def application(x, s, out):
@@ -259,17 +272,10 @@ def test_a_padded_infinity_keeps_a_reduction_only_where_it_bounds_the_lanes(form
     """``-inf - m`` is ``-inf`` on a padded lane only where ``m`` is a maximum
     of the lanes beside it: otherwise ``m`` may be the infinity that makes
     the padded lane NaN while the elements' lanes are not."""
-    path = tmp_path / "padded_form.py"
-    path.write_text("import ntsym.language as ntl\n\n\n"
-                    f"def application(x, out):\n    out = {form}  # noqa: F841\n")
-    namespace = {"__file__": str(path)}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    values = torch.tensor(x)
-    out = torch.empty(1)
-    _row(namespace["application"], other=other)(values, out)
+    out = _row_form(form, other, x, tmp_path)
     if expected is None:
-        reference = torch.exp(values - values.max()).sum()
-        torch.testing.assert_close(out[0], reference)
+        values = torch.tensor(x)
+        torch.testing.assert_close(out, torch.exp(values - values.max()).sum())
     else:
         assert out.item() == expected
 
@@ -309,14 +315,7 @@ def test_a_lane_that_is_nan_where_the_elements_are_is_read_only_as_nan_passes(fo
                                                                                tmp_path):
     """``-inf - max(x)`` is -inf on a padded lane, or NaN where the elements'
     own lanes are: only an operation passing NaN on may read it as -inf."""
-    path = tmp_path / "nan_form.py"
-    path.write_text("import ntsym.language as ntl\n\n\n"
-                    f"def application(x, out):\n    out = {form}  # noqa: F841\n")
-    namespace = {"__file__": str(path)}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    out = torch.empty(1)
-    _row(namespace["application"], other=other)(torch.tensor(x), out)
-    assert out.item() == expected
+    assert _row_form(form, other, x, tmp_path).item() == expected
 
 
 @pytest.mark.parametrize("form, x, expected", [
@@ -330,16 +329,10 @@ def test_a_lane_that_is_nan_where_the_elements_are_is_read_only_as_nan_passes(fo
      [float("-inf")] * 5, -20.0),
 ])
 def test_what_the_device_computes_on_a_padded_infinity(form, x, expected, tmp_path):
-    path = tmp_path / "device_form.py"
-    path.write_text("import ntsym.language as ntl\n\n\n"
-                    f"def application(x, out):\n    out = {form}  # noqa: F841\n")
-    namespace = {"__file__": str(path)}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    values = torch.tensor(x)
-    out = torch.empty(1)
-    _row(namespace["application"], other=float("-inf"))(values, out)
+    out = _row_form(form, float("-inf"), x, tmp_path)
     if expected is None:
-        torch.testing.assert_close(out[0], (values + torch.sin(values)).max())
+        values = torch.tensor(x)
+        torch.testing.assert_close(out, (values + torch.sin(values)).max())
     else:
         assert out.item() == expected
 
@@ -354,11 +347,4 @@ def test_a_maximum_bounds_only_the_value_it_is_taken_of(form, x, tmp_path):
     """``-inf - m`` is taken as -inf only where ``m`` is the maximum of the
     value the -inf is a lane of: another value's maximum may be -inf where
     the elements are finite, the elements' lanes then +inf, not NaN."""
-    path = tmp_path / "bound_form.py"
-    path.write_text("import ntsym.language as ntl\n\n\n"
-                    f"def application(x, out):\n    out = {form}  # noqa: F841\n")
-    namespace = {"__file__": str(path)}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    out = torch.empty(1)
-    _row(namespace["application"], other=float("-inf"))(torch.tensor(x), out)
-    assert out.item() == float("inf")
+    assert _row_form(form, float("-inf"), x, tmp_path).item() == float("inf")
