@@ -348,3 +348,18 @@ def test_a_maximum_bounds_only_the_value_it_is_taken_of(form, x, tmp_path):
     value the -inf is a lane of: another value's maximum may be -inf where
     the elements are finite, the elements' lanes then +inf, not NaN."""
     assert _row_form(form, float("-inf"), x, tmp_path).item() == float("inf")
+
+
+def test_a_padded_infinity_plus_another_tensors_infinity_is_not_the_identity():
+    """``max(x + y)`` with ``x`` padded with -inf and ``y`` one +inf element
+    broadcast: the padded lanes are NaN, the elements' inf."""
+    def arrangement(x, y, out):
+        return x.tile((8,)), y.tile((1,)), out.tile((1,))
+
+    def application(x, y, out):
+        out = ntl.max(x + y, 0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(1, other=float("-inf")), Tensor(1), Tensor(1)))
+    out = torch.empty(1)
+    kernel(-torch.rand(5) - 1.0, torch.tensor([float("inf")]), out)
+    assert out.item() == float("inf")
