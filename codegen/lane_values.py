@@ -6,8 +6,8 @@ that is a number or NaN where the elements' own lanes are NaN (``NaNWhere``).
 A reduction's result is data, taken finite in SymPy; an operation that
 loses it (``0 * max(x)``, ``-inf + max(x)``) gives a lane that is not known.
 One loss is kept: ``-inf - m`` where ``m`` is a maximum (``Bound``) of the
-lanes the padded lane is beside.  For every ``m`` but -inf the lane is
--inf; where ``m`` is -inf every one of those lanes is, the elements' lanes
+value ``x`` the padded lane is a lane of.  For every ``m`` but -inf the lane
+is -inf; where ``m`` is -inf every element of ``x`` is, the elements' lanes
 of ``x - m`` are NaN, and so is the padded one.  That lane is
 ``NaNWhere(-inf)``: arithmetic and ``exp`` keep the mark, a mixing
 operation that passes NaN on (a sum, a maximum, ``dot``) takes the number,
@@ -57,10 +57,11 @@ def bounding(kind, pairs):
     return symbol
 
 
-# The value keys of the operands of the function being applied, in order
-# (``padding.value_key``), where the caller knows them: the bound's own
-# value must be the one whose infinity it is subtracted from.
-OPERANDS = contextvars.ContextVar("ntsym_lane_operands", default=())
+# (key_of, operand nodes) of the function being applied, where the caller
+# knows them: ``key_of(node)`` names an operand's value (``padding.value_key``),
+# asked only where a bound is lost; the bound's own value must be the one
+# whose infinity it is subtracted from.
+OPERANDS = contextvars.ContextVar("ntsym_lane_operands", default=None)
 
 
 def bounds(fn, lanes):
@@ -118,7 +119,7 @@ def _only_added(value, symbol):
     if isinstance(value, sympy.Mul) and value.args == (-1, symbol):
         return True
     if isinstance(value, (sympy.Max, sympy.Min)):
-        return all(a == symbol or not a.has(symbol) or _only_added(a, symbol) for a in value.args)
+        return all(_only_added(a, symbol) for a in value.args)
     return not value.has(symbol)
 
 
@@ -131,12 +132,14 @@ def _lost_to_nan(fn, values, result, lost):
         return None
     operands = OPERANDS.get()
     infinite = [i for i, v in enumerate(values) if v in (sympy.oo, -sympy.oo)]
-    if len(operands) != len(values) or len(infinite) != 1 or operands[infinite[0]] is None:
+    if operands is None or len(operands[1]) != len(values) or len(infinite) != 1:
         return None
+    key_of, nodes = operands
+    source = key_of(nodes[infinite[0]])
     masks = []
     for b in lost:
         # the masks whose lanes of this very value the bound is over
-        keys = frozenset(k for k, v in b.pairs if v == operands[infinite[0]])
+        keys = frozenset(k for k, v in b.pairs if v == source)
         if not keys:
             return None
         masks.append(keys)

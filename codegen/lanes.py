@@ -87,9 +87,10 @@ class Lanes:
     elements, that an operation loses (``0 * max(x)``, ``-inf + max(x)``,
     ``-inf - sum(x)``, ``x - x``): it may be infinite, and the padded lane
     NaN where the elements' lanes are not (``sum(x * max(x))`` is inf).  The
-    one loss kept: ``-inf - m`` where ``m`` is a maximum of the lanes beside
-    the padded one (``bound``; ``+inf - m`` of a minimum): -inf, or NaN
-    where every such lane is -inf and ``x - m`` is NaN there as well
+    one loss kept: ``-inf - m`` where ``m`` is a maximum of the value ``x``
+    the padded lane is a lane of (``bound``; ``+inf - m`` of a minimum):
+    -inf, or NaN where every element of ``x`` is -inf and ``x - m`` is NaN
+    there as well
     (``lane_values.NaNWhere``), which only an operation passing NaN on reads
     as its number.
     """

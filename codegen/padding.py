@@ -119,7 +119,7 @@ class PaddingMixin:
             return combine(fn, [self.lanes_of(node.operand)])
         if isinstance(node, ast.BinOp):
             operands = [self.lanes_of(node.left), self.lanes_of(node.right)]
-            token = OPERANDS.set((self.value_key(node.left), self.value_key(node.right)))
+            token = OPERANDS.set((self.value_key, (node.left, node.right)))  # keyed only where asked
             try:
                 return combine(_OPERATORS.get(type(node.op)), operands)
             finally:
