@@ -277,10 +277,12 @@ class AddressingMixin:
         relation = _sizes_relation(size, bound)
         if relation is sympy.true:
             return
-        if relation is sympy.false or sympy.sympify(bound).as_coeff_Add()[0] != 0:
-            # Never the level's count, or a count shifted by a constant
-            # (``range(x.shape[0] - 1)``): the loop reads a sub-range on
-            # purpose, which is fine while it never passes the last tile.
+        if relation is sympy.false or sympy.sympify(bound).as_coeff_Add()[0] != 0 or bounds.nonnegative(size - bound, {}):
+            # Never the level's count, a count shifted by a constant
+            # (``range(x.shape[0] - 1)``), or one proved at most the level's
+            # (``range(x.source.shape[1] // BLOCK)``, the whole tiles): the
+            # loop reads a sub-range, which is fine while it never passes
+            # the last tile.
             self._loop_within(value, bound, size, param, node)
             return
         if not relation.free_symbols <= set(self.ir.symbols.values()):

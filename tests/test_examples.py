@@ -365,6 +365,25 @@ def test_causal_sdpa_with_more_queries_than_keys(lengths, blocks):
     check(o, sdpa_reference(q, k, v, True, scale=0.25), torch.float32, GEMM_TOL)
 
 
+@pytest.mark.parametrize("scale", [-0.3, 0.0, 0.3])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_scale_of_either_sign_and_zero(is_causal, scale):
+    """Where a key block has no mask the scale multiplies inside the exponent
+    (``max(s) * c == max(s * c)`` needs ``c >= 0``: q carries the scale's sign);
+    masked blocks scale before the mask (``-inf * 0`` would be NaN).  The
+    reference is written out: torch's CPU attention returns NaN for a causal
+    mask with a scale of 0 or less."""
+    q, k, v = randn(1, 2, 24, 16), randn(1, 2, 40, 16), randn(1, 2, 40, 16)
+    s = q @ k.transpose(-1, -2) * scale
+    if is_causal:
+        s = s.masked_fill(~torch.ones(24, 40, dtype=torch.bool).tril(), float("-inf"))
+    reference = torch.softmax(s, -1) @ v
+    for kernel in (sdpa.kernel, sdpa.kernel_pow2_head):
+        o = torch.empty_like(q)
+        kernel(q, k, v, scale, is_causal, o, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16)
+        check(o, reference, torch.float32, GEMM_TOL)
+
+
 def test_sdpa_transposed_and_odd_head_dim():
     q, k, v = (randn(1, 33, 2, 12).transpose(1, 2) for _ in range(3))  # (B, H, S, D) views
     check(sdpa.sdpa(q, k, v, True), sdpa_reference(q, k, v, True), torch.float32, GEMM_TOL)

@@ -124,6 +124,34 @@ def test_a_range_with_a_start_bounds_its_variable_from_zero_to_its_stop():
         assert "i >= 0" not in load and "tl.where" not in load, load
 
 
+def whole_then_partial(x, y, o):
+    # The whole blocks of y, then the rest: two loops, each over part of y's level.
+    whole = y.source.shape[0] // y[0].shape[0]
+    acc = ntl.zeros(x.shape, dtype=ntl.float32)
+    for i in range(whole):
+        acc += ntl.sum(y[i], 0)
+    for j in range(whole, y.shape[0]):
+        acc += 2 * ntl.sum(y[j], 0)
+    o = acc + x  # noqa: F841
+
+
+@pytest.mark.parametrize("n", [40, 48, 8])
+def test_a_loop_over_the_whole_blocks_reads_a_sub_range_without_a_launch_check(n):
+    """``range(n // b)`` is at most the level's ``cdiv(n, b)`` tiles: it reads
+    a sub-range, which lengths that are not a multiple of the block allow
+    (it was checked equal to the level's count at launch, refusing them)."""
+    kernel = ntsym.make(arrangement, whole_then_partial, (Tensor(1), Tensor(1), Tensor(1)))
+    assert "the loop over `i` reads `y`" not in kernel.explain()
+    whole_loop = loop_source(kernel).split("for j in range(")[0]
+    assert all("mask=" not in line for line in y_loads(whole_loop)), whole_loop
+    x, y = torch.randn(64), torch.randn(n)
+    o = torch.empty_like(x)
+    kernel(x, y, o, BLOCK=16, BLOCK_N=16)
+    whole = n // 16 * 16
+    expected = x + y[:whole].sum() + 2 * y[whole:].sum()
+    torch.testing.assert_close(o, expected, atol=1e-4, rtol=1e-4)
+
+
 P = sympy.Symbol("P", integer=True, nonnegative=True)
 K, B = sympy.symbols("K B", integer=True, positive=True)
 i, t = sympy.symbols("i t", integer=True)
