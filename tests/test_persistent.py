@@ -426,3 +426,47 @@ def test_refusal_names_the_reason_when_tuning_too(monkeypatch):
     a, b = torch.randn(50, 144)[:, ::2], torch.randn(72, 40)
     with pytest.raises(ntsym.LaunchError, match="(?s)`input` .* last dimension is not contiguous"):
         mm.kernel(a, b, torch.empty(50, 40), ntsym_options=PERSISTENT)
+
+
+def test_a_variant_that_disagrees_with_the_plain_kernel_is_not_chosen():
+    """The tuner runs its fastest configuration, where it is the descriptor
+    variant, against the plain kernel on the call's tensors: one that
+    disagrees is dropped for the next; the written tensors are restored."""
+    from ntsym_codegen.tuning import verify
+
+    out = torch.zeros(4)
+    right = torch.tensor([1.0, 2.0, float("nan"), float("inf")])
+    results = {"plain": right, "variant ok": right + 1e-7, "variant wrong": right + torch.tensor([0, 0.5, 0, 0]),
+               "variant nan": torch.tensor([1.0, float("nan"), float("nan"), float("inf")])}
+    configs = {name: tuning.Config((("B", i),), 4, 2, name != "plain") for i, name in enumerate(results)}
+    names = {c: name for name, c in configs.items()}
+    ran = []
+
+    def run(config):
+        def launch():
+            ran.append(names[config])
+            out.copy_(results[names[config]])
+        return launch
+
+    def restore():
+        out.zero_()
+
+    class Spec:
+        name = "k"
+
+    def ranked(*order):
+        kept = verify.verified(Spec, [configs[n] for n in order], run, restore, [out], ["out"], None)
+        return [names[c] for c in kept]
+
+    assert ranked("variant wrong", "variant nan", "variant ok", "plain") == ["variant ok", "plain"]
+    assert ran == ["plain", "variant wrong", "variant nan", "variant ok"] and torch.equal(out, torch.zeros(4))
+    ran.clear()
+    assert ranked("plain", "variant wrong") == ["plain", "variant wrong"] and ran == []  # plain first: nothing run
+    # No plain configuration among them: the plain one at the variant's shape.
+    kept = verify.verified(Spec, [configs["variant wrong"]], run, restore, [out], ["out"],
+                           lambda c: configs["plain"])
+    assert kept == []
+    assert "differs by 0.5" in verify.difference([right + torch.tensor([0, 0.5, 0, 0])], [right], ["out"])
+    assert "NaN" in verify.difference([results["variant nan"]], [right], ["out"])
+    assert verify.difference([right.half()], [(right + 1e-3).half()], ["out"]) is None
+    assert verify.difference([torch.tensor([1, 2])], [torch.tensor([1, 3])], ["out"]) is not None

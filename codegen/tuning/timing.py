@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from ntsym_codegen import counters, progress, serial
 from ntsym_codegen.errors import fail
+from ntsym_codegen.tuning import verify
 from ntsym_codegen.tuning.config import Config, _refused
 from ntsym_codegen.tuning.space import candidates
 
@@ -175,12 +176,17 @@ def benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persiste
     # however the search ends (a failure, an interrupt: KeyboardInterrupt).
     names = [p.name for p in spec.params if p.kind == "tensor"]
     snapshot = [_snapshot(t) for name, t in zip(names, tensors) if name in spec.written]
-    try:
-        return _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent,
-                       advance, launch, shortlist, counter)
-    finally:
+
+    def restore():
         for t, saved in snapshot:
             t.copy_(saved)
+
+    written = [(name, t) for name, t in zip(names, tensors) if name in spec.written]
+    try:
+        return _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent,
+                       advance, launch, shortlist, counter, (restore, written))
+    finally:
+        restore()
         if counter is not None:
             counter.candidates_timed += BENCHMARKS_RUN - before
 
@@ -199,8 +205,9 @@ def _interpreted(kernel, grid, args, kwargs):
 
 
 def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent, advance, launch,
-            shortlist, counter=None):
-    """``benchmark``'s search, which may overwrite the written tensors."""
+            shortlist, counter=None, written=None):
+    """``benchmark``'s search, which may overwrite the written tensors
+    (``written``: a function restoring them, and their (name, tensor) pairs)."""
     import time
 
     device = tensors[0].get_device() if tensors else -1
@@ -257,6 +264,14 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
             config, error = failures[0]
             why = f"; with {config}: {type(error).__name__}: {str(error).strip()[:2000]}"
         fail(f"kernel `{spec.name}`: no configuration could be compiled and run{why}")
+    if written is not None:
+        restore, pairs = written
+        ranked = verify.verified(spec, ranked, run, restore, [t for _, t in pairs], [n for n, _ in pairs],
+                                 lambda c: replace(c, persistent=False))
+        if not ranked:
+            fail(f"kernel `{spec.name}`: the tensor-descriptor variant it was asked to run computes results that "
+                 f"differ from the plain kernel's for these tensors (see the warning above); run it without "
+                 f"ntsym_options['persistent']")
     best = ranked[0]
     logger.info("ntsym: %s tuned over %d configs%s: %s (%.4f ms)", spec.name, len(configs),
                 " of its size class's shortlist" if shortlist else "", best, best_time)
