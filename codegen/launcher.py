@@ -54,7 +54,7 @@ def launcher(ir, emitter, checks, persistent=None):
     # Tensors the arrangement does not return give their sizes only.
     shaped = [p for p in ir.params if p.kind in ("tensor", "shape")]
     metas = [m.symbol.name for m in ir.meta_params]
-    body = _call_entry(ir, metas) + read_sizes(shaped) + check_sizes(shaped)
+    body = _call_entry(ir, metas) + read_sizes(shaped) + check_sizes(shaped, {j.name for j in ir.jagged})
     checks_body, late = _launch_checks(checks, metas)
     body += checks_body
     body += stmts(
@@ -219,9 +219,10 @@ def read_sizes(shaped):
     return body
 
 
-def check_sizes(shaped):
-    """Sizes declared with bounds or as powers of two, then sizes declared as
-    expressions of others (after every size is read: they may refer to others)."""
+def check_sizes(shaped, jagged=()):
+    """Sizes declared with bounds or as powers of two, then sizes and strides
+    declared as expressions of others (after every size is read: they may
+    refer to others); ``jagged``: the names of jagged tensors."""
     body = []
     for p in shaped:
         for d, s in enumerate(p.source_sizes):
@@ -239,7 +240,22 @@ def check_sizes(shaped):
                     "runtime.check_shape({name}, {p}, {d}, {size})",
                     name=ast.Constant(p.name), p=p.name, d=d, size=host(s),
                 ))
+        for d, s in declared_strides(p, jagged):
+            body.append(stmt(
+                "runtime.check_stride({name}, {p}, {d}, {stride})",
+                name=ast.Constant(p.name), p=p.name, d=d, stride=host(s),
+            ))
     return body
+
+
+def declared_strides(p, jagged=()):
+    """(dimension, stride) of the strides ``Tensor(..., strides=...)`` fixed
+    for the tensor parameter ``p`` (a jagged tensor's batch stride, 0, is
+    ntsym's own: its sequences start where the offsets say)."""
+    if p.kind != "tensor":
+        return []
+    return [(d, s) for d, s in enumerate(p.strides)
+            if not isinstance(s, sympy.Symbol) and not (d == 0 and p.name in jagged)]
 
 
 def _check(i, check):

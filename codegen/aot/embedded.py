@@ -24,7 +24,7 @@ from ntsym_codegen.runtime import checks
 from ntsym_codegen.aot.common import AotError
 
 # Where the checks start: the launcher calls these.
-_ENTRIES = ("check_arguments", "check_same", "check_size", "check_shape")
+_ENTRIES = ("check_arguments", "check_same", "check_size", "check_shape", "check_stride")
 # What the checks read that is defined outside ntsym_codegen.runtime.checks.
 _STAND_INS = '''
 class LaunchError(ValueError):

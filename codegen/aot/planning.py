@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from ntsym_codegen.aot.common import DTYPES, TRITON_TYPES, AotError, c_expr, c_string, dtype_name
+from ntsym_codegen.launcher import declared_strides
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,10 @@ def _size_checks(ir, params, sym_names, display, meta):
                 prologue.append(f"if ({p.name}.shape[{d}] != {c_expr(s)}) " + _fail(
                     "NTSYM_ERROR_SHAPE", f"{p.name}.shape[{d}] (=%lld) must equal %lld\nthe arrangement fixes it",
                     f"{p.name}.shape[{d}]", c_expr(s)))
+        for d, s in declared_strides(p, {j.name for j in ir.jagged}):  # as the torch launcher's check_stride
+            prologue.append(f"if ({p.name}.strides[{d}] != {c_expr(s)} && {p.name}.shape[{d}] > 1 && ntsym_numel(&{p.name}) > 0) "
+                            + _fail("NTSYM_ERROR_SHAPE", f"{p.name}.stride()[{d}] (=%lld) must equal %lld\nthe strides "
+                                    "declared at make are the ones the kernel addresses with", f"{p.name}.strides[{d}]", c_expr(s)))
     for p in params:  # outputs: no expanded (stride 0) dimension
         if p.kind == "tensor" and p.written:
             prologue.append(f"for (int d = 0; d < {p.ndim}; ++d) if ({p.name}.strides[d] == 0 && "

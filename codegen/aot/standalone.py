@@ -113,7 +113,8 @@ def _checks(ir, generated, display, own, metas):
     from ntsym_codegen.launcher import check_sizes
     from ntsym_codegen.printer import to_source
 
-    body = [line for node in check_sizes([p for p in own if p.kind in ("tensor", "shape")])
+    jagged = {j.name for j in ir.jagged}
+    body = [line for node in check_sizes([p for p in own if p.kind in ("tensor", "shape")], jagged)
             for line in to_source(node).splitlines()]  # the torch launcher's size checks
     body.append("ntsym_meta = dict(CONFIGS[ntsym_config])")
     body.append("ntsym_meta.update({k: v for k, v in ntsym_given.items() if v is not None})")

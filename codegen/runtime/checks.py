@@ -181,6 +181,16 @@ def check_shape(name, tensor, dim, expected):
         fail(f"{name}.shape[{dim}] (={tensor.shape[dim]}) must equal {expected}", "the arrangement fixes it")
 
 
+def check_stride(name, tensor, dim, expected):
+    """A stride declared at make (``Tensor(..., strides=...)``), which the
+    kernel computes addresses with; any stride serves a dimension of size 1
+    (its index is 0) or an empty tensor (nothing is addressed)."""
+    if tensor.stride(dim) != expected and tensor.shape[dim] > 1 and tensor.numel():
+        fail(f"{name}.stride()[{dim}] (={tensor.stride(dim)}) must equal {expected}",
+             "the strides declared at make (Tensor(..., strides=...)) are the ones the kernel addresses with",
+             f"pass a tensor with those strides (e.g. {name}.contiguous()), or declare `{name}` without strides")
+
+
 @functools.lru_cache(maxsize=None)
 def _call_types():
     """(dtypes Triton kernels read, torch.bool, torch.Tensor, torch.strided):
