@@ -285,6 +285,11 @@ class AddressingMixin:
             # the last tile.
             self._loop_within(value, bound, size, param, node)
             return
+        lengths = {j.seq_len: j.name for j in self.ir.jagged}
+        if relation.free_symbols & set(lengths):
+            if relation.free_symbols <= set(self.ir.symbols.values()) | set(lengths):
+                self._same_lengths(relation, lengths, value, bound, size, param, node)
+            return  # else, as below: the bound involves values of the application
         if not relation.free_symbols <= set(self.ir.symbols.values()):
             return  # the bound involves values of the application: not checkable
         if isinstance(relation, sympy.Eq) and relation.lhs.is_Symbol and relation.rhs.is_Symbol:
@@ -298,6 +303,28 @@ class AddressingMixin:
         )
         if check not in self.records.checks:  # a peeled loop body is emitted twice
             self.records.checks.append(check)
+
+    def _same_lengths(self, relation, lengths, value, bound, size, param, node):
+        """``x[k]`` with ``k`` over a count of another jagged tensor's blocks
+        of its sequence: both sequences must have one length, which only the
+        offsets tell, so the launch compares them (``spec.same_lengths``).
+        Any other relation with a sequence's length is refused: no launch
+        check can read it."""
+        what = f"`{param.name}` is indexed by `{value}`, which runs over range({bound}), but that level of " \
+               f"`{param.name}` has {size} tiles"
+        sides = [(e, sympy.S.One) if e in lengths else e.args if isinstance(e, CeilDiv) else (None, None)
+                 for e in (relation.args if isinstance(relation, sympy.Eq) else ())]
+        if len(sides) == 2 and sides[0][1] == sides[1][1] and sides[0][1].is_Integer \
+                and all(e in lengths for e, _ in sides):
+            # Tile counts of each sequence, cdiv(length, block): compared at launch, sequence by sequence.
+            (a, block), (b, _) = sorted(sides, key=lambda side: lengths[side[0]])
+            entry = (lengths[a], lengths[b], int(block), what)
+            if entry not in self.records.same_lengths:  # a peeled loop body is emitted twice
+                self.records.same_lengths.append(entry)
+            return
+        raise self.error(f"{what}; they must be equal, and a jagged tensor's sequence length is known in the "
+                         "program only, so no launch check can compare them; bound the loop by "
+                         f"`{param.name}.shape` of that level", node)
 
     def _loop_within(self, value, bound, size, param, node):
         """``x[k]`` with ``k`` over ``range(bound)``, a bound that differs from

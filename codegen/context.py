@@ -37,6 +37,9 @@ class ModuleRecords:
     - ``size_subs``: size -> the size a launch check proves it equal to;
       index math is printed in the second.  Written with ``checks``, read by
       addressing and by the persistent variant's descriptors.
+    - ``same_lengths``: (a, b, block, why) of jagged tensors whose sequences
+      must have as many blocks of ``block`` rows (1: the same lengths), where a loop over one's blocks indexes the
+      other's (checked at launch from the offsets).  Written by ``addressing``.
     - ``advances``: some loop carries pointers (the launcher passes
       ``advance_flag``).  Written by ``loops``.
     - ``loaded``, ``stored``, ``sourced``: tensors this emission reads,
@@ -63,6 +66,7 @@ class ModuleRecords:
     transposed: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
     size_subs: dict = field(default_factory=dict)
+    same_lengths: list = field(default_factory=list)
     advances: bool = False
     loaded: set = field(default_factory=set)
     stored: set = field(default_factory=set)

@@ -163,6 +163,7 @@ class Generated:
     arguments: tuple
     flags: ModuleFlags  # how a launcher computes the compile-time flags and padded blocks
     empty_tests: object  # jagged kernels: the tests under which a program returns at once
+    same_lengths: tuple = ()  # (a, b, block, why): jagged tensors whose sequences must have as many blocks
 
     @property
     def persistent(self):
@@ -228,6 +229,7 @@ def emit(ir):
         advance_flag=emitter.records.advance_flag if emitter.records.advances else None,
         kernel_args=args, arguments=kernel_arguments(ir, args, flags), flags=flags,
         empty_tests=_empty_program_tests(ir, emitter) if ir.jagged else None,
+        same_lengths=tuple(emitter.records.same_lengths),
     )
 
 
@@ -579,6 +581,9 @@ def spec(ir, generated):
         locations=generated.locations,
         interpreting=interpreting(),
         jagged=frozenset(j.name for j in ir.jagged),
+        ragged=tuple((j.name, j.dim, j.offsets) for j in ir.jagged),
+        same_rows=tuple(ir.same_rows),
+        same_lengths=generated.same_lengths,
         untouched=frozenset(p.name for p in ir.params if p.kind == "tensor") - generated.read
         - set(generated.written) - generated.sourced - {j.name for j in ir.jagged},
         index_peak=_index_peak(ir),

@@ -142,6 +142,9 @@ def _explain_jagged(ir, generated, add):
     for group in ir.same_rows:
         add(f"at launch equal offsets of {', '.join(f'`{n}`' for n in group)}   the arrangement gives "
             "their ragged dimensions one size")
+    for a, b, block, _ in getattr(generated, "same_lengths", ()):
+        count = "the same lengths" if block == 1 else f"as many blocks of {block} rows"
+        add(f"at launch sequences of `{a}` and `{b}` of {count}   a loop over one's blocks indexes the other's")
 
 
 def _relation(rel):

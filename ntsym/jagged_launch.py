@@ -11,9 +11,10 @@ integers, cu_seqlens style) where sequence ``b`` is rows ``offsets[b]`` to
 Before the launch, each jagged argument becomes a dense view of its values,
 ``(B, longest, ...)`` with stride 0 along the batch, and its offsets are
 passed beside it; the kernel moves each program's pointer to its sequence and
-masks with its length (see docs/jagged.md).  The offsets are validated here
+masks with its length (see docs/jagged.md).  The offsets are validated
 (integers, on the values' device, non-decreasing, within the values) from
-the data, once per state of the offsets tensor (``_offset_stats_once``).
+the data, once per state of the offsets tensor (``_offset_stats_once``), by
+the checks a standalone module runs too (``codegen/runtime/jagged.py``).
 """
 
 import weakref
@@ -23,8 +24,7 @@ import numpy
 import torch
 
 from ntsym_codegen.errors import LaunchError
-from ntsym_codegen.overlap import shared_elements, shared_region
-from ntsym_codegen.runtime.checks import byte_extent
+from ntsym_codegen.runtime.jagged import check_jagged_memory, check_offsets, check_same_offsets, offset_stats
 
 
 class Jagged:
@@ -89,30 +89,6 @@ def jagged(values: torch.Tensor, offsets: torch.Tensor, *, jagged_dim: int = 1,
     return Jagged(values, offsets, jagged_dim, max_length)
 
 
-def _offset_facts(name, offsets, rows):
-    """(first, last, longest) of valid offsets; a LaunchError otherwise.
-
-    Read from the data (``_offset_stats_once``); the checks against the
-    values' rows run on every call."""
-    if offsets.numel() < 1:
-        raise LaunchError(f"`{name}`: the offsets are empty\na batch of B sequences has B + 1 offsets")
-    first, last, smallest, longest = _offset_stats_once(offsets)
-    if smallest < 0:
-        diff = offsets.diff()
-        bad = int((diff < 0).nonzero()[0])
-        raise LaunchError(
-            f"`{name}`: the offsets must not decrease, but offsets[{bad + 1}] = "
-            f"{int(offsets[bad + 1])} < offsets[{bad}] = {int(offsets[bad])}\nsequence {bad} "
-            "would have a negative length")
-    if first < 0:
-        raise LaunchError(f"`{name}`: offsets[0] = {first} is negative")
-    if last > rows:
-        raise LaunchError(
-            f"`{name}`: the last offset is {last} but the values hold {rows} rows\nthe sequences "
-            "would read past the end of the values")
-    return first, last, longest
-
-
 _LISTED = 32  # offsets on the CPU up to this many entries are read as a list, more through numpy
 
 # id of an offsets tensor -> (weak reference to it, the state its stats were read in, the stats).
@@ -170,8 +146,7 @@ def _offset_stats(offsets):
         values = offsets.detach().numpy()
         steps = numpy.diff(values)
         return int(values[0]), int(values[-1]), int(steps.min()), int(steps.max())
-    diff = offsets.diff()
-    return tuple(torch.stack([offsets[0], offsets[-1], diff.min(), diff.max()]).tolist())
+    return offset_stats(offsets)
 
 
 def _unpack(name, a, dim, ndim):
@@ -243,64 +218,17 @@ def prepare(ir, spec, args, kwargs):
         if j is None:
             continue
         values, offs = _unpack(name, args[i], j.dim, params[name].ndim)
-        _, _, longest = _offset_facts(name, offs, values.shape[j.dim - 1])
+        # The kernel reads the offsets as contiguous memory: a strided view
+        # is copied, and the copy is what is validated and launched.
+        offs = offs if offs.is_contiguous() else offs.contiguous()
+        _, _, longest = check_offsets(name, offs, values.shape[j.dim - 1], _offset_stats_once)
         shape = list(values.shape)
         shape[j.dim - 1] = longest
         view = values.as_strided((offs.numel() - 1, *shape), (0, *values.stride()), values.storage_offset())
         args[i] = view
         offsets[name] = offs
         packed[name] = values
-    for group in ir.same_rows:
-        first = offsets[group[0]]
-        for other in group[1:]:
-            o = offsets[other]
-            if o is first or (o.data_ptr() == first.data_ptr() and o.shape == first.shape and o.dtype == first.dtype):
-                continue
-            if o.shape != first.shape or not torch.equal(o.to(first.dtype), first):
-                raise LaunchError(
-                    f"`{group[0]}` and `{other}` must hold sequences of the same lengths (equal offsets)\n"
-                    "the arrangement gives their ragged dimensions one size")
-    _check_overlap(spec, own, args, packed, offsets)
-    return tuple(args) + tuple(offsets[j.name] for j in ir.jagged), kwargs
-
-
-def _check_overlap(spec, own, args, packed, offsets):
-    """Arguments that share memory where the kernel writes one of them and
-    one is jagged, decided on a jagged tensor's whole packed values (the
-    launcher sees only its view, which programs address past): refused where
-    some element is in both (``codegen/overlap.py``, as the launcher decides
-    it for dense views), unless they are one and the same tensor and in-place
-    use is proved safe (jagged ones with the same offsets too), or where
-    either is a tensor the kernel addresses past its view and their bytes
-    overlap.  The launcher leaves these pairs to this check."""
+    check_same_offsets(spec, offsets)
     tensors = [(name, packed.get(name, arg)) for name, arg in zip(own, args)]
-    tensors = [(name, t) for name, t in tensors if isinstance(t, torch.Tensor)]
-    for i, (na, a) in enumerate(tensors):
-        for nb, b in tensors[i + 1:]:
-            if not ({na, nb} & packed.keys() and {na, nb} & spec.written):
-                continue
-            (a0, a1), (b0, b1) = byte_extent(a), byte_extent(b)
-            if not (a0 < b1 and b0 < a1):
-                continue
-            identical = a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape \
-                and a.element_size() == b.element_size() and _same_offsets(offsets.get(na), offsets.get(nb))
-            if identical and spec.aliasing.get((na, nb), spec.aliasing.get((nb, na), False)) is True:
-                continue
-            written = na if na in spec.written else nb
-            addressed = sorted({na, nb} & spec.addressed)
-            if addressed:
-                raise LaunchError(
-                    f"`{na}` and `{nb}` share memory and the kernel writes `{written}`\nprograms would read "
-                    f"elements that other programs write (the kernel addresses `{addressed[0]}` past its view)\n"
-                    "pass a separate output")
-            shared = shared_elements(a, b)
-            if shared is not None:
-                raise LaunchError(shared_region(na, nb, written, shared))
-
-
-def _same_offsets(a, b):
-    """Whether two jagged tensors' offsets (None for a dense one) place their
-    sequences alike."""
-    if a is None or b is None:
-        return a is b
-    return a is b or (a.shape == b.shape and torch.equal(a, b.to(a.dtype)))
+    check_jagged_memory(spec, [(name, t) for name, t in tensors if isinstance(t, torch.Tensor)], packed, offsets)
+    return tuple(args) + tuple(offsets[j.name] for j in ir.jagged), kwargs

@@ -336,9 +336,9 @@ def test_a_sum_over_zero_padded_chunks_needs_no_select():
 
 @pytest.mark.parametrize("other", [None, 5.0])
 def test_a_rescaled_carried_sum_keeps_its_value_past_the_tensor(other):
-    # ``acc * f + x[k]`` over the chunks of a longer jagged sequence, as
-    # varlen attention rescales its accumulator: a chunk past x's sequence
-    # (k = 2 of sequence 0) and lanes past it (k = 1) keep the carried value.
+    # ``acc * f + x[k]`` over the chunks of a longer jagged sequence with as
+    # many chunks, as varlen attention rescales its accumulator: lanes past
+    # x's sequence (k = 1 of sequence 0) keep the carried value.
     # With zeros there the select is on the factor only; with other=5 on the
     # whole value.
     def arrangement(x, y, out):
@@ -358,10 +358,10 @@ def test_a_rescaled_carried_sum_keeps_its_value_past_the_tensor(other):
 
     tensors = (Tensor(2, jagged_dim=1, other=other), Tensor(2, jagged_dim=1), Tensor(1))
     kernel = ntsym.make(arrangement, app, tensors)
-    xs, ys = [torch.randn(6), torch.randn(4)], [torch.randn(12), torch.randn(4)]
+    xs, ys = [torch.randn(6), torch.randn(4)], [torch.randn(8), torch.randn(4)]
     out = torch.empty(2)
     x = ntsym.jagged(torch.cat(xs), torch.tensor([0, 6, 10]))
-    y = ntsym.jagged(torch.cat(ys), torch.tensor([0, 12, 16]))
+    y = ntsym.jagged(torch.cat(ys), torch.tensor([0, 8, 12]))
     kernel(x, y, out)
     expected = torch.stack([_rescaled_sum(a, len(b)) for a, b in zip(xs, ys)])
     torch.testing.assert_close(out, expected)

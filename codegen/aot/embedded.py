@@ -20,11 +20,12 @@ import textwrap
 import types
 
 from ntsym_codegen import overlap, promotion, writes
-from ntsym_codegen.runtime import checks
+from ntsym_codegen.runtime import checks, jagged
 from ntsym_codegen.aot.common import AotError
 
-# Where the checks start: the launcher calls these.
-_ENTRIES = ("check_arguments", "check_same", "check_size", "check_shape", "check_stride")
+# Where the checks start: the launcher calls these (``check_jagged``: a jagged
+# kernel's offsets and packed values, as ntsym/jagged_launch.py checks them).
+_ENTRIES = ("check_arguments", "check_same", "check_size", "check_shape", "check_stride", "check_jagged")
 # What the checks read that is defined outside ntsym_codegen.runtime.checks.
 _STAND_INS = '''
 class LaunchError(ValueError):
@@ -63,14 +64,14 @@ def _globals(code):
 
 
 # Modules whose functions the checks may reach and that are embedded with them.
-_EMBEDDED = {checks.__name__, writes.__name__, overlap.__name__}
+_EMBEDDED = {checks.__name__, jagged.__name__, writes.__name__, overlap.__name__}
 
 
 def _closure():
     """The functions the entry points reach (in the runtime and the modules of
     ``_EMBEDDED``), in a stable order, and the numbers and strings of those
     modules they read (name -> value)."""
-    found, todo, constants = {}, [(name, checks) for name in _ENTRIES], {}
+    found, todo, constants = {}, [(name, checks if hasattr(checks, name) else jagged) for name in _ENTRIES], {}
     while todo:
         name, module = todo.pop()
         if name in found:

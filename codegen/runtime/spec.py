@@ -58,6 +58,11 @@ class Spec:
     meetings: tuple = ()  # operations where tensors' values meet (ntsym_codegen.promotion.meetings)
     index_peak: Any = None  # (tensors, metas) -> whether logical indices pass int32 (ntsym_codegen.index_width)
     jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
+    ragged: tuple = ()  # per jagged tensor: (name, ragged dimension, the parameter of its offsets)
+    same_rows: tuple = ()  # groups of jagged tensors whose offsets must be equal (one ragged size)
+    # (a, b, block, why): jagged tensors whose sequences must have as many blocks of ``block`` rows (the
+    # same lengths where it is 1), where a loop over one's blocks indexes the other's
+    same_lengths: tuple = ()
     untouched: frozenset = frozenset()  # tensors the kernel neither reads nor writes (codegen/placeholders.py)
     addressed: frozenset = frozenset()  # tensors whose pointer the application takes (``x.source.data_ptr()``)
     # Derived from ``params``: the call's parameters (name, kind, ndim, written),
