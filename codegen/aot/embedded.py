@@ -25,7 +25,8 @@ from ntsym_codegen.aot.common import AotError
 
 # Where the checks start: the launcher calls these (``check_jagged``: a jagged
 # kernel's offsets and packed values, as ntsym/jagged_launch.py checks them).
-_ENTRIES = ("check_arguments", "check_same", "check_size", "check_shape", "check_stride", "check_jagged")
+_ENTRIES = ("check_arguments", "check_same", "check_size", "check_shape", "check_stride", "check_jagged",
+            "float64_scalars", "check_float64_scalars")
 # What the checks read that is defined outside ntsym_codegen.runtime.checks.
 _STAND_INS = '''
 class LaunchError(ValueError):

@@ -97,7 +97,9 @@ def _arguments(ir, own):
     body = [f"if len(ntsym_args) != {len(own)}:",
             f"    raise TypeError('kernel `{ir.name}` takes {len(own)} arguments ({', '.join(p.name for p in own)}), "
             "got %d' % len(ntsym_args))",
-            "runtime.check_arguments(SPEC, ntsym_args)"]
+            "runtime.check_arguments(SPEC, ntsym_args)",
+            "if runtime.float64_scalars(SPEC, [a for a, p in zip(ntsym_args, SPEC.call_params) if p[1] == 'tensor']):",
+            "    runtime.check_float64_scalars(SPEC, ntsym_args)"]
     if ir.jagged:  # offsets as ntsym's launcher validates them; contiguous ones go to the kernel
         body.append("ntsym_args = runtime.check_jagged(SPEC, ntsym_args)")
     body.append(f"{', '.join(p.name for p in own)}{',' if len(own) == 1 else ''} = ntsym_args")

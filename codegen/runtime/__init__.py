@@ -9,8 +9,8 @@ One direction: ``launching`` calls ``ntsym_codegen.tuning`` to choose a
 configuration; tuning never imports the runtime (it is handed the
 persistent variant as an object)."""
 
-from ntsym_codegen.runtime.checks import (bind_arguments, check_arguments, check_same, check_shape, check_size,
-                                    check_stride,
+from ntsym_codegen.runtime.checks import (bind_arguments, check_arguments, check_float64_scalars, check_same,
+                                    check_shape, check_size, check_stride, float64_scalars,
                                     constexpr_value, contiguous, fail_check, index_width, needs_int64, scalar,
                                     unknown_keywords)
 from ntsym_codegen.runtime.environment import capturing, interpreting, on_device, refuse_capture
@@ -23,8 +23,9 @@ from ntsym_codegen.runtime.spec import CallCache, LaunchFacts, Spec, TensorSpec,
 
 __all__ = [
     "CallCache", "LaunchFacts", "Persistent", "Spec", "TensorSpec", "bind_arguments", "call_key", "capturing",
-    "cdiv", "check_arguments", "check_same", "check_shape", "check_size", "check_stride", "constexpr_value", "contiguous", "ensure_allocator",
-    "explain_failure", "fail_check", "fast_launch", "index_width", "interpreting", "launch", "learn_quick",
-    "needs_int64", "next_power_of_2", "on_device", "persistent_programs", "quick_entry", "refuse_capture",
-    "refuse_transformed", "scalar", "tma_problem", "tma_ready", "transposed", "unknown_keywords",
+    "cdiv", "check_arguments", "check_float64_scalars", "check_same", "check_shape", "check_size", "check_stride",
+    "constexpr_value", "contiguous", "ensure_allocator", "explain_failure", "fail_check", "fast_launch",
+    "float64_scalars", "index_width", "interpreting", "launch", "learn_quick", "needs_int64", "next_power_of_2",
+    "on_device", "persistent_programs", "quick_entry", "refuse_capture", "refuse_transformed", "scalar",
+    "tma_problem", "tma_ready", "transposed", "unknown_keywords",
 ]

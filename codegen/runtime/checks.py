@@ -23,6 +23,42 @@ def scalar(value):
     return value
 
 
+def float64_scalars(spec, tensors):
+    """Whether a call's float scalars need ``check_float64_scalars``: on a GPU,
+    where a runtime scalar meets float64 tensors."""
+    return (not spec.interpreting and any(kind == "scalar" for kind, _ in spec.arg_template)
+            and any(str(t.dtype) == "torch.float64" for t in tensors))
+
+
+def check_float64_scalars(spec, args):
+    """Refuse a float scalar that float32 does not hold exactly, in a call
+    with float64 tensors on a GPU: Triton passes a float argument to a
+    compiled kernel as float32, so float64 arithmetic with it would use a
+    rounded value (0.1 as 0.100000001490116: a relative error of 1.5e-8 in
+    every product, where torch computes with the double).  The interpreter
+    passes the double."""
+    import struct
+
+    for kind, position in spec.arg_template:
+        if kind != "scalar":
+            continue
+        value = scalar(args[position])
+        if not isinstance(value, float) or value != value:
+            continue
+        try:
+            rounded = struct.unpack("f", struct.pack("f", value))[0]
+        except OverflowError:
+            rounded = None
+        if rounded != value:
+            name = spec.call_params[position][0]
+            fail(f"`{name}` is {value!r}, which float32 does not hold exactly, and the call has float64 tensors",
+                 "on a GPU, Triton passes a float scalar to the kernel as float32"
+                 + (f" ({rounded!r} here)" if rounded is not None else " (out of its range here)")
+                 + ": float64 arithmetic with it would not use the value given",
+                 "give a value float32 holds exactly (a power of two times an integer below 2**24), or apply "
+                 "it to the tensor with torch before or after the kernel")
+
+
 def fail_check(check, values, display=None):
     """Raise for a failed launch check, in the user's terms:
     ``input.shape[1] (=40) must equal other.shape[0] (=41)``, then why."""

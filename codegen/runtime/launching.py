@@ -6,7 +6,8 @@ other way round."""
 from ntsym_codegen import counters, serial, tuning
 from ntsym_codegen.errors import ApplicationError, LaunchError, fail
 from ntsym_codegen.placeholders import substitute, substitute_call
-from ntsym_codegen.runtime.checks import _check_aliasing, byte_extent, check_arguments, index_width, scalar
+from ntsym_codegen.runtime.checks import (_check_aliasing, byte_extent, check_arguments, check_float64_scalars,
+                                         float64_scalars, index_width, scalar)
 from ntsym_codegen.runtime.direct import _DIRECT_OFF, direct_for, launch_direct
 from ntsym_codegen.runtime.environment import capturing, on_device, refuse_capture
 from ntsym_codegen.runtime.interpreter import interpret
@@ -54,10 +55,10 @@ class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
     __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "scalars",
-                 "options", "pairs", "learned")
+                 "options", "pairs", "learned", "float64")
 
     def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False,
-                 options=(), pairs=()):
+                 options=(), pairs=(), float64=False):
         self.kernel = kernel  # the persistent variant, or None: the plain kernel
         self.grid = grid
         self.tail = tail
@@ -73,6 +74,7 @@ class _Entry:
         # one tensor object may be given for both (in-place use proved safe)
         self.pairs = pairs
         self.learned = False  # whether quick matching was offered this entry (``quick.learn``)
+        self.float64 = float64  # float scalars meet float64 tensors on a GPU (``check_float64_scalars``)
 
 
 def fast_launch(facts, entry, args, pointers=None, matched=False):
@@ -94,6 +96,8 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
                 # Possible overlap: the full check decides, over every pair, once.
                 _check_aliasing(spec, [(spec.call_params[i][0], args[i]) for i in positions])
                 break
+    if entry.float64:
+        check_float64_scalars(spec, args)
     if spec.written_positions:
         note_writes(spec, args, spec.written_positions, matched=matched)
     if entry.grid is None:
@@ -164,7 +168,7 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
     device = tensors[0].get_device() if tensors else -1
     scalars = len(positions) < len(user_args)
     facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel,
-                                    scalars, options, pairs)
+                                    scalars, options, pairs, float64_scalars(facts.spec, tensors))
 
 
 def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):
@@ -260,6 +264,8 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     kernel, spec = facts.kernel, facts.spec
     if capturing():
         refuse_capture(spec)
+    if float64_scalars(spec, tensors):
+        check_float64_scalars(spec, user_args)
     int64 = index_width(spec, tensors, metas)
     cache = facts.cache
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
