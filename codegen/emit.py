@@ -11,7 +11,7 @@ from ntsym_codegen import data_races, triton_compat
 from ntsym_codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
 from ntsym_codegen.arguments import kernel_arguments
 from ntsym_codegen.astutil import generated_assign
-from ntsym_codegen.index_width import IndexPeak, multiplied_sizes, peaks
+from ntsym_codegen.index_width import IndexPeak, multiplied_sizes, peaks, widened_ranges
 from ntsym_codegen.kernel import EmitError, KernelEmitter
 from ntsym_codegen.lanes import STALE, stale_refusal
 from ntsym_codegen.launcher import launcher
@@ -285,7 +285,7 @@ def _signature_and_prologue(ir, emitter):
     prologue += _split_program_id(ir) + _jagged_prologue(ir, emitter)
     for name, node in emitter.records.prologue_defs.values():
         prologue.append(generated_assign(name, node))
-    return params, prologue
+    return params, prologue + widened_ranges(emitter.records.prologue_defs.values(), emitter.records.int64_flag)
 
 
 def _jagged_prologue(ir, emitter):

@@ -17,6 +17,8 @@ evaluated with the call's sizes (compile-time values not given yet at their
 largest candidate); past 2**31 - 1, the launch takes the 64-bit index math,
 in which the sizes that index math multiplies are widened too."""
 
+import ast
+
 import sympy
 
 from ntsym_codegen.intfuncs import CeilDiv, FloorDiv, Mod
@@ -164,3 +166,25 @@ def _value(source, tensors, metas):
         return fallback if given is None else given
     t = tensors[where]
     return t.shape[fallback] if kind == "size" else abs(t.stride(fallback))
+
+
+def widened_ranges(defs, flag):
+    """``if NTSYM_INT64:`` casting the tile index ranges (``x_t0 =
+    tl.arange(0, B)[:, None]``, among the prologue's ``defs``, (name, node)
+    pairs) to 64 bits.  The 64-bit index math widens the program index and
+    the strides; a range is int32 in Triton, and an index term without
+    either (``x_t0 + 2147483644`` in a flattened slice, ``268435456 * x_t0``
+    for a constant step) wrapped at 2**31, its mask computed from the same
+    wrapped value: a wrong element read, or memory before the tensor's."""
+    names = [name for name, node in defs if _is_range(node)]
+    if not names:
+        return []
+    casts = [ast.parse(f"{n} = {n}.to(tl.int64)").body[0] for n in names]
+    return [ast.If(test=ast.Name(id=flag, ctx=ast.Load()), body=casts, orelse=[])]
+
+
+def _is_range(node):
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "arange"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "tl")

@@ -59,3 +59,29 @@ def test_exported_module_takes_the_same_index_width(tmp_path):
     env["TRITON_INTERPRET"] = "1"
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_index_terms_without_the_program_index_are_widened_too():
+    """One tile: the flat index is ``x_t0 + 2147483644`` (or ``268435456 *
+    x_t0`` for a constant step), no program index or stride in it.  The
+    64-bit math widens the tile's range as well; it wrapped at 2**31 (its
+    mask computed from the same wrapped value) and read before the tensor."""
+    base = torch.tensor([10.0, 20.0, 30.0]).view(3, 1).expand(3, 2**30)  # 12 bytes, 3 * 2**30 elements
+    sliced = ntsym.make(lambda x, y: (x.flatten()[2**31 - 4:2**31 + 4].tile((8,)), y.tile((8,))), copy,
+                        (Tensor(2), Tensor(1)))
+    y = torch.zeros(8)
+    sliced(base, y)
+    assert y.tolist() == [20.0] * 4 + [30.0] * 4
+    stepped = ntsym.make(lambda x, y: (x.flatten()[::2**28].tile((16,)), y.tile((16,))), copy, (Tensor(2), Tensor(1)))
+    y = torch.zeros(12)
+    stepped(base, y)
+    assert y.tolist() == [10.0] * 4 + [20.0] * 4 + [30.0] * 4
+
+    def offsets(x, y):
+        y = x.offsets(0)  # noqa: F841
+
+    positions = ntsym.make(lambda x, y: (x[2**31 - 4:2**31 + 4].tile((8,)), y.tile((8,))), offsets,
+                           (Tensor(1), Tensor(1)))
+    y = torch.zeros(8, dtype=torch.int64)
+    positions(torch.tensor([5.0]).expand(2**31 + 8), y)
+    assert y.tolist() == list(range(2**31 - 4, 2**31 + 4))
