@@ -211,7 +211,10 @@ def conv2d(input, weight, split=None):
     groups (``None``: ``split_count``'s choice; 1: none).  The output is
     channels-last where the input or the filter is, as torch's."""
     n, c, h, w = input.shape
-    k, _, r, s = weight.shape
+    k, weight_channels, r, s = weight.shape
+    if weight_channels != c or r > h or s > w:
+        raise ValueError(f"conv2d: a filter {tuple(weight.shape)} does not fit an input {tuple(input.shape)} "
+                         "(its channels must be the input's, its height and width at most the input's)")
     if split is None:
         split = split_count(input.shape, weight.shape, _multiprocessors(input.device))
     if split < 1 or c % split:
@@ -226,12 +229,13 @@ def conv2d(input, weight, split=None):
         return output
     # Partial sums laid out as the output is, so that adding them runs over memory in order.
     shape = (split, n, k, h - r + 1, w - s + 1)
+    partial_dtype = torch.float64 if input.dtype == torch.float64 else torch.float32  # never narrower than the sums
     if output_channels_last:
-        flat = torch.empty((split, n, shape[3], shape[4], k), dtype=torch.float32, device=input.device)
+        flat = torch.empty((split, n, shape[3], shape[4], k), dtype=partial_dtype, device=input.device)
         partials = flat.permute(0, 1, 4, 2, 3)
         physical = output.permute(0, 2, 3, 1)
     else:
-        partials = flat = torch.empty(shape, dtype=torch.float32, device=input.device)
+        partials = flat = torch.empty(shape, dtype=partial_dtype, device=input.device)
         physical = output
     kernel = channels_last_split_kernel if channels_last else split_kernel
     weight = to_channels_last(weight) if channels_last else weight.contiguous()

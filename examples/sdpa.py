@@ -127,8 +127,21 @@ kernel_pow2_head = ntsym.make(
 
 
 def sdpa(q, k, v, is_causal=False, scale=None):
+    """``F.scaled_dot_product_attention(q, k, v, is_causal=..., scale=...)``
+    for ``(B, H, S, D)`` tensors whose batch and head dimensions broadcast, as
+    torch's do; ``v``'s head dimension is ``q``'s and ``k``'s here."""
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(f"sdpa: q, k and v must be (B, H, S, D), got {tuple(q.shape)}, {tuple(k.shape)}, "
+                         f"{tuple(v.shape)}")
+    if not q.shape[-1] == k.shape[-1] == v.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"sdpa: q, k and v must share their head dimension and k and v their length, got "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    batch = torch.broadcast_shapes(q.shape[:2], k.shape[:2], v.shape[:2])  # refuses what torch refuses
+    q, k, v = (x.expand(*batch, *x.shape[2:]) for x in (q, k, v))
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    if k.shape[-2] == 0:  # no keys: torch's product over them is 0
+        return o.zero_()
     d = q.shape[-1]
     (kernel_pow2_head if d & (d - 1) == 0 else kernel)(q, k, v, scale, bool(is_causal), o)
     return o

@@ -387,3 +387,36 @@ def test_sdpa_scale_of_either_sign_and_zero(is_causal, scale):
 def test_sdpa_transposed_and_odd_head_dim():
     q, k, v = (randn(1, 33, 2, 12).transpose(1, 2) for _ in range(3))  # (B, H, S, D) views
     check(sdpa.sdpa(q, k, v, True), sdpa_reference(q, k, v, True), torch.float32, GEMM_TOL)
+
+
+# -- the wrappers take what torch takes, and refuse what it refuses ----------------------
+
+
+def test_wrappers_refuse_shapes_torch_refuses():
+    """A read-only tensor with more tiles than the output is valid for a
+    kernel (only its first tiles are read); the torch-like wrappers check
+    the shapes as torch does instead of computing with part of an operand."""
+    with pytest.raises(ValueError, match="bmm"):
+        bmm.bmm(randn(2, 5, 7), randn(3, 7, 4))
+    with pytest.raises(ValueError, match="conv2d"):
+        conv2d.conv2d(randn(2, 4, 9, 10), randn(8, 6, 3, 2))  # 4 input channels, a 6-channel filter
+    with pytest.raises(ValueError, match="conv2d"):
+        conv2d.conv2d(randn(2, 6, 9, 10), randn(8, 6, 10, 2))  # a filter taller than the input
+    with pytest.raises(ValueError, match="rope"):
+        rope.rope(randn(1, 2, 1, 8), randn(2, 3), randn(2, 3))  # tables of D/2 = 4 columns needed
+    with pytest.raises(ValueError, match="head dimension"):
+        sdpa.sdpa(randn(1, 2, 9, 12), randn(1, 2, 11, 12), randn(1, 2, 11, 8))
+    with pytest.raises(RuntimeError):
+        sdpa.sdpa(randn(2, 2, 9, 12), randn(3, 2, 11, 12), randn(3, 2, 11, 12))  # batches 2 and 3
+
+
+def test_sdpa_broadcasts_batch_and_heads_and_takes_no_keys():
+    q, k, v = randn(1, 2, 9, 12), randn(2, 1, 11, 12), randn(2, 1, 11, 12)
+    check(sdpa.sdpa(q, k, v), F.scaled_dot_product_attention(q, k, v), torch.float32, GEMM_TOL)
+    empty = randn(1, 2, 0, 12)
+    assert torch.equal(sdpa.sdpa(q, empty, empty), F.scaled_dot_product_attention(q, empty, empty))
+
+
+def test_conv2d_split_keeps_float64_partial_sums():
+    x, w = randn(2, 6, 9, 10, dtype=torch.float64), randn(8, 6, 3, 2, dtype=torch.float64)
+    torch.testing.assert_close(conv2d.conv2d(x, w, split=2), F.conv2d(x, w), atol=1e-12, rtol=1e-12)
