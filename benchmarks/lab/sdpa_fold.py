@@ -28,61 +28,6 @@ from examples import sdpa
 sys.path.insert(0, os.getcwd())
 
 
-def scaled_first(q, k, v, scale, is_causal, o):
-    q_loaded = q  # loaded once, outside the loop
-    scale_log2 = scale * 1.4426950408889634  # exp(x) == exp2(x * log2(e))
-    acc = ntl.zeros(o.shape, dtype=ntl.float32)
-    m = ntl.full((q.shape[0],), float("-inf"), dtype=ntl.float32)
-    l = ntl.zeros((q.shape[0],), dtype=ntl.float32)
-
-    # The three loops repeat one body, each with the masks its blocks need:
-    # written out, each keeps what ntsym proves of its own blocks.
-    # Non-causal first: its loop over every key block has ntsym check at
-    # launch that `v` has `k`'s length, which the causal loops then use.
-    if not is_causal:
-        for i in range(k.shape[0]):
-            key = k[i].offsets(2)[None, :]  # offsets(2): the block's key positions, a vector
-            s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
-            s = ntl.where(key < k.source.shape[2], s, float("-inf"))
-
-            m_new = ntl.maximum(m, ntl.max(s, 1))
-            p = ntl.exp2(s - m_new[:, None])
-            alpha = ntl.exp2(m - m_new)
-            acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
-            l = l * alpha + ntl.sum(p, 1)
-            m = m_new
-    else:
-        # Key blocks wholly before the block's first query (and wholly
-        # inside the keys) need no mask; those past its last query are all
-        # masked: not visited.  ntsym follows `first` and `last` as index
-        # math: the first loop's loads are proved whole and carry no mask.
-        first = ntl.minimum(ntl.min(q.offsets(2), 0), k.source.shape[2]) // k[0].shape[0]
-        last = ntl.minimum(ntl.max(q.offsets(2), 0) // k[0].shape[0] + 1, k.shape[0])
-        for i in range(first):
-            s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
-            m_new = ntl.maximum(m, ntl.max(s, 1))
-            p = ntl.exp2(s - m_new[:, None])
-            alpha = ntl.exp2(m - m_new)
-            acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
-            l = l * alpha + ntl.sum(p, 1)
-            m = m_new
-        for j in range(first, last):
-            key = k[j].offsets(2)[None, :]
-            s = ntl.dot(q_loaded, ntl.trans(k[j])) * scale_log2
-            # Two selects, not one of `&`: where the key block is whole, ntsym
-            # proves the first and drops it.
-            s = ntl.where(key < k.source.shape[2], s, float("-inf"))
-            s = ntl.where(q.offsets(2)[:, None] >= key, s, float("-inf"))
-            m_new = ntl.maximum(m, ntl.max(s, 1))
-            p = ntl.exp2(s - m_new[:, None])
-            alpha = ntl.exp2(m - m_new)
-            acc = acc * alpha[:, None] + ntl.dot(p.to(v[j].dtype), v[j])
-            l = l * alpha + ntl.sum(p, 1)
-            m = m_new
-
-    o = acc / l[:, None]  # noqa: F841
-
-
 def folded(q, k, v, scale, is_causal, o):
     # q is loaded once, outside the loops, with the scale's sign: the scores
     # are then scaled by a factor c >= 0, for which max(s) * c == max(s * c).
@@ -283,7 +228,7 @@ TENSORS = (ntsym.Tensor(4, shape_options=head), ntsym.Tensor(4, shape_options=he
            ntsym.Tensor(4, shape_options=head), ntsym.Tensor(0), ntsym.Tensor(0, constexpr=True),
            ntsym.Tensor(4, shape_options=head))
 KERNELS = {name: ntsym.make(sdpa.arrangement, app, TENSORS) for name, app in (
-    ("scaled first", scaled_first), ("folded", folded), ("folded, no sign", folded_no_sign), ("sign only", sign_only))}
+    ("scaled first", sdpa.application), ("folded", folded), ("folded, no sign", folded_no_sign), ("sign only", sign_only))}
 
 # (BLOCK_SIZE_M, BLOCK_SIZE_N, warps, stages, descriptor variant)
 CONFIGS = ((128, 64, 4, 2, True), (128, 64, 8, 3, False), (64, 64, 4, 3, False), (128, 128, 8, 2, True))
