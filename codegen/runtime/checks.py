@@ -455,9 +455,11 @@ def _supported():
 
 
 def constexpr_value(spec, name, given):
-    meta = spec.meta_by_name[name]
+    """The compile-time value ``name`` the call gives (None: not given, for
+    the configuration to choose where it is tuned), checked as declared."""
+    tuned, power_of_two, lower_bound, upper_bound, positive, reason = spec.constexpr_facts[name]
     if given is None:
-        if meta.meta:
+        if tuned:
             return None
         fail(f"kernel `{spec.name}` needs the compile-time value `{name}`", f"call it with `{name}=...`")
     if isinstance(given, bool) or not isinstance(given, int):
@@ -465,15 +467,14 @@ def constexpr_value(spec, name, given):
             given = given.__index__()
         else:
             fail(f"`{name}` must be an int, got {given!r}")
-    if meta.power_of_two and given > 0 and given & (given - 1):
+    if power_of_two and given > 0 and given & (given - 1):
         fail(f"`{name}`={given} must be a power of two")
-    if meta.lower_bound is not None and given < meta.lower_bound:
-        fail(f"`{name}`={given} is below its lower bound {meta.lower_bound}")
-    if meta.upper_bound is not None and given > meta.upper_bound:
-        fail(f"`{name}`={given} is above its upper bound {meta.upper_bound}")
-    if given < 0 or (given == 0 and meta.symbol.is_positive):
-        kind = "positive" if meta.symbol.is_positive else "non-negative"
-        reason = getattr(meta.symbol, "positive_reason", "")
+    if lower_bound is not None and given < lower_bound:
+        fail(f"`{name}`={given} is below its lower bound {lower_bound}")
+    if upper_bound is not None and given > upper_bound:
+        fail(f"`{name}`={given} is above its upper bound {upper_bound}")
+    if given < 0 or (given == 0 and positive):
+        kind = "positive" if positive else "non-negative"
         fail(f"`{name}` must be {kind}, got {given}" + (f": {reason}" if reason else ""))
     return given
 

@@ -74,6 +74,9 @@ class Spec:
     # as given (no scalar to convert, no fixed value): None otherwise.
     gather: Any = field(init=False)
     written_positions: tuple = field(init=False)  # the call's argument positions of the tensors it writes
+    # Compile-time value name -> (tuned, power of two, lower bound, upper bound, positive, why positive):
+    # what ``runtime.constexpr_value`` checks of a value the call gives, as plain data.
+    constexpr_facts: dict = field(init=False)
     # The untouched tensors' kernel argument slots and positions among the
     # tensors, and the slot of the first tensor the kernel touches.
     untouched_slots: tuple = field(init=False)
@@ -94,10 +97,18 @@ class Spec:
             if kind == "arg" and params[position].kind == "constexpr"))
         object.__setattr__(self, "gather", tuple(position for _, position in self.arg_template)
                            if all(kind == "arg" for kind, _ in self.arg_template) else None)
+        object.__setattr__(self, "constexpr_facts", {name: _constexpr_facts(m) for name, m in self.meta_by_name.items()})
         slots, positions, touched = untouched_positions(self.params, self.untouched)
         object.__setattr__(self, "untouched_slots", slots)
         object.__setattr__(self, "untouched_tensors", positions)
         object.__setattr__(self, "touched_slot", touched)
+
+
+def _constexpr_facts(meta):
+    """A ``MetaParam``'s facts ``constexpr_value`` reads, as plain data."""
+    bound = lambda b: None if b is None else int(b)  # noqa: E731
+    return (bool(meta.meta), bool(meta.power_of_two), bound(meta.lower_bound), bound(meta.upper_bound),
+            bool(meta.symbol.is_positive), getattr(meta.symbol, "positive_reason", ""))
 
 
 @dataclass(eq=False)
