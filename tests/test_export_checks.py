@@ -14,6 +14,7 @@ import torch
 
 import ntsym
 from examples import add
+import ntsym.language as ntl
 from ntsym import Tensor
 from ntsym_codegen import aot
 
@@ -95,3 +96,45 @@ def test_every_launcher_runs_an_empty_batch_that_a_broadcast_assumed_of_size_1(t
     plan = aot.plan(compiled.ir, compiled.generated, compiled.spec, compiled.display, {"BLOCK": 32})
     check = next(line for line in plan.prologue if "bias_size_0 == " in line)
     assert check.startswith("if ((!(bias_size_0 == INT64_C(1))) && ((bias_size_1 * x_size_0)) != 0) ")
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+W = ntsym.Symbol("W", constexpr=True)
+
+
+def _windows(x, y, W=W):
+    return x.tile((W,), strides=(1,)), y.tile((1,))
+
+
+def _window_sum(x, y):
+    y = ntl.sum(x)  # noqa: F841 - stored
+
+
+def _refusal(call):
+    with pytest.raises(ValueError) as caught:
+        call()
+    return str(caught.value)
+
+
+def test_a_compile_time_value_the_call_must_give_is_refused_without_it(tmp_path):
+    """A tile size the call gives (``Symbol(constexpr=True)``) is not a
+    tuned setting: the torch launcher refuses a call without it, and so does
+    the exported module (not taking the value its CONFIGS hold); a value
+    given is checked as the launcher checks it and used."""
+    kernel = ntsym.make(_windows, _window_sum, (Tensor(1), Tensor(1)))
+    module = _load(kernel.export(tmp_path / "window_sum_a.py"), "window_sum_a")
+    x = torch.arange(1.0, 11.0)
+    expected = _refusal(lambda: kernel(x, torch.zeros(7)))
+    assert "needs the compile-time value `W`" in expected
+    assert _refusal(lambda: module.launch(x, torch.zeros(7))) == expected
+    assert _refusal(lambda: module.launch(x, torch.zeros(11), W=0)) == _refusal(lambda: kernel(x, torch.zeros(11), W=0))
+    for w in (2, 8):
+        y = torch.zeros(11 - w)
+        module.launch(x, y, W=w)
+        torch.testing.assert_close(y, x.unfold(0, w, 1).sum(1))

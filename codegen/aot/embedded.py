@@ -5,8 +5,9 @@ refuse every call the torch launcher refuses: bool tensors in arithmetic,
 uint8 meeting int8, written tensors with stride 0, tensors that share memory
 with a written one, lazily negated views, sizes outside ``shape_options``.
 Rather than restate those checks, the module embeds the runtime's own
-functions by their source (``runtime.check_arguments`` and every function of
-``ntsym_codegen.runtime.checks`` it calls, found through the names its code reads), with
+functions by their source (``runtime.check_arguments``, ``constexpr_value``
+and every function of ``ntsym_codegen.runtime.checks`` they call, found
+through the names their code reads), with
 the facts they read from ``Spec`` as literals, and a few stand-ins for what
 lives outside the runtime (``fail``, ``traced``, ``promotion.refusal``).
 A name the checks read that is neither embedded, a stand-in nor a builtin
@@ -24,9 +25,10 @@ from ntsym_codegen.runtime import checks, jagged
 from ntsym_codegen.aot.common import AotError
 
 # Where the checks start: the launcher calls these (``check_jagged``: a jagged
-# kernel's offsets and packed values, as ntsym/jagged_launch.py checks them).
+# kernel's offsets and packed values, as ntsym/jagged_launch.py checks them;
+# ``constexpr_value``: a compile-time value the call gives or must give).
 _ENTRIES = ("check_arguments", "check_same", "check_size", "check_shape", "check_stride", "check_jagged",
-            "float64_scalars", "check_float64_scalars")
+            "float64_scalars", "check_float64_scalars", "constexpr_value")
 # What the checks read that is defined outside ntsym_codegen.runtime.checks.
 _STAND_INS = '''
 class LaunchError(ValueError):

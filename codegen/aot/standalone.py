@@ -12,30 +12,35 @@ _HOST = Printer(mode="host")
 def standalone_source(ir, generated, display, configs, spec):
     """The generated ``@triton.jit`` kernel and a launcher that needs only
     ``torch`` and ``triton``: the torch launcher's argument checks (embedded
-    from the runtime, codegen/aot/embedded.py), shape and launch checks, index
-    width, the compile-time flags, and ``configs`` (dicts of block sizes,
-    ``num_warps``, ``num_stages``, ``advance``; the first is the default,
-    ``config=i`` picks another)."""
+    from the runtime, codegen/aot/embedded.py), shape and launch checks,
+    compile-time values checked as it checks them, index width, the
+    compile-time flags, and ``configs`` (dicts of block sizes, ``num_warps``, ``num_stages``,
+    ``advance``; the first is the default, ``config=i`` picks another)."""
     from ntsym_codegen.aot.embedded import checks_source
 
     kernels = "\n\n\n".join(generated.helpers + (generated.kernels,)).rstrip()
-    own = ir.call_params
-    metas = [m.symbol.name for m in ir.meta_params]
-    body = _arguments(ir, own) + _checks(ir, generated, display, own, metas)
-    body += _kernel_launch(ir, generated)
-    params = "".join(f", {m}=None" for m in metas)
-    given = "{" + ", ".join(f"{m!r}: {m}" for m in metas) + "}"
-    launcher = [f"def launch(*ntsym_args, config=0{params}):",
-                f'    """Launch `{ir.name}` on ({", ".join(p.name for p in own)}): `config` picks one of CONFIGS; '
-                'block sizes given by keyword override it."""',
-                "    ntsym_config = config",
-                f"    ntsym_given = {given}"] + ["    " + b for b in body]
+    launcher = _launcher("launch", ir, generated, display, "SPEC", generated.kernel_name, [])
     configs_src = "CONFIGS = [\n" + "".join(f"    {c!r},\n" for c in configs) + "]"
     parts = ["\n".join(_head(ir, generated, kernels)), checks_source(spec), kernels, configs_src,
-             "\n".join(_HELPERS), "\n".join(launcher)]
+             "\n".join(_HELPERS), launcher]
     source = "\n\n\n".join(parts) + "\n"
     _check_module_names(ir, source)
     return source
+
+
+def _launcher(name, ir, generated, display, spec_name, kernel_name, head):
+    """The launch function ``name`` of ``generated``'s kernel (``kernel_name``
+    in the module), reading the kernel's facts from ``spec_name``; ``head``:
+    its first lines."""
+    own = ir.call_params
+    metas = [m.symbol.name for m in ir.meta_params]
+    body = head + _arguments(ir, own, spec_name) + _checks(ir, generated, display, own, metas, spec_name)
+    body += _kernel_launch(ir, generated, kernel_name)
+    params = "".join(f", {m}=None" for m in metas)
+    return "\n".join([f"def {name}(*ntsym_args, config=0{params}):",
+                      f'    """Launch `{ir.name}` on ({", ".join(p.name for p in own)}): `config` picks one of '
+                      'CONFIGS; block sizes given by keyword override it."""',
+                      "    ntsym_config = config"] + ["    " + b for b in body])
 
 
 def _check_module_names(ir, source):
@@ -53,7 +58,7 @@ def _check_module_names(ir, source):
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             module.add(node.name)
             if node.name == "launch":
-                read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                read |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         elif isinstance(node, ast.Assign):
             module |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     names = [p.name for p in ir.call_params] + [a.symbol.name for a in ir.size_args]
@@ -91,17 +96,17 @@ def _head(ir, generated, kernels):
     return head
 
 
-def _arguments(ir, own):
+def _arguments(ir, own, spec):
     """The call's arguments counted, checked as the runtime checks them, and
     their sizes and strides unpacked."""
     body = [f"if len(ntsym_args) != {len(own)}:",
             f"    raise TypeError('kernel `{ir.name}` takes {len(own)} arguments ({', '.join(p.name for p in own)}), "
             "got %d' % len(ntsym_args))",
-            "runtime.check_arguments(SPEC, ntsym_args)",
-            "if runtime.float64_scalars(SPEC, [a for a, p in zip(ntsym_args, SPEC.call_params) if p[1] == 'tensor']):",
-            "    runtime.check_float64_scalars(SPEC, ntsym_args)"]
+            f"runtime.check_arguments({spec}, ntsym_args)",
+            f"if runtime.float64_scalars({spec}, [a for a, p in zip(ntsym_args, {spec}.call_params) if p[1] == 'tensor']):",
+            f"    runtime.check_float64_scalars({spec}, ntsym_args)"]
     if ir.jagged:  # offsets as ntsym's launcher validates them; contiguous ones go to the kernel
-        body.append("ntsym_args = runtime.check_jagged(SPEC, ntsym_args)")
+        body.append(f"ntsym_args = runtime.check_jagged({spec}, ntsym_args)")
     body.append(f"{', '.join(p.name for p in own)}{',' if len(own) == 1 else ''} = ntsym_args")
     shaped = [p for p in own if p.kind in ("tensor", "shape")]
     for p in shaped:
@@ -111,21 +116,29 @@ def _arguments(ir, own):
     return body + [line for node in read_sizes(shaped) for line in to_source(node).splitlines()]
 
 
-def _checks(ir, generated, display, own, metas):
-    """The torch launcher's size checks, the configuration's block sizes, and
-    the launch checks with them."""
+def _checks(ir, generated, display, own, metas, spec):
+    """The torch launcher's size checks, the launch checks in sizes alone,
+    the compile-time values the call gives checked as it checks them (one it
+    must give refused without), the configuration's block sizes, and the
+    launch checks that read them: in the torch launcher's order."""
     from ntsym_codegen.launcher import check_sizes
-    from ntsym_codegen.printer import to_source
 
     jagged = {j.name for j in ir.jagged}
     body = [line for node in check_sizes([p for p in own if p.kind in ("tensor", "shape")], jagged)
             for line in to_source(node).splitlines()]  # the torch launcher's size checks
+    late = [i for i, c in enumerate(generated.checks) if {s.name for s in c.tested.free_symbols} & set(metas)]
+    for i, check in enumerate(generated.checks):
+        if i not in late:
+            body += _launch_check(check, display, to_source)
+    for m in metas:
+        body.append(f"{m} = runtime.constexpr_value({spec}, {m!r}, {m})")
     body.append("ntsym_meta = dict(CONFIGS[ntsym_config])")
-    body.append("ntsym_meta.update({k: v for k, v in ntsym_given.items() if v is not None})")
+    given = "{" + ", ".join(f"{m!r}: {m}" for m in metas) + "}"
+    body.append(f"ntsym_meta.update({{k: v for k, v in {given}.items() if v is not None}})")
     for m in metas:
         body.append(f"{m} = ntsym_meta[{m!r}]")
-    for check in generated.checks:
-        body += _launch_check(check, display, to_source)
+    for i in late:
+        body += _launch_check(generated.checks[i], display, to_source)
     return body
 
 
@@ -145,8 +158,8 @@ def _launch_check(check, display, to_source):
             f"    fail(({message}) % ({''.join(v + ', ' for v in values)}))"]
 
 
-def _kernel_launch(ir, generated):
-    """Index width, every kernel argument's value, the grid and the launch."""
+def _kernel_launch(ir, generated, kernel_name):
+    """Index width, every kernel argument's value, the grid and the launch of ``kernel_name``."""
     from ntsym_codegen.printer import to_source
 
     tensors = [p for p in ir.params if p.kind == "tensor"]
@@ -160,7 +173,7 @@ def _kernel_launch(ir, generated):
     call = ", ".join(f"{n}={v}" for n, v in args + kwargs)  # by name: compile-time sizes sit among the others
     body.append("if ntsym_grid[0] > 0:")
     launch = ", ".join(f"{o.name}=ntsym_meta.get({o.name!r}, {o.default!r})" for o in (NUM_WARPS, NUM_STAGES))
-    body.append(f"    {generated.kernel_name}[ntsym_grid]({call}, {launch})")
+    body.append(f"    {kernel_name}[ntsym_grid]({call}, {launch})")
     return body
 
 
