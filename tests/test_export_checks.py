@@ -138,3 +138,25 @@ def test_a_compile_time_value_the_call_must_give_is_refused_without_it(tmp_path)
         y = torch.zeros(11 - w)
         module.launch(x, y, W=w)
         torch.testing.assert_close(y, x.unfold(0, w, 1).sum(1))
+
+
+def test_written_tensors_are_treated_as_the_launcher_treats_them(tmp_path):
+    """A written tensor that requires grad is refused in the launcher's
+    words, and every written tensor's version counter is bumped, so a
+    backward that saved it raises instead of reading the new values."""
+    module = _load(add.kernel.export(tmp_path / "add_written.py"), "add_written")
+    a = torch.randn(10)
+    for out in (torch.zeros(10, requires_grad=True), torch.zeros(12, requires_grad=True)[2:]):
+        expected = _refusal(lambda: add.kernel(a, a, out))
+        assert _refusal(lambda: module.launch(a, a, out)) == expected
+    with torch.no_grad():
+        out = torch.zeros(10, requires_grad=True)
+        module.launch(a, a, out)
+    torch.testing.assert_close(out.detach(), a + a)
+    w, o = torch.ones(10, requires_grad=True), torch.zeros(10)
+    loss = (w * o).sum()  # saves o
+    version = o._version
+    module.launch(a, a, o)
+    assert o._version == version + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()

@@ -14,7 +14,8 @@ def standalone_source(ir, generated, display, configs, spec):
     ``torch`` and ``triton``: the torch launcher's argument checks (embedded
     from the runtime, codegen/aot/embedded.py), shape and launch checks,
     compile-time values checked as it checks them, index width, the
-    compile-time flags, and ``configs`` (dicts of block sizes, ``num_warps``, ``num_stages``,
+    compile-time flags, written tensors treated as it treats them, and
+    ``configs`` (dicts of block sizes, ``num_warps``, ``num_stages``,
     ``advance``; the first is the default, ``config=i`` picks another)."""
     from ntsym_codegen.aot.embedded import checks_source
 
@@ -119,8 +120,10 @@ def _arguments(ir, own, spec):
 def _checks(ir, generated, display, own, metas, spec):
     """The torch launcher's size checks, the launch checks in sizes alone,
     the compile-time values the call gives checked as it checks them (one it
-    must give refused without), the configuration's block sizes, and the
-    launch checks that read them: in the torch launcher's order."""
+    must give refused without), the configuration's block sizes, the written
+    tensors treated as it treats them (refused where autograd would get them
+    wrong, their version counters bumped: ``ntsym_codegen.writes``), and the
+    launch checks that read block sizes: in the torch launcher's order."""
     from ntsym_codegen.launcher import check_sizes
 
     jagged = {j.name for j in ir.jagged}
@@ -137,6 +140,9 @@ def _checks(ir, generated, display, own, metas, spec):
     body.append(f"ntsym_meta.update({{k: v for k, v in {given}.items() if v is not None}})")
     for m in metas:
         body.append(f"{m} = ntsym_meta[{m!r}]")
+    if any(p.name in generated.written and p.kind == "tensor" for p in own):
+        # Where the torch launcher treats them: before the checks that read block sizes.
+        body.append(f"runtime.note_writes({spec}, ntsym_args, {spec}.written_positions)")
     for i in late:
         body += _launch_check(generated.checks[i], display, to_source)
     return body
