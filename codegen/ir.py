@@ -153,3 +153,11 @@ class KernelIR:
         """The parameters a call passes, in order: every one but the
         compile-time values fixed at make (every launcher takes these)."""
         return tuple(p for p in self.params if not (p.kind == "constexpr" and p.value is not None))
+
+
+def padded_sizes(ir):
+    """The call-time tile sizes ``ir``'s kernel takes as powers of two, where
+    another value launches the variant made with them padded to a power of
+    two and masked (``make``'s ``padded``)."""
+    return tuple(m.symbol.name for m in ir.meta_params
+                 if not m.meta and m.power_of_two and not m.symbol.power_of_two)

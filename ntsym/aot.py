@@ -14,7 +14,8 @@ import types
 
 from ntsym_codegen import aot
 from ntsym_codegen.cache import package_version
-from ntsym_codegen.errors import LaunchError
+from ntsym_codegen.ir import padded_sizes
+from ntsym_codegen.errors import LaunchError, NtsymError
 from ntsym_codegen.options import NUM_STAGES, NUM_WARPS
 from ntsym_codegen.writes import note_writes
 from ntsym import compiler
@@ -540,7 +541,10 @@ def export(kernel, path, tuned=None):
     """Write ``kernel`` (a ``Kernel`` or a ``Compiled``) as a standalone
     module: its ``@triton.jit`` kernel and a launcher needing only torch and
     triton, with the configurations ``tuned`` (a kernel's: those its calls
-    were tuned to; the default one where there are none)."""
+    were tuned to; the default one where there are none).  A kernel's
+    call-time tile size that is not a power of two runs, as the kernel runs
+    it, through the variant made with it padded (made now if no call made
+    it); a ``Compiled`` has none, and its module refuses such a value."""
     from ntsym_codegen import options, tuning
 
     compiled = getattr(kernel, "compiled", kernel)
@@ -555,11 +559,24 @@ def export(kernel, path, tuned=None):
     if not configs:
         config = tuning.default_config(spec, {})
         configs.append(dict(config.meta, **options.target_values(config, "standalone")))
-    source = aot.standalone_source(compiled.ir, compiled.generated, compiled.display, configs, spec)
+    source = aot.standalone_source(compiled.ir, compiled.generated, compiled.display, configs, spec,
+                                   padded=_padded_variant(kernel))
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)
     return path
+
+
+def _padded_variant(kernel):
+    """The compiled variant of ``kernel`` (a ``Kernel``) made with its
+    call-time tile sizes padded, or None (none, a ``Compiled``, or a variant
+    that cannot be made: the module then refuses what it would serve)."""
+    if not hasattr(kernel, "compiled") or not padded_sizes(kernel.ir):
+        return None
+    try:
+        return kernel._padded_variant().compiled
+    except NtsymError:
+        return None
 
 
 __all__ = ["build", "export", "make_cuda", "Library", "current_target"]

@@ -12,6 +12,7 @@ import torch
 
 from ntsym_codegen import cache, runtime
 from ntsym_codegen import options as launch_options
+from ntsym_codegen.ir import padded_sizes
 from ntsym import aot, library
 from ntsym import compiler
 from ntsym.errors import ApplicationError, LaunchError, NtsymError
@@ -34,10 +35,7 @@ class Kernel:
         self._launch = module.make_launch(facts)
         # Call-time tile sizes this kernel takes as powers of two; another
         # value launches a variant made with that size padded and masked.
-        self._any_size = tuple(
-            m.symbol.name for m in self.ir.meta_params
-            if not m.meta and m.power_of_two and not m.symbol.power_of_two
-        )
+        self._any_size = padded_sizes(self.ir)
         # A call without keywords to a kernel with nothing to prepare (``_prepared``) goes
         # straight to the launcher.
         self._plain = not self.ir.jagged and not self.ir.ignored_args and not self._any_size
@@ -232,8 +230,9 @@ class Kernel:
     def export(self, path):
         """Write this kernel as a standalone module needing only torch and
         triton (``ntsym.aot.export``), with the configurations its calls were
-        tuned to; returns the path."""
-        return aot.export(self.compiled, path, tuned=tuple(self.calls.tuned.values()))
+        tuned to and the variant of its padded call-time tile sizes; returns
+        the path."""
+        return aot.export(self, path, tuned=tuple(self.calls.tuned.values()))
 
     def __repr__(self):
         return f"<ntsym kernel {self.name}>"

@@ -140,6 +140,27 @@ def test_a_compile_time_value_the_call_must_give_is_refused_without_it(tmp_path)
         torch.testing.assert_close(y, x.unfold(0, w, 1).sum(1))
 
 
+def test_a_call_time_tile_size_that_is_not_a_power_of_two_runs_padded(tmp_path):
+    """The torch launcher runs a call-time tile size that is not a power of
+    two through the variant that pads it; the module exported from the
+    kernel holds that variant too and computes the same, and one exported
+    from a ``Compiled`` (which has no variant) refuses such a value."""
+    kernel = ntsym.make(_windows, _window_sum, (Tensor(1), Tensor(1)))
+    module = _load(kernel.export(tmp_path / "window_sum_b.py"), "window_sum_b")
+    x = torch.arange(1.0, 11.0)
+    for w in (3, 5, 4):
+        y, z = torch.zeros(11 - w), torch.zeros(11 - w)
+        kernel(x, y, W=w)
+        module.launch(x, z, W=w)
+        torch.testing.assert_close(z, x.unfold(0, w, 1).sum(1))
+        torch.testing.assert_close(z, y)
+    assert _refusal(lambda: module.launch(x, torch.zeros(9), W=3)) == _refusal(lambda: kernel(x, torch.zeros(9), W=3))
+    compiled = ntsym.compile(_windows, _window_sum, (Tensor(1), Tensor(1)))
+    bare = _load(ntsym.aot.export(compiled, tmp_path / "window_sum_c.py"), "window_sum_c")
+    message = _refusal(lambda: bare.launch(x, torch.zeros(8), W=3))
+    assert "`W`=3 is not a power of two" in message and "pads the tile" in message
+
+
 def test_written_tensors_are_treated_as_the_launcher_treats_them(tmp_path):
     """A written tensor that requires grad is refused in the launcher's
     words, and every written tensor's version counter is bumped, so a

@@ -2,6 +2,7 @@
 only ``torch`` and ``triton``."""
 
 from ntsym_codegen.aot.common import AotError
+from ntsym_codegen.ir import padded_sizes
 from ntsym_codegen.options import ADVANCE, NUM_STAGES, NUM_WARPS
 from ntsym_codegen.launcher import read_sizes
 from ntsym_codegen.printer import Printer, to_source
@@ -9,22 +10,33 @@ from ntsym_codegen.printer import Printer, to_source
 _HOST = Printer(mode="host")
 
 
-def standalone_source(ir, generated, display, configs, spec):
+def standalone_source(ir, generated, display, configs, spec, padded=None):
     """The generated ``@triton.jit`` kernel and a launcher that needs only
     ``torch`` and ``triton``: the torch launcher's argument checks (embedded
     from the runtime, codegen/aot/embedded.py), shape and launch checks,
     compile-time values checked as it checks them, index width, the
     compile-time flags, written tensors treated as it treats them, and
     ``configs`` (dicts of block sizes, ``num_warps``, ``num_stages``,
-    ``advance``; the first is the default, ``config=i`` picks another)."""
-    from ntsym_codegen.aot.embedded import checks_source
+    ``advance``; the first is the default, ``config=i`` picks another).
+    ``padded``: the compiled variant whose call-time tile sizes are padded
+    to a power of two (``ir.padded_sizes``), which the launcher launches for
+    a value that is not one; without it such a value is refused."""
+    from ntsym_codegen.aot.embedded import checks_source, spec_source
 
-    kernels = "\n\n\n".join(generated.helpers + (generated.kernels,)).rstrip()
-    launcher = _launcher("launch", ir, generated, display, "SPEC", generated.kernel_name, [])
+    sizes = padded_sizes(ir)
+    helpers = list(generated.helpers)
+    variant = _variant_kernels(generated, padded, helpers) if sizes and padded is not None else None
+    kernels = "\n\n\n".join(helpers + [generated.kernels.rstrip()] + ([variant] if variant else [])).rstrip()
+    launchers = [_launcher("launch", ir, generated, display, "SPEC", generated.kernel_name,
+                           _dispatch(sizes, [m.symbol.name for m in ir.meta_params], variant is not None))]
+    specs = [checks_source(spec)]
+    if variant:
+        launchers.append(_launcher("_launch_padded", padded.ir, padded.generated, padded.display, "SPEC_PADDED",
+                                   _padded_name(generated.kernel_name), []))
+        specs.append(spec_source(padded.spec, "SPEC_PADDED"))
     configs_src = "CONFIGS = [\n" + "".join(f"    {c!r},\n" for c in configs) + "]"
-    parts = ["\n".join(_head(ir, generated, kernels)), checks_source(spec), kernels, configs_src,
-             "\n".join(_HELPERS), launcher]
-    source = "\n\n\n".join(parts) + "\n"
+    parts = ["\n".join(_head(ir, generated, kernels))] + specs + [kernels, configs_src, "\n".join(_HELPERS)]
+    source = "\n\n\n".join(parts + launchers) + "\n"
     _check_module_names(ir, source)
     return source
 
@@ -44,6 +56,48 @@ def _launcher(name, ir, generated, display, spec_name, kernel_name, head):
                       "    ntsym_config = config"] + ["    " + b for b in body])
 
 
+def _padded_name(kernel_name):
+    return f"{kernel_name}_padded"
+
+
+def _variant_kernels(generated, padded, helpers):
+    """The padded variant's kernels, renamed ``<kernel>_padded`` (and its
+    persistent one alike), with the helpers it calls that ``helpers`` lacks
+    appended to them; None where one of its helpers is named as another of
+    ``helpers`` (the module then refuses the values the variant serves)."""
+    import re
+
+    known = {re.search(r"def (\w+)\(", h).group(1): h for h in helpers}
+    extra = []
+    for h in padded.generated.helpers:
+        name = re.search(r"def (\w+)\(", h).group(1)
+        if name in known and known[name] != h:
+            return None
+        if name not in known:
+            extra.append(h)
+    helpers += extra
+    name = padded.generated.kernel_name
+    return re.sub(rf"\b{re.escape(name)}(_persistent)?\b", lambda m: _padded_name(generated.kernel_name)
+                  + (m.group(1) or ""), padded.generated.kernels.rstrip())
+
+
+def _dispatch(sizes, metas, padded):
+    """The launcher's first lines: a call-time tile size that is not a power
+    of two goes to the padded variant, as the torch launcher sends it
+    (``Kernel``), or is refused where the module has none."""
+    body = []
+    for m in sizes:
+        body.append(f"if type({m}) is int and {m} > 0 and {m} & ({m} - 1):")
+        if padded:
+            given = "".join(f", {n}={n}" for n in metas)
+            body.append(f"    return _launch_padded(*ntsym_args, config=config{given})")
+        else:
+            body.append(f"    fail('`{m}`=%d is not a power of two, and this module holds the kernel for powers of "
+                        f"two only' % {m}, 'the torch launcher launches a variant that pads the tile to a power "
+                        "of two; export the kernel handle (kernel.export) to include it')")
+    return body
+
+
 def _check_module_names(ir, source):
     """Refuse a parameter or size named as a module-level name the launcher
     reads (``runtime``, ``SPEC``, ``CONFIGS``, ``cdiv``, the kernel, ...):
@@ -58,7 +112,7 @@ def _check_module_names(ir, source):
             module |= {a.asname or a.name.split(".")[0] for a in node.names}
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             module.add(node.name)
-            if node.name == "launch":
+            if node.name in ("launch", "_launch_padded"):
                 read |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         elif isinstance(node, ast.Assign):
             module |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
