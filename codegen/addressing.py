@@ -308,8 +308,9 @@ class AddressingMixin:
         """``x[k]`` with ``k`` over a count of another jagged tensor's blocks
         of its sequence: both sequences must have one length, which only the
         offsets tell, so the launch compares them (``spec.same_lengths``).
-        Any other relation with a sequence's length is refused: no launch
-        check can read it."""
+        Any other relation with a sequence's length (a jagged tensor's blocks
+        beside a dense tensor's) has no launch check, as before: the loads
+        past the shorter one are masked, as NineToothed's are."""
         what = f"`{param.name}` is indexed by `{value}`, which runs over range({bound}), but that level of " \
                f"`{param.name}` has {size} tiles"
         sides = [(e, sympy.S.One) if e in lengths else e.args if isinstance(e, CeilDiv) else (None, None)
@@ -321,10 +322,6 @@ class AddressingMixin:
             entry = (lengths[a], lengths[b], int(block), what)
             if entry not in self.records.same_lengths:  # a peeled loop body is emitted twice
                 self.records.same_lengths.append(entry)
-            return
-        raise self.error(f"{what}; they must be equal, and a jagged tensor's sequence length is known in the "
-                         "program only, so no launch check can compare them; bound the loop by "
-                         f"`{param.name}.shape` of that level", node)
 
     def _loop_within(self, value, bound, size, param, node):
         """``x[k]`` with ``k`` over ``range(bound)``, a bound that differs from

@@ -169,3 +169,35 @@ def test_a_loop_over_another_sequences_chunks_needs_as_many_chunks():
         kernel(x, ntsym.jagged(torch.randn(16), torch.tensor([0, 12, 16])), out)
     kernel(x, ntsym.jagged(torch.randn(12), torch.tensor([0, 8, 12])), out)  # 2 and 1 chunks each
     torch.testing.assert_close(out, torch.stack([x.values[:6].sum(), x.values[6:].sum()]))
+
+
+def _rows_times_table_arrangement(x, w, o, B=ntsym.block_size(lower_bound=16, upper_bound=16)):
+    xa = x.tile((1, B, -1)).tile((1, -1, 1))
+    xa.dtype = xa.dtype.squeeze((0, 2))
+    xa.dtype.dtype = xa.dtype.dtype.squeeze(0)
+    wa = w.tile((B, -1)).tile((-1, 1))
+    wa = wa.expand((xa.shape[0], -1))
+    wa.dtype = wa.dtype.squeeze(1)
+    return xa, wa, o.tile((1, -1))
+
+
+def _rows_times_table(x, w, o):
+    acc = ntl.zeros((x.dtype.shape[1],), dtype=ntl.float32)
+    for i in range(x.shape[0]):
+        acc += ntl.sum(x[i] * w[i], 0)
+    o = acc[None, :]  # noqa: F841
+
+
+def test_a_loop_over_a_sequences_blocks_may_read_a_dense_table():
+    """A loop over a jagged tensor's blocks of its sequence reading the same
+    positions of a dense table: no launch check can compare a sequence's
+    length with the table's, and none is needed (the loads past the shorter
+    one are masked), so it runs, as NineToothed runs it."""
+    kernel = ntsym.make(_rows_times_table_arrangement, _rows_times_table,
+                        (Tensor(3, jagged_dim=1), Tensor(2), Tensor(2)))
+    offsets, values, w = torch.tensor([0, 5, 25, 26]), torch.randn(26, 4), torch.randn(40, 4)
+    o = torch.zeros(3, 4)
+    kernel(ntsym.jagged(values, offsets), w, o)
+    expected = torch.stack([(values[offsets[b]:offsets[b + 1]] * w[:offsets[b + 1] - offsets[b]]).sum(0)
+                            for b in range(3)])
+    torch.testing.assert_close(o, expected, atol=1e-5, rtol=1e-5)
