@@ -11,7 +11,7 @@ from ntsym_codegen import data_races, triton_compat
 from ntsym_codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
 from ntsym_codegen.arguments import kernel_arguments
 from ntsym_codegen.astutil import generated_assign
-from ntsym_codegen.index_width import IndexPeak, multiplied_sizes, peaks, widened_ranges
+from ntsym_codegen.index_width import IndexPeak, multiplied_sizes, peaks, widened_loops, widened_ranges
 from ntsym_codegen.kernel import EmitError, KernelEmitter
 from ntsym_codegen.lanes import STALE, stale_refusal
 from ntsym_codegen.launcher import launcher
@@ -178,7 +178,7 @@ def emit(ir):
     written = sorted(emitter.records.stored)
     kernel_name = f"{ir.name}_kernel"
     params, prologue = _signature_and_prologue(ir, emitter)
-    func = jit_function(kernel_name, params, prologue + body)
+    func = jit_function(kernel_name, params, prologue + widened_loops(body, emitter.records.int64_flag) + body)
     for statement in prologue:
         for node in ast.walk(statement):
             if hasattr(node, "lineno"):

@@ -188,3 +188,28 @@ def _is_range(node):
         node = node.value
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "arange"
             and isinstance(node.func.value, ast.Name) and node.func.value.id == "tl")
+
+
+# The zero that a loop's stop is added to: 0, or an int64 0 under 64-bit index math.
+ZERO = "ntsym_zero"
+
+
+def widened_loops(body, flag):
+    """Under ``flag`` (``NTSYM_INT64``), the ``range(...)`` loops of ``body``
+    count in 64 bits: each stop becomes ``stop + ntsym_zero``, with
+    ``ntsym_zero`` an int64 0 there (0 otherwise; the statements defining it
+    are returned, none where there is no such loop).  Triton gives a loop
+    the index type of its bounds, int32 for sizes and constants the 64-bit
+    math does not widen, and a term of the index times a constant
+    (``8192 * i * BLOCK`` for a declared stride, ``268435456 * i`` for a
+    constant step) wrapped at 2**31 on a GPU: another row read with no error."""
+    loops = [n for statement in body for n in ast.walk(statement)
+             if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and isinstance(n.iter.func, ast.Name)
+             and n.iter.func.id == "range" and 1 <= len(n.iter.args) <= 3]
+    for loop in loops:
+        stop = 0 if len(loop.iter.args) == 1 else 1
+        zero = ast.Name(id=ZERO, ctx=ast.Load())
+        loop.iter.args[stop] = ast.BinOp(left=loop.iter.args[stop], op=ast.Add(), right=zero)
+    if not loops:
+        return []
+    return ast.parse(f"{ZERO} = 0\nif {flag}:\n    {ZERO} = tl.cast(0, tl.int64)").body

@@ -4,6 +4,7 @@ a tensor spans is small (codegen/index_width.py)."""
 import torch
 
 import ntsym
+import ntsym.language as ntl
 from ntsym import Tensor
 
 
@@ -85,3 +86,29 @@ def test_index_terms_without_the_program_index_are_widened_too():
     y = torch.zeros(8, dtype=torch.int64)
     positions(torch.tensor([5.0]).expand(2**31 + 8), y)
     assert y.tolist() == list(range(2**31 - 4, 2**31 + 4))
+
+
+def test_loops_count_in_64_bits_under_64_bit_index_math():
+    """A loop's index times a constant (``268435456 * i`` for a constant
+    step) has no program index or stride in it: under 64-bit index math the
+    loop counts in 64 bits (its stop plus an int64 zero).  On an H100 it
+    wrapped at 2**31 (a maximum of offsets came out 7 * 2**28, not 9 * 2**28;
+    a column sum read another row); the interpreter computes with Python
+    ints, so this checks the form and the result."""
+
+    def arrangement(x, y):
+        return x[::2**28].tile((1,)).tile((-1,)), y.tile((1,))
+
+    def furthest(x, y):
+        acc = ntl.zeros((1,), dtype=ntl.int64)
+        for i in range(10):
+            acc = ntl.maximum(acc, x[i].offsets(0))
+        y = ntl.sum(acc, 0)  # noqa: F841
+
+    kernel = ntsym.make(arrangement, furthest, (Tensor(1), Tensor(1)))
+    assert "for i in range(10 + ntsym_zero):" in kernel.kernel_source
+    assert "ntsym_zero = tl.cast(0, tl.int64)" in kernel.kernel_source
+    y = torch.zeros(1, dtype=torch.int64)
+    kernel(torch.ones(1).expand(2**31 + 2**29 + 5), y)
+    assert y.item() == 9 * 2**28
+    assert _int64_launches(kernel) == [True]
