@@ -103,11 +103,12 @@ def check_jagged_memory(spec, tensors, packed, offsets):
                          "has stride 0 (an expanded view)", "several programs would write one element",
                          "pass contiguous values")
             check_no_overlap(name, t)
-    for owner, offs in offsets.items():
+    written = [(name, t) for name, t in tensors if name in spec.written]
+    for owner, offs in offsets.items() if written else ():
         (o0, o1) = byte_extent(offs)
-        for name, t in tensors:
+        for name, t in written:
             (t0, t1) = byte_extent(t)
-            if name in spec.written and o0 < t1 and t0 < o1 and shared_elements(offs, t) is not None:
+            if o0 < t1 and t0 < o1 and shared_elements(offs, t) is not None:
                 fail(f"the offsets of `{owner}` share memory with `{name}`, which the kernel writes",
                      "programs read the offsets to find their sequences while others write, in no fixed order",
                      "pass offsets in memory of their own (e.g. offsets.clone())")
