@@ -470,3 +470,20 @@ def test_a_variant_that_disagrees_with_the_plain_kernel_is_not_chosen():
     assert "NaN" in verify.difference([results["variant nan"]], [right], ["out"])
     assert verify.difference([right.half()], [(right + 1e-3).half()], ["out"]) is None
     assert verify.difference([torch.tensor([1, 2])], [torch.tensor([1, 3])], ["out"]) is not None
+
+
+def test_the_variants_check_scales_by_what_was_written_and_the_narrowest_type():
+    """Elements neither kernel wrote (what an empty output held) are left out
+    of the comparison's scale; float16 inputs summed into a float32 output
+    move by float16's precision, not float32's."""
+    from ntsym_codegen.tuning import verify
+
+    garbage = torch.tensor([3.0e30, 0.0, 0.0, 0.0])
+    before = torch.cat([torch.zeros(4), garbage])
+    right = torch.cat([torch.tensor([1.0, 2.0, 3.0, 4.0]), garbage])
+    wrong = torch.cat([torch.tensor([-5.0, 7.0, 0.0, 9.0]), garbage])
+    assert verify.difference([wrong], [right], ["out"]) is None  # the untouched 3e30 hides it
+    assert "differs by 6" in verify.difference([wrong], [right], ["out"], [before])
+    moved = right + 1e-3
+    assert verify.difference([moved], [right], ["out"], [before], (torch.float16,)) is None
+    assert verify.difference([moved], [right], ["out"], [before], (torch.float32,)) is not None

@@ -267,7 +267,7 @@ def _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent
     if written is not None:
         restore, pairs = written
         ranked = verify.verified(spec, ranked, run, restore, [t for _, t in pairs], [n for n, _ in pairs],
-                                 lambda c: replace(c, persistent=False))
+                                 lambda c: replace(c, persistent=False), [t.dtype for t in tensors])
         if not ranked:
             fail(f"kernel `{spec.name}`: the tensor-descriptor variant it was asked to run computes results that "
                  f"differ from the plain kernel's for these tensors (see the warning above); run it without "
