@@ -57,8 +57,8 @@ kernel = ntsym.make(arrangement, application, tensors)
 
 
 def rope(x, sin, cos):
-    half = (x.shape[1], x.shape[-1] // 2)
-    if x.dim() != 4 or x.shape[-1] % 2 or tuple(sin.shape) != half or tuple(cos.shape) != half:
+    half = (x.shape[1], x.shape[-1] // 2) if x.dim() == 4 else None
+    if half is None or x.shape[-1] % 2 or tuple(sin.shape) != half or tuple(cos.shape) != half:
         raise ValueError(f"rope: x must be (B, S, H, D) with D even and sin, cos (S, D/2) = {half}, got "
                          f"{tuple(x.shape)}, {tuple(sin.shape)}, {tuple(cos.shape)}")
     output = torch.empty(x.shape, dtype=x.dtype, device=x.device)

@@ -404,6 +404,8 @@ def test_wrappers_refuse_shapes_torch_refuses():
         conv2d.conv2d(randn(2, 6, 9, 10), randn(8, 6, 10, 2))  # a filter taller than the input
     with pytest.raises(ValueError, match="rope"):
         rope.rope(randn(1, 2, 1, 8), randn(2, 3), randn(2, 3))  # tables of D/2 = 4 columns needed
+    with pytest.raises(ValueError, match="rope"):
+        rope.rope(randn(8), randn(2, 4), randn(2, 4))
     with pytest.raises(ValueError, match="head dimension"):
         sdpa.sdpa(randn(1, 2, 9, 12), randn(1, 2, 11, 12), randn(1, 2, 11, 8))
     with pytest.raises(RuntimeError):
