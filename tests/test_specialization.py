@@ -152,7 +152,8 @@ def test_loop_over_blocks_is_peeled_and_the_comparison_proved_in_whole_blocks():
     kernel = _row_sums(_masked_sum)
     src = kernel.kernel_source
     loops = [line.strip() for line in src.splitlines() if line.strip().startswith("for k in")]
-    assert loops == ["for k in range(x_size_1 // BS):", "for k in range(x_size_1 // BS, (BS + x_size_1 - 1) // BS):"]
+    assert loops == ["for k in range(x_size_1 // BS + ntsym_zero):",
+                     "for k in range(x_size_1 // BS, (BS + x_size_1 - 1) // BS + ntsym_zero):"]
     main = src[src.index(loops[0]):src.index(loops[1])]
     tail = src[src.index(loops[1]):]
     assert ") | True, " in main and "mask=" not in main  # proved: ``tl.where(c | True, ...)``, folded
