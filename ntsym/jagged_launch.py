@@ -189,6 +189,24 @@ def _unpack(name, a, dim, ndim):
     return values, offsets
 
 
+_COPIES = {}  # id(strided offsets) -> (weak reference, state, the contiguous copy)
+
+
+def _contiguous_once(offsets):
+    """A contiguous copy of strided ``offsets``, made once per state
+    (``_state``) on a GPU, so that ``_offset_stats_once`` reads the copy's
+    statistics once too (a new copy every call would be read every call)."""
+    state = _state(offsets) if offsets.device.type in REMEMBERED else None
+    entry = _COPIES.get(id(offsets))
+    if state is not None and entry is not None and entry[0]() is offsets and entry[1] == state:
+        return entry[2]
+    copy = offsets.contiguous()
+    if state is not None:
+        key = id(offsets)
+        _COPIES[key] = (weakref.ref(offsets, lambda _, key=key: _COPIES.pop(key, None)), state, copy)
+    return copy
+
+
 _COMPARED = {}  # (id(spec), the offsets' states) -> their spec: compared equal where they must be
 
 
@@ -241,7 +259,7 @@ def prepare(ir, spec, args, kwargs):
         values, offs = _unpack(name, args[i], j.dim, params[name].ndim)
         # The kernel reads the offsets as contiguous memory: a strided view
         # is copied, and the copy is what is validated and launched.
-        offs = offs if offs.is_contiguous() else offs.contiguous()
+        offs = offs if offs.is_contiguous() else _contiguous_once(offs)
         _, _, longest = check_offsets(name, offs, values.shape[j.dim - 1], _offset_stats_once)
         shape = list(values.shape)
         shape[j.dim - 1] = longest

@@ -457,6 +457,27 @@ def test_offsets_are_read_once_per_state_where_remembered(monkeypatch):
     assert jagged_launch.stats_reads - before == 3
 
 
+def test_strided_offsets_are_copied_and_read_once_per_state_where_remembered(monkeypatch):
+    """Offsets that are a strided view are copied for the kernel; the copy is
+    made (and read) once per state of the view, not on every call."""
+    from examples import jagged as ex
+    from ntsym import jagged_launch
+
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(jagged_launch, "REMEMBERED", frozenset({"cpu"}))
+    values, out = torch.randn(10, 4), torch.zeros(10, 4)
+    offsets = torch.tensor([0, 99, 3, 99, 10])[::2]  # [0, 3, 10], not contiguous
+
+    def call():
+        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
+
+    before = jagged_launch.stats_reads
+    call()
+    call()
+    torch.testing.assert_close(out, 2 * values)
+    assert jagged_launch.stats_reads - before == 1
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="kernels run on the GPU where there is one")
 def test_offsets_on_the_cpu_are_read_on_every_call():
     from examples import jagged as ex
