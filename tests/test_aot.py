@@ -442,3 +442,18 @@ def test_a_built_bmm_tunes_its_small_class_and_computes_both(tmp_path):
         out = torch.empty(2, rows, 256, device="cuda", dtype=torch.float16)
         lib(x, weight.T.unsqueeze(0).expand(2, -1, -1), out)
         torch.testing.assert_close(out, (x.float() @ weight.float().T).half(), atol=2e-2, rtol=2e-2)
+
+
+def test_a_library_refuses_a_written_tensor_whose_elements_overlap(built):
+    """As the torch launcher and the standalone module do (the layout test of
+    ``writes.check_no_overlap``): an output whose rows share elements is
+    refused before the launch; transposed and sliced outputs pass the checks
+    (here the call then stops at the missing driver, or launches on a GPU)."""
+    _, _, mm_lib, _ = built
+    h = functools.partial(torch.zeros, dtype=torch.float16)
+    a, b = h(8, 16), h(16, 8)
+    code, message = mm_lib.status(a, b, h(64).as_strided((8, 8), (1, 1)))
+    assert code == aot.STATUS["NTSYM_ERROR_ARGUMENT"] and "its elements may overlap" in message
+    for c in (h(8, 8).t(), h(8, 16)[:, ::2], h(8, 8)):
+        code, message = mm_lib.status(a, b, c)
+        assert "overlap" not in message, message

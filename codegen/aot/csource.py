@@ -117,6 +117,30 @@ static int ntsym_needs_int64(const ntsym_tensor *t) {
     return extent >= INT32_MAX;
 }
 
+/* Whether elements of t may share an address: with its dimensions of size > 1 taken by
+   growing |stride|, some stride is at most the span of the smaller ones (the test
+   writes.check_no_overlap makes first; a layout it cannot prove disjoint is refused). */
+static int ntsym_overlapping(const ntsym_tensor *t) {
+    int64_t span = 0, previous = -1;
+    int previous_d = -1;
+    if (ntsym_numel(t) <= 1) return 0;
+    for (int k = 0; k < t->ndim; ++k) {
+        int best = -1;
+        int64_t best_st = 0;
+        for (int d = 0; d < t->ndim; ++d) {
+            int64_t st = t->strides[d] >= 0 ? t->strides[d] : -t->strides[d];
+            if (t->shape[d] <= 1 || st < previous || (st == previous && d <= previous_d)) continue;
+            if (best < 0 || st < best_st) { best = d; best_st = st; }
+        }
+        if (best < 0) break;
+        if (best_st <= span) return 1;
+        span += (t->shape[best] - 1) * best_st;
+        previous = best_st;
+        previous_d = best;
+    }
+    return 0;
+}
+
 /* torch's is_contiguous(): row-major strides over dimensions of size > 1. */
 static int ntsym_contiguous(const ntsym_tensor *t) {
     int64_t expected = 1;

@@ -1,6 +1,6 @@
-"""What to compile: the plan of one made kernel's C launcher (its parameters,
-the C statements that read sizes and run the checks, the facts that choose a
-variant) and every variant's Triton signature, constants and hints."""
+"""What to compile: the plan of one made kernel's C launcher (parameters, the C statements
+that read sizes and run the checks, the facts that choose a variant) and every variant's
+Triton signature, constants and hints."""
 
 import itertools
 from dataclasses import dataclass, field
@@ -13,9 +13,8 @@ from ntsym_codegen.launcher import declared_strides
 
 @dataclass(frozen=True)
 class Param:
-    """A parameter of the C launcher: a tensor struct (``tensor``, or ``shape``
-    for a tensor whose sizes only are read), a number (``scalar``), or a
-    compile-time value chosen among compiled ones (``choice``)."""
+    """A parameter of the C launcher: a tensor struct (``tensor``, or ``shape`` for a tensor
+    whose sizes only are read), a number (``scalar``), or a compile-time value (``choice``)."""
 
     name: str
     kind: str
@@ -27,8 +26,7 @@ class Param:
 
 @dataclass(frozen=True)
 class Axis:
-    """A fact the launcher computes per call and the kernel takes as a
-    compile-time value: every value in ``values`` has its cubins."""
+    """A fact the launcher computes per call, a compile-time value of the kernel (each value has cubins)."""
 
     name: str  # the kernel parameter (or "aligned")
     values: tuple
@@ -105,8 +103,7 @@ def _fail(status, fmt, *args):
 
 
 def _meta(ir, meta):
-    """The build's compile-time values (ints and bools), and the same by symbol;
-    refused where a block size has none."""
+    """The build's compile-time values (ints, bools) and the same by symbol; refused where a block has none."""
     meta = {k: int(v) if not isinstance(v, bool) else v for k, v in meta.items()}
     meta_subs = {ir.symbols[k] if k in ir.symbols else sympy.Symbol(k): v for k, v in meta.items()}
     for m in ir.meta_params:
@@ -288,6 +285,9 @@ def _size_checks(ir, params, sym_names, display, meta):
                                 "NTSYM_ERROR_ARGUMENT", f"`{p.name}` is written by the kernel but dimension %lld "
                                 "has stride 0 (an expanded view)\nseveral programs would write one element\n"
                                 "pass a contiguous tensor", "d"))
+            prologue.append(f"if (ntsym_overlapping(&{p.name})) " + _fail(  # as writes.check_no_overlap
+                "NTSYM_ERROR_ARGUMENT", f"`{p.name}` is written by the kernel but its elements may overlap in memory"
+                "\nseveral elements may share an address, and the stores to it would race\npass a contiguous tensor"))
     for m in ir.meta_params:  # call-time compile-time sizes given a value for this build: the call must have it
         if not m.meta and m.symbol.name in sym_names:
             shown_as = display.get(m.symbol.name, m.symbol.name)
