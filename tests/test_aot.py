@@ -457,3 +457,27 @@ def test_a_library_refuses_a_written_tensor_whose_elements_overlap(built):
     for c in (h(8, 8).t(), h(8, 16)[:, ::2], h(8, 8)):
         code, message = mm_lib.status(a, b, c)
         assert "overlap" not in message, message
+
+
+def _counted_arrangement(x, y):
+    return x.tile((4,)), y.tile((4,))
+
+
+def _counted(x, y):
+    count = 0
+    for i in range(3):
+        count += i
+    y = x + count  # noqa: F841
+
+
+def test_a_variant_that_does_not_compile_is_left_out_with_a_warning(tmp_path):
+    """Under 64-bit index math a loop counts in 64 bits, and a count the loop
+    adds its index to, started at 0 (int32), changes type in the loop, which
+    Triton refuses to compile: that variant is left out of the library, with
+    a warning naming it, and the others are built (the build stopped)."""
+    with pytest.warns(UserWarning, match="'NTSYM_INT64': 1.*did not compile and is left out"):
+        lib = ntsym.make(_counted_arrangement, _counted,
+                         (Tensor(1, dtype=ntsym.float32), Tensor(1, dtype=ntsym.float32)),
+                         caller="cuda", kernel_name="counted", output_dir=tmp_path, aot_options={"target": SM90})
+    code, message = lib.status(torch.zeros(6), torch.zeros(6))
+    assert code != aot.STATUS["NTSYM_ERROR_NO_VARIANT"], message  # the 32-bit variant is there

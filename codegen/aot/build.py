@@ -23,9 +23,10 @@ from ntsym_codegen.aot.common import AotError
 def compile_variants(plans, module_paths, target, *, workers=None):
     """Compile every variant of every plan to a cubin, in worker subprocesses
     (``ntsym_codegen.aot.worker``), showing progress on stderr for long builds."""
-    jobs = []
+    jobs, owners = [], []
     for plan_, path in zip(plans, module_paths):
         for v in plan_.variants:
+            owners.append(plan_)
             jobs.append((v, (str(pathlib.Path(path).resolve()), plan_.kernel_name, v.signature, v.constexprs,
                              [(list(k), a) for k, a in v.attrs.items()], tuple(target),
                              plan_.num_warps, plan_.num_stages)))
@@ -43,11 +44,37 @@ def compile_variants(plans, module_paths, target, *, workers=None):
     for chunk, outcome in zip(chunks, done):
         for i, result in zip(chunk, outcome):
             results[i] = result
-    for (v, args), result in zip(jobs, results):
+    failed = {}
+    for (v, args), result, owner in zip(jobs, results, owners):
         if result[0] == "error":
             detail = result[2] if result[1] == "aot" else f"compiling `{args[1]}` for {target} failed:\n{result[2]}"
-            raise AotError(detail)
-        v.cubin, v.function, v.shared, v.num_warps, v.scratch_args = result[1:]
+            if result[1] == "aot":
+                raise AotError(detail)
+            failed.setdefault(id(owner), []).append((v, detail))
+        else:
+            v.cubin, v.function, v.shared, v.num_warps, v.scratch_args = result[1:]
+    _leave_out(plans, failed)
+
+
+def _leave_out(plans, failed):
+    """Variants Triton could not compile are left out of their library, whose
+    launcher then refuses the calls that need them (no compiled variant),
+    with a warning at build naming each; a plan none of whose variants
+    compiled is refused.  A variant that cannot occur for any call that the
+    kernel computes (two row sizes of one product that differ; 64-bit index
+    math where a count the loop adds its index to is int32) should not
+    stop the others."""
+    import warnings
+
+    for plan_ in plans:
+        gone = failed.get(id(plan_), [])
+        if gone and len(gone) == len(plan_.variants):
+            raise AotError(gone[0][1])
+        for v, detail in gone:
+            lines = [line for line in detail.splitlines() if line.strip()]
+            warnings.warn(f"ntsym: {plan_.name}: the variant {dict(v.assignment)} did not compile and is left out "
+                          f"(calls that need it are refused): {lines[-1][:300] if lines else detail}", stacklevel=3)
+        plan_.variants = [v for v in plan_.variants if all(v is not g for g, _ in gone)]
 
 
 def _worker_command(jobs_path, results_path):

@@ -116,8 +116,7 @@ def _meta(ir, meta):
 
 
 def _choices(ir, display, meta):
-    """Compile-time values the call gives: sizes declared constexpr, and
-    constexpr parameters without a value (symbol or parameter name -> display)."""
+    """Compile-time values the call gives: constexpr sizes and valueless constexpr parameters (name -> display)."""
     choices = {}
     for a in ir.size_args:
         if a.constexpr:
@@ -234,8 +233,7 @@ C_DERIVED = ("_value", "_data", "_fp32", "_fp64", "_i32", "_i64")
 
 
 def _check_c_names(ir):
-    """Refuse, at build, a size symbol whose name the C launcher takes for
-    something else (a C keyword, a parameter, one of its own locals)."""
+    """Refuse, at build, a size symbol named as something else of the C launcher (C keyword, parameter, local)."""
     params = {p.name for p in ir.params}
     for p in ir.params:
         for s in list(getattr(p, "source_sizes", ())) + list(getattr(p, "strides", ())):
@@ -359,8 +357,7 @@ def _aliasing_checks(spec, params):
 
 
 def _axes(ir, generated, params, meta_subs, choices, specialize):
-    """The facts that choose a variant: index width, alignment, peeled loops'
-    and contiguity flags, and the compile-time values the call gives."""
+    """The facts that choose a variant: index width, alignment, peeled loops' and contiguity flags, call values."""
     records = generated.flags
     tensor_params = [p for p in params if p.kind == "tensor"]
     int64_terms = " || ".join([f"ntsym_needs_int64(&{p.name})" for p in tensor_params]
@@ -406,8 +403,7 @@ def _axes(ir, generated, params, meta_subs, choices, specialize):
 
 
 def _choice_axes(ir, choices, specialize):
-    """One axis per compile-time value the call gives, over the values
-    ``specialize`` names; refused where it names another or leaves one out."""
+    """One axis per compile-time value the call gives, over the values ``specialize`` names (or refused)."""
     by_display = {v: k for k, v in choices.items()}
     dims = {f"{p.name}.shape[{d}]" for p in ir.params if p.kind in ("tensor", "shape") for d in range(p.ndim)}
     for key in specialize:
@@ -443,7 +439,7 @@ def _variants(ir, generated, axes, meta, meta_subs, choices, advance):
         known = dict(meta_subs)
         for sym in choices:
             known[ir.symbols.get(sym, sympy.Symbol(sym))] = assignment[sym]
-        if _contradicts(whole, assignment, known):
+        if _contradicts(whole, assignment, known) or _refused(generated.checks, known):
             continue
         transposed = aligned.c_transposed[assignment["aligned"] - 3][0] if assignment["aligned"] >= 3 else None
         variants.append(_variant(ir, generated, assignment, meta, known, choices, advance, transposed))
@@ -451,13 +447,17 @@ def _variants(ir, generated, axes, meta, meta_subs, choices, advance):
 
 
 def _contradicts(whole, assignment, known):
-    """Whether a peeled loop's flag of ``assignment`` is the opposite of what
-    the sizes ``known`` already decide (no call has that variant)."""
+    """Whether a peeled loop's flag of ``assignment`` is the opposite of what the sizes ``known`` decide."""
     for flag, (size, block) in whole.items():
         value = _by_name(sympy.sympify(size) % sympy.sympify(block), known)
         if value.is_number and bool(value == 0) != bool(assignment[flag]):
             return True
     return False
+
+
+def _refused(checks, known):
+    """Whether a launch check fails at the values ``known`` (no call has it)."""
+    return any(_by_name(c.relation, known) is sympy.false for c in checks)
 
 
 def _by_name(expr, known):
