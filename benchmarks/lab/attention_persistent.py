@@ -37,6 +37,7 @@ import triton
 import triton.language as tl
 
 from benchmarks.lab._rounds import flops_table, interleaved
+from benchmarks.lab.attention_overlap import _agrees
 
 sys.path.insert(0, os.getcwd())
 
@@ -130,21 +131,6 @@ FORMS = (  # (label, persistent programs per SM, flatten, warp_specialize)
 # newer Tritons behind --flat.
 FOLDS = (True,)  # --ntsym-form adds False
 FLAT_FORMS = (("persistent flat", 1, True, False), ("persistent flat x2", 2, True, False))
-
-
-def _agrees(name, f, o, ref):
-    """Whether ``f`` (writing ``o``) runs and agrees with ``ref``; says why not."""
-    try:
-        o.fill_(float("nan"))
-        f()
-        torch.cuda.synchronize()
-    except Exception as exc:
-        print(f"  {name}: failed ({str(exc).splitlines()[0][:160]})")
-        return False
-    err = (o.float() - ref.float()).abs().max().item()
-    if not err < 2e-2:
-        print(f"  {name}: WRONG (max error {err})")
-    return err < 2e-2
 
 
 def repeat_check(text, dtype, configs, times):
