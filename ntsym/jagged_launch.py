@@ -113,6 +113,21 @@ def _state(offsets):
             offsets.stride(), offsets.dtype, offsets.device)
 
 
+def _once_per_state(table, offsets, make):
+    """``make(offsets)``, kept in ``table`` (id -> (weak reference, state,
+    value)) and made again only where the offsets' state (``_state``) has
+    changed, on a device of ``REMEMBERED``; made on every call elsewhere."""
+    state = _state(offsets) if offsets.device.type in REMEMBERED else None
+    entry = table.get(id(offsets))
+    if state is not None and entry is not None and entry[0]() is offsets and entry[1] == state:
+        return entry[2]
+    value = make(offsets)
+    if state is not None:
+        key = id(offsets)
+        table[key] = (weakref.ref(offsets, lambda _, key=key: table.pop(key, None)), state, value)
+    return value
+
+
 def _offset_stats_once(offsets):
     """``_offset_stats`` of ``offsets``, read from the data once per state
     (``_state``) on a GPU, where the read is a synchronisation that a loop
@@ -120,17 +135,13 @@ def _offset_stats_once(offsets):
     version counter (through ``.data``, another tensor made over the same
     memory, a raw kernel) is not seen: rewrite offsets in place through the
     tensor itself, or pass a new tensor."""
+    return _once_per_state(_READ, offsets, _counted_stats)
+
+
+def _counted_stats(offsets):
     global stats_reads
-    state = _state(offsets) if offsets.device.type in REMEMBERED else None
-    entry = _READ.get(id(offsets))
-    if state is not None and entry is not None and entry[0]() is offsets and entry[1] == state:
-        return entry[2]
     stats_reads += 1
-    stats = _offset_stats(offsets)
-    if state is not None:
-        key = id(offsets)
-        _READ[key] = (weakref.ref(offsets, lambda _, key=key: _READ.pop(key, None)), state, stats)
-    return stats
+    return _offset_stats(offsets)
 
 
 def _offset_stats(offsets):
@@ -196,15 +207,7 @@ def _contiguous_once(offsets):
     """A contiguous copy of strided ``offsets``, made once per state
     (``_state``) on a GPU, so that ``_offset_stats_once`` reads the copy's
     statistics once too (a new copy every call would be read every call)."""
-    state = _state(offsets) if offsets.device.type in REMEMBERED else None
-    entry = _COPIES.get(id(offsets))
-    if state is not None and entry is not None and entry[0]() is offsets and entry[1] == state:
-        return entry[2]
-    copy = offsets.contiguous()
-    if state is not None:
-        key = id(offsets)
-        _COPIES[key] = (weakref.ref(offsets, lambda _, key=key: _COPIES.pop(key, None)), state, copy)
-    return copy
+    return _once_per_state(_COPIES, offsets, torch.Tensor.contiguous)
 
 
 _COMPARED = {}  # (id(spec), the offsets' states) -> their spec: compared equal where they must be
