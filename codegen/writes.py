@@ -84,6 +84,20 @@ def _refuse_grad(name, t):
          "the kernel under torch.no_grad()")
 
 
+def check_written_layout(name, t, overlap=True, dimension="dimension {d}", fix="pass a contiguous tensor"):
+    """Refuse a written tensor with an expanded dimension (stride 0), which
+    several programs would write, and (``overlap``) one some of whose
+    elements share an address (``check_no_overlap``).  ``dimension``: how a
+    message names dimension ``d`` (a jagged tensor's values name theirs
+    after the batch's); ``fix``: what it suggests."""
+    for d, (n, st) in enumerate(zip(t.shape, t.stride())):
+        if st == 0 and n > 1:
+            fail(f"`{name}` is written by the kernel but {dimension.format(d=d, e=d + 1)} has stride 0 "
+                 "(an expanded view)", "several programs would write one element", fix)
+    if overlap:
+        check_no_overlap(name, t)
+
+
 def check_no_overlap(name, t):
     """Refuse a written tensor some of whose elements share an address."""
     import torch

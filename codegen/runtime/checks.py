@@ -12,7 +12,7 @@ from ntsym_codegen import promotion
 from ntsym_codegen.errors import fail
 from ntsym_codegen.overlap import shared_elements, shared_region
 from ntsym_codegen.tracing import is_fake, traced
-from ntsym_codegen.writes import check_no_overlap
+from ntsym_codegen.writes import check_written_layout
 
 
 def scalar(value):
@@ -282,13 +282,8 @@ def check_arguments(spec, args):
                      "(ntsym.library.op) computes the output shapes of meta tensors without a launch)")
             if not is_fake(a):
                 _check_storage(name, a)
-            if written and 0 in a.stride() and name not in spec.jagged:
-                for d, (n, st) in enumerate(zip(a.shape, a.stride())):
-                    if st == 0 and n > 1:
-                        fail(f"`{name}` is written by the kernel but dimension {d} has stride 0 (an expanded view)",
-                             "several programs would write one element", "pass a contiguous tensor")
-            if written and name not in spec.jagged and not is_fake(a):  # fake tensors have no memory
-                check_no_overlap(name, a)
+            if written and name not in spec.jagged:  # fake tensors have no memory to overlap in
+                check_written_layout(name, a, overlap=not is_fake(a))
             tensors.append((name, a))
         elif kind == "shape":
             if not isinstance(a, tensor_type):

@@ -16,7 +16,7 @@ with another tensor or with offsets the kernel reads."""
 from ntsym_codegen.errors import fail
 from ntsym_codegen.overlap import shared_elements, shared_region
 from ntsym_codegen.runtime.checks import byte_extent
-from ntsym_codegen.writes import check_no_overlap
+from ntsym_codegen.writes import check_written_layout
 
 
 def offset_stats(offsets):
@@ -97,12 +97,8 @@ def check_jagged_memory(spec, tensors, packed, offsets):
     (``_check_jagged_pairs``)."""
     for name, t in tensors:
         if name in packed and name in spec.written:
-            for d, (n, st) in enumerate(zip(t.shape, t.stride())):
-                if st == 0 and n > 1:
-                    fail(f"`{name}` is written by the kernel but dimension {d + 1} (dimension {d} of its values) "
-                         "has stride 0 (an expanded view)", "several programs would write one element",
-                         "pass contiguous values")
-            check_no_overlap(name, t)
+            check_written_layout(name, t, dimension="dimension {e} (dimension {d} of its values)",
+                                 fix="pass contiguous values")
     written = [(name, t) for name, t in tensors if name in spec.written]
     for owner, offs in offsets.items() if written else ():
         (o0, o1) = byte_extent(offs)
