@@ -175,13 +175,13 @@ def benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persiste
     # Timing runs the kernel many times: keep what it writes, to restore it
     # however the search ends (a failure, an interrupt: KeyboardInterrupt).
     names = [p.name for p in spec.params if p.kind == "tensor"]
-    snapshot = [_snapshot(t) for name, t in zip(names, tensors) if name in spec.written]
+    written = [(name, t) for name, t in zip(names, tensors) if name in spec.written]
+    snapshot = [_snapshot(t) for _, t in written]
 
     def restore():
         for t, saved in snapshot:
             t.copy_(saved)
 
-    written = [(name, t) for name, t in zip(names, tensors) if name in spec.written]
     try:
         return _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent,
                        advance, launch, shortlist, counter, (restore, written))

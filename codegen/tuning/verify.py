@@ -5,8 +5,8 @@ The variant reads (and may write) its tiles through the tensor memory
 accelerator, a part of Triton that compiles the same program along another
 path: on an H100 with Triton 3.6, a sdpa application whose query tile was
 selected by the scale's sign (``where(scale < 0, -q, q)``) and whose scale
-moved into the exponent computed errors of 0.2-0.6 through the variant, at
-two of the block shapes tried, and right results through the plain kernel
+moved into the exponent computed errors of 0.2-0.9 through the variant, at
+several block shapes, and right results through the plain kernel
 (2026-11-28, ``benchmarks/lab/sdpa_fold.py``).  ntsym cannot prove the
 compiler right, so the tuner checks: where its fastest configuration is the
 variant, the variant's results on the call's own tensors are compared with
