@@ -152,6 +152,26 @@ def test_a_loop_over_the_whole_blocks_reads_a_sub_range_without_a_launch_check(n
     torch.testing.assert_close(o, expected, atol=1e-4, rtol=1e-4)
 
 
+def one_block_more(x, y, o):
+    acc = ntl.zeros(x.shape, dtype=ntl.float32)
+    for i in range(y.source.shape[0] // y[0].shape[0] + 1):
+        acc += ntl.sum(y[i], 0)
+    o = acc + x  # noqa: F841
+
+
+def test_a_loop_not_proved_within_the_level_keeps_its_launch_check():
+    """``range(n // b + 1)`` passes the last tile where ``n`` is a multiple
+    of ``b``: no proof, so the launch check stays and such a call is refused."""
+    kernel = ntsym.make(arrangement, one_block_more, (Tensor(1), Tensor(1), Tensor(1)))
+    assert "the loop over `i` reads `y`" in kernel.explain()
+    with pytest.raises(ntsym.LaunchError, match="the loop over `i` reads `y`"):
+        kernel(torch.randn(64), torch.randn(48), torch.empty(64), BLOCK=16, BLOCK_N=16)
+    o = torch.empty(64)
+    x, y = torch.randn(64), torch.randn(40)  # 40 // 16 + 1 = 3 = cdiv(40, 16): runs
+    kernel(x, y, o, BLOCK=16, BLOCK_N=16)
+    torch.testing.assert_close(o, x + y.sum(), atol=1e-4, rtol=1e-4)
+
+
 P = sympy.Symbol("P", integer=True, nonnegative=True)
 K, B = sympy.symbols("K B", integer=True, positive=True)
 i, t = sympy.symbols("i t", integer=True)
