@@ -37,7 +37,7 @@ def test_reference_path_is_varied(tiny):
     assert all(len(set(row.tolist())) > 4 for row in tokens)
 
 
-@pytest.mark.parametrize("backend", ["ntsym", "ntsym-norms", "ntsym-store", "triton"])
+@pytest.mark.parametrize("backend", ["ntsym", "ntsym-norms", "ntsym-store", "ntsym-split", "triton"])
 @pytest.mark.slow
 def test_patched_model_generates_the_same_tokens(tiny, backend):
     model, prompt, tokens, logits = tiny
@@ -378,17 +378,22 @@ def test_a_patched_decode_step_advances_every_layers_length_with_one_addition(ti
                for i, layer in enumerate(cache.layers))
 
 
-def test_decode_attention_counts_the_pending_token():
+@pytest.mark.parametrize("cache_len, length", [(64, 9), (192, 150), (320, 9), (320, 250)])
+def test_decode_attention_counts_the_pending_token(cache_len, length):
+    """Both forms: one program walking the whole cache (caches of at most
+    UNSPLIT_CACHE_LEN positions), and the splits with their combine (longer
+    caches, valid positions in one split or several)."""
     from examples.llm import kernels
 
+    assert (cache_len <= kernels.UNSPLIT_CACHE_LEN) == (cache_len < 320)
     gen = torch.Generator().manual_seed(0)
     q = torch.randn(2, 4, 1, 16, generator=gen)
-    keys, values = torch.randn(2, 2, 64, 16, generator=gen), torch.randn(2, 2, 64, 16, generator=gen)
-    counted = kernels.decode_attention(q, keys, values, torch.tensor([9]))
-    pending = kernels.decode_attention(q, keys, values, torch.tensor([8]), pending=1)
+    keys, values = (torch.randn(2, 2, cache_len, 16, generator=gen), torch.randn(2, 2, cache_len, 16, generator=gen))
+    counted = kernels.decode_attention(q, keys, values, torch.tensor([length]))
+    pending = kernels.decode_attention(q, keys, values, torch.tensor([length - 1]), pending=1)
     torch.testing.assert_close(pending, counted)
     expected = torch.nn.functional.scaled_dot_product_attention(
-        q, keys[:, :, :9].repeat_interleave(2, 1), values[:, :, :9].repeat_interleave(2, 1))
+        q, keys[:, :, :length].repeat_interleave(2, 1), values[:, :, :length].repeat_interleave(2, 1))
     torch.testing.assert_close(pending, expected, atol=1e-5, rtol=1e-5)
 
 

@@ -281,7 +281,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="measured generations per length")
     parser.add_argument("--long-runs", type=int, default=1, help="measured generations of 2048 tokens or more")
     parser.add_argument("--variants", nargs="+", default=["torch", "compile", "triton", "ntsym"],
-                        choices=["torch", "compile", "triton", "ntsym", "ntsym-norms", "ntsym-store"])
+                        choices=["torch", "compile", "triton", "ntsym", "ntsym-norms", "ntsym-store", "ntsym-split"])
     parser.add_argument("--batch", type=int, default=BATCH, help="with --bench: sequences generated together")
     args = parser.parse_args()
     BATCH = args.batch

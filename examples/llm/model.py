@@ -172,6 +172,16 @@ class NtsymStoreBackend(NtsymBackend):
     qkv_store = None
 
 
+class NtsymSplitBackend(NtsymBackend):
+    """``NtsymBackend`` with the decode attention split over the cache at every
+    cache length, then combined (for comparison)."""
+
+    name = "ntsym-split"
+
+    def decode_attention(self, q, k_cache, v_cache, length, scale, pending=0):
+        return self.k.decode_attention(q, k_cache, v_cache, length, scale, pending=pending, unsplit_up_to=0)
+
+
 class TritonBackend:
     """The hand-written Triton kernels where one applies, torch where none does.
 
@@ -215,7 +225,7 @@ class TritonBackend:
 
 
 BACKENDS = {"ntsym": NtsymBackend, "ntsym-norms": NtsymNormsBackend, "ntsym-store": NtsymStoreBackend,
-            "triton": TritonBackend}
+            "ntsym-split": NtsymSplitBackend, "triton": TritonBackend}
 
 
 # -- Patching ---------------------------------------------------------------------------------
