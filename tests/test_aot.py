@@ -481,3 +481,34 @@ def test_a_variant_that_does_not_compile_is_left_out_with_a_warning(tmp_path):
                          caller="cuda", kernel_name="counted", output_dir=tmp_path, aot_options={"target": SM90})
     code, message = lib.status(torch.zeros(6), torch.zeros(6))
     assert code != aot.STATUS["NTSYM_ERROR_NO_VARIANT"], message  # the 32-bit variant is there
+
+
+def _scaled_arrangement(x, s, y):
+    return x.tile((8,)), s, y.tile((8,))
+
+
+def _scaled(x, s, y):
+    y = x * s  # noqa: F841
+
+
+def test_a_float32_scalar_beside_float64_tensors_refuses_a_value_it_rounds(tmp_path):
+    """As the torch launcher refuses it (``runtime.check_float64_scalars``): a
+    float scalar not declared float64 is compiled as float32, so 0.1 would
+    be 0.100000001490116 in the float64 products.  Values float32 holds
+    pass the check (the call then stops at the missing driver, or launches on
+    a GPU); a scalar declared float64 takes any value."""
+    f64 = ntsym.float64
+    libs = {declared: ntsym.make(_scaled_arrangement, _scaled,
+                                 (Tensor(1, dtype=f64), Tensor(0, dtype=declared), Tensor(1, dtype=f64)),
+                                 caller="cuda", kernel_name=f"scaled_{'f64' if declared else 'plain'}",
+                                 output_dir=tmp_path, aot_options={"target": SM90})
+            for declared in (None, f64)}
+    x, y = torch.zeros(16, dtype=torch.float64), torch.zeros(16, dtype=torch.float64)
+    for s in (0.1, 1e300, -1e-50):
+        code, message = libs[None].status(x, s, y)
+        assert code == aot.STATUS["NTSYM_ERROR_ARGUMENT"], (s, message)
+        assert "float32 does not hold exactly" in message and f"`s` is {s:.17g}" in message
+    for s in (0.5, -3.0, 2.0**-20, float("inf"), float("nan"), 3.4028234663852886e38):
+        assert "float32" not in libs[None].status(x, s, y)[1], s
+    for s in (0.1, 1e300):
+        assert "float32" not in libs[f64].status(x, s, y)[1], s

@@ -116,3 +116,23 @@ def c_string(text):
 def next_pow2(n):
     n = int(n)
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def float64_scalar_checks(params):
+    """C: a scalar compiled as float32 (a float scalar not declared float64) in a
+    library with float64 tensors refuses a value float32 does not hold exactly,
+    as the torch launcher does (``runtime.check_float64_scalars``): the
+    kernel's float64 arithmetic would use the rounded value."""
+    if not any(p.kind == "tensor" and p.dtype == "float64" for p in params):
+        return []
+    checks = []
+    for p in params:
+        if p.kind != "scalar" or p.dtype != "float32":
+            continue
+        n, big = p.name, "3.4028234663852886e+38"
+        message = c_string(f"`{n}` is %.17g, which float32 does not hold exactly, and the call has float64 "
+                           f"tensors: `{n}` is compiled as float32 (declare it Tensor(0, dtype=ntsym.float64) for "
+                           f"float64 arithmetic with the value given, or give a value float32 holds exactly)")
+        checks.append(f"if ({n} == {n} && {n} - {n} == 0 && ({n} > {big} || {n} < -{big} || (double)(float){n} != {n})) "
+                      f"return ntsym_fail(NTSYM_ERROR_ARGUMENT, {message}, (double){n});")
+    return checks

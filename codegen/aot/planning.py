@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ntsym_codegen.aot.common import DTYPES, TRITON_TYPES, AotError, c_expr, c_string, dtype_name
+from ntsym_codegen.aot.common import DTYPES, TRITON_TYPES, AotError, c_expr, c_string, dtype_name, float64_scalar_checks
 from ntsym_codegen.launcher import declared_strides
 
 
@@ -175,8 +175,8 @@ def _refuse_dtypes(ir, spec, params):
 
 
 def _argument_checks(params):
-    """C: null pointers, ndim, dtype (nothing is read before them)."""
-    prologue = []
+    """C: null pointers, ndim, dtype (nothing read before them), float32 scalars beside float64 tensors."""
+    prologue = float64_scalar_checks(params)
     for p in params:
         if p.kind not in ("tensor", "shape"):
             continue
