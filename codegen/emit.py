@@ -22,7 +22,7 @@ from ntsym_codegen.semantics import HELPERS as SEMANTIC_HELPERS
 from ntsym_codegen.sorting import HELPERS as SORT_HELPERS
 from ntsym_codegen.semantics import INTERPRETING as SEMANTIC_INTERPRETING
 from ntsym_codegen.strategies import DESCRIPTORS
-from ntsym_codegen.signature import annotate_doubles, double_scalars, jit_function, kernel_args, param, positional
+from ntsym_codegen.signature import jit_function, kernel_args, param, positional
 from ntsym_codegen.template import stmt, stmts
 
 HELPERS = {
@@ -269,7 +269,7 @@ def _user_locations(func, kernel_src, emitter):
 
 
 def _signature_and_prologue(ir, emitter):
-    params = annotate_doubles([param(n, c) for n, c in kernel_args(ir, emitter)], double_scalars(ir))
+    params = [param(n, c) for n, c in kernel_args(ir, emitter)]
     strides = [a.symbol.name for a in ir.size_args if a.kind == "stride"]
     strides += multiplied_sizes(ir.params, ir.size_args)  # products of sizes in index math
     prologue = stmts(
@@ -436,8 +436,7 @@ def _persistent_kernel(ir, plain, kernel_name):
             swapped = generated_assign(name, _descriptor(p, swap(sizes), swap(p.strides)[:-1], swap(block), printer))
             creation = ast.If(test=ast.Name(id=flag, ctx=ast.Load()), body=[swapped], orelse=[creation])
         creations.append(creation)
-    params = annotate_doubles([param(n, c) for n, c in positional_args], double_scalars(ir)) + [param(n) for n in extra]
-    params += [param("NTSYM_TILES")]
+    params = [param(n, c) for n, c in positional_args] + [param(n) for n in extra] + [param("NTSYM_TILES")]
     params += [param(n, c) for n, c in keywords] + [param(n, True) for n in new_keywords]
     params += [param(flag, True) for flag in emitter.records.transposed.values()]
     aranges = _used_defs(emitter.records.prologue_defs.values(), body)

@@ -47,20 +47,6 @@ def param(name, constexpr=False):
     return ast.arg(arg=name, annotation=expr("tl.constexpr") if constexpr else None)
 
 
-def double_scalars(ir):
-    """The scalar parameters declared float64 (``Tensor(0, dtype=ntsym.float64)``)."""
-    return {p.name for p in ir.params if p.kind == "scalar" and str(p.dtype) in ("fp64", "float64", "torch.float64")}
-
-
-def annotate_doubles(params, names):
-    """``params`` with those of ``names`` annotated ``tl.float64``: Triton then
-    passes their value as a double (an unannotated float goes as float32)."""
-    for a in params:
-        if a.arg in names:
-            a.annotation = expr("tl.float64")
-    return params
-
-
 def jit_function(name, params, body):
     """``@triton.jit def name(params): body`` as an AST."""
     return ast.FunctionDef(

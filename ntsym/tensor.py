@@ -42,9 +42,7 @@ class Tensor:
     concrete (entries may mix ints, symbols and ``None`` for a fresh symbol).
     ``Tensor(0)`` is a scalar argument; ``Tensor(0, constexpr=True, value=v)`` a
     compile-time one.  ``dtype`` is the element type (a torch or ``ntl`` dtype,
-    or ``None`` for any) and ``other`` the value read outside the bounds.  A
-    float scalar reaches a compiled kernel as float32 unless declared
-    ``Tensor(0, dtype=ntsym.float64)``, which passes it as a double.
+    or ``None`` for any) and ``other`` the value read outside the bounds.
 
     ``ndim``: the number of dimensions (or give ``shape``).
     ``shape``: the sizes: ints, SymPy expressions or ``None`` (a fresh symbol).

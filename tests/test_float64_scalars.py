@@ -63,21 +63,3 @@ def test_an_exported_module_refuses_it_too(tmp_path, monkeypatch):
     assert module.runtime.float64_scalars(module.SPEC, [x, y])
     with pytest.raises(Exception, match="float32 does not hold exactly"):
         module.runtime.check_float64_scalars(module.SPEC, (x, 0.1, y))
-
-
-double_kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(0, dtype=ntsym.float64), Tensor(1)))
-
-
-def test_a_scalar_declared_float64_is_passed_as_a_double():
-    """Its kernel parameter is annotated ``tl.float64`` (Triton passes a double
-    for it on a GPU), so no value is refused, and the interpreter agrees."""
-    assert "s: tl.float64" in double_kernel.source and "s: tl.float64" not in kernel.source
-    gpu = dataclasses.replace(double_kernel.spec, interpreting=False)
-    x64 = torch.rand(4, dtype=torch.float64)
-    assert not runtime.float64_scalars(gpu, [x64, x64.clone()])
-    for s in (0.1, 1e300, torch.tensor(0.1, dtype=torch.float64)):
-        runtime.check_float64_scalars(gpu, (x64, s, x64))
-    x = torch.rand(20, dtype=torch.float64) + 1
-    y = torch.empty_like(x)
-    double_kernel(x, 0.1, y)
-    assert torch.equal(y, x * 0.1)

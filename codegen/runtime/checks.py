@@ -25,9 +25,8 @@ def scalar(value):
 
 def float64_scalars(spec, tensors):
     """Whether a call's float scalars need ``check_float64_scalars``: on a GPU,
-    where a runtime scalar not declared float64 meets float64 tensors."""
-    return (not spec.interpreting
-            and any(kind == "scalar" and i not in spec.double_positions for kind, i in spec.arg_template)
+    where a runtime scalar meets float64 tensors."""
+    return (not spec.interpreting and any(kind == "scalar" for kind, _ in spec.arg_template)
             and any(str(t.dtype) == "torch.float64" for t in tensors))
 
 
@@ -41,7 +40,7 @@ def check_float64_scalars(spec, args):
     import struct
 
     for kind, position in spec.arg_template:
-        if kind != "scalar" or position in spec.double_positions:  # declared float64: passed as a double
+        if kind != "scalar":
             continue
         value = scalar(args[position])
         if not isinstance(value, float) or value != value:
@@ -56,8 +55,8 @@ def check_float64_scalars(spec, args):
                  "on a GPU, Triton passes a float scalar to the kernel as float32"
                  + (f" ({rounded!r} here)" if rounded is not None else " (out of its range here)")
                  + ": float64 arithmetic with it would not use the value given",
-                 "declare it Tensor(0, dtype=ntsym.float64) (passed as a double), give a value float32 holds "
-                 "exactly (a power of two times an integer below 2**24), or apply it to the tensor with torch")
+                 "give a value float32 holds exactly (a power of two times an integer below 2**24), or apply "
+                 "it to the tensor with torch before or after the kernel")
 
 
 def fail_check(check, values, display=None):

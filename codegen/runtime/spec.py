@@ -82,8 +82,6 @@ class Spec:
     untouched_slots: tuple = field(init=False)
     untouched_tensors: tuple = field(init=False)
     touched_slot: Any = field(init=False)
-    # The call's argument positions of the scalars declared float64, which the kernel takes as doubles.
-    double_positions: tuple = field(init=False)
 
     def __post_init__(self):
         # A declared dtype is not required of the call: the kernel reads every
@@ -104,8 +102,6 @@ class Spec:
         object.__setattr__(self, "untouched_slots", slots)
         object.__setattr__(self, "untouched_tensors", positions)
         object.__setattr__(self, "touched_slot", touched)
-        object.__setattr__(self, "double_positions", tuple(i for i, p in enumerate(params) if p.kind == "scalar" and str(
-            p.dtype) in ("fp64", "float64", "torch.float64")))
 
 
 def _constexpr_facts(meta):
