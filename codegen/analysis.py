@@ -410,3 +410,82 @@ def fixed_value(node, values):
         except TypeError:
             return UNKNOWN
     return UNKNOWN
+
+
+# A scalar parameter (an unarranged ``Tensor(0)``) is passed by value: an
+# assignment to it rebinds a local of the kernel and stores nothing.  Where the
+# application assigns it before reading it, the value it was given is never
+# used, so the assignment can only have been meant as an output; a tensor given
+# for it would keep its old value.  The launcher refuses a tensor there.
+
+
+def scalar_outputs(func, names):
+    """The names among ``names`` that ``func`` assigns before it reads them
+    (on some path, where no later statement reads them first)."""
+    return frozenset(n for n in names if _first_use(func.body, n) in ("store", "partial"))
+
+
+def _first_use(body, name):
+    """"load", "store", "partial" (stored on some paths only) or None, for the
+    statements of ``body`` in the order they run."""
+    pending = None
+    for statement in body:
+        use = _statement_use(statement, name)
+        if use in ("load", "store"):
+            return use
+        if use == "partial":
+            pending = "partial"
+    return pending
+
+
+def _statement_use(node, name):
+    if isinstance(node, ast.Assign):
+        return _expression_use(node.value, name) or _target_use(node.targets, name)
+    if isinstance(node, ast.AnnAssign):
+        return (_expression_use(node.value, name) if node.value is not None else None) or \
+            _target_use([node.target], name)
+    if isinstance(node, ast.AugAssign):
+        return "load" if _mentions(node.target, name) else _expression_use(node.value, name)
+    if isinstance(node, ast.If):
+        test = _expression_use(node.test, name)
+        return test or _either(_first_use(node.body, name), _first_use(node.orelse, name))
+    if isinstance(node, (ast.For, ast.While)):
+        head = _expression_use(node.iter if isinstance(node, ast.For) else node.test, name)
+        if head:
+            return head
+        if isinstance(node, ast.For) and _mentions(node.target, name):
+            return "partial"  # the loop may not run
+        inner = _either(_first_use(node.body, name), _first_use(node.orelse, name))
+        return "load" if inner == "load" else ("partial" if inner else None)
+    return "load" if _mentions(node, name) else None
+
+
+def _either(a, b):
+    """The use of two alternative paths."""
+    if "load" in (a, b):
+        return "load"
+    if a == b:
+        return a
+    return "partial" if (a or b) else None
+
+
+def _expression_use(node, name):
+    return "load" if node is not None and _mentions(node, name) else None
+
+
+def _target_use(targets, name):
+    """A target that names ``name`` stores it; one that subscripts it reads it."""
+    for target in targets:
+        if isinstance(target, ast.Name) and target.id == name:
+            return "store"
+        if isinstance(target, (ast.Tuple, ast.List)):
+            use = _target_use(target.elts, name)
+            if use:
+                return use
+        elif _mentions(target, name):
+            return "load"
+    return None
+
+
+def _mentions(node, name):
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))

@@ -8,7 +8,7 @@ from types import MappingProxyType
 import sympy
 
 from ntsym_codegen import data_races, triton_compat
-from ntsym_codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops
+from ntsym_codegen.analysis import arithmetic_parameters, has_loops, reuses_tiles, runtime_loops, scalar_outputs
 from ntsym_codegen.arguments import kernel_arguments
 from ntsym_codegen.astutil import generated_assign
 from ntsym_codegen.index_width import IndexPeak, multiplied_sizes, peaks, widened_loops, widened_ranges
@@ -564,6 +564,7 @@ def spec(ir, generated):
                                        ir.inline_functions)
     return Spec(
         arithmetic=frozenset(arithmetic),
+        scalar_outputs=scalar_outputs(ir.application, [p.name for p in ir.params if p.kind == "scalar"]),
         meetings=meetings(ir.application, {p.name for p in ir.params if p.kind == "tensor"}),
         arg_template=tuple(template),
         meta_by_name={m.symbol.name: m for m in ir.meta_params},

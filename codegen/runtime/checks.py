@@ -292,6 +292,13 @@ def check_arguments(spec, args):
                 fail(f"`{name}` must have {ndim} dimensions, got {a.ndim} (shape {tuple(a.shape)})")
         elif kind == "scalar":
             if isinstance(a, tensor_type):
+                if name in spec.scalar_outputs:
+                    fail(f"`{name}` is a scalar parameter (a Tensor(0) the arrangement passes as it is) that the "
+                         "application assigns before reading it, and the call gives a tensor for it",
+                         "a scalar is passed by value: the kernel cannot store into the tensor given, so it "
+                         "would keep its old value",
+                         f"to write it, arrange it as one element (`{name}.unsqueeze(0).tile((1,))` in the "
+                         "arrangement, assigning it the same way)")
                 if a.numel() != 1:
                     fail(f"`{name}` is a scalar parameter but got a tensor of shape {tuple(a.shape)}",
                          "pass a number or a one-element tensor")

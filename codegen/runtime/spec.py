@@ -55,6 +55,7 @@ class Spec:
     meta_by_name: dict = field(default_factory=dict)
     interpreting: bool = False  # kernels run through Triton's interpreter (``interpreting()`` at make)
     arithmetic: frozenset = frozenset()  # tensors whose values reach arithmetic (ntsym_codegen.analysis.arithmetic_parameters)
+    scalar_outputs: frozenset = frozenset()  # scalars assigned before read (ntsym_codegen.analysis.scalar_outputs)
     meetings: tuple = ()  # operations where tensors' values meet (ntsym_codegen.promotion.meetings)
     index_peak: Any = None  # (tensors, metas) -> whether logical indices pass int32 (ntsym_codegen.index_width)
     jagged: frozenset = frozenset()  # jagged tensors: given as views of their values with stride 0 along the batch
