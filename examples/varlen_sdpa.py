@@ -8,7 +8,8 @@ Each is ``(B, j, H, D)`` with the sequence dimension ragged,
 Sequence ``b``'s queries attend to its own keys only; positions are counted
 from the start of each sequence, so ``is_causal`` masks keys after the query
 within the sequence (top-left aligned, as torch).  ``k`` and ``v`` have the
-same lengths (they may differ from ``q``'s).
+same lengths (they may differ from ``q``'s); the queries of a sequence without
+keys get zeros, as torch's attention over no keys.
 
 One program per (sequence, block of ``BLOCK_SIZE_M`` queries, head); the grid
 runs over the longest sequence and the programs past their own sequence's end
@@ -96,7 +97,10 @@ def application(q, k, v, scale, is_causal, o):
             l = l * alpha + ntl.sum(p, 1)
             m = m_new
 
-    o = acc / l[:, None]  # noqa: F841
+    # A sequence without keys visits no block: `l` is 0 and `acc` is 0, and
+    # the output is 0, as torch's attention over no keys (not 0 / 0).  Any
+    # visited block adds at least exp2(0) == 1 to `l`.
+    o = acc / ntl.where(l == 0, 1.0, l)[:, None]  # noqa: F841
 
 
 head = (None, None, None, {"constexpr": True, "upper_bound": 256})  # D is one tile

@@ -215,6 +215,20 @@ def test_causal_varlen_sdpa_with_fewer_keys_than_queries(blocks):
     torch.testing.assert_close(actual, expected, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
 
 
+@pytest.mark.parametrize("causal", (False, True))
+def test_varlen_sdpa_gives_zeros_for_a_sequence_without_keys(causal):
+    """Queries of a sequence whose keys are empty attend to nothing: zeros, as
+    torch's attention over no keys (and ``reference``), not 0 / 0 = NaN."""
+    from examples import varlen_sdpa as ex
+
+    cq, ck = torch.tensor([0, 5, 8, 15]), torch.tensor([0, 6, 6, 13])
+    q, k, v = torch.randn(15, 2, 16), torch.randn(13, 2, 16), torch.randn(13, 2, 16)
+    actual = ex.varlen_sdpa(q, k, v, cq, ck, is_causal=causal)
+    assert torch.equal(actual[5:8], torch.zeros(3, 2, 16))
+    torch.testing.assert_close(actual, ex.reference(q, k, v, cq, ck, is_causal=causal), atol=FP32_DOT_TOL,
+                               rtol=FP32_DOT_TOL)
+
+
 def test_varlen_sdpa_with_nested_tensors():
     from examples import varlen_sdpa as ex
 
