@@ -28,6 +28,12 @@ kernel = ntsym.make(arrangement, application, tuple(Tensor(1) for _ in range(3))
 
 
 def add(input, other):
+    # The kernel reads only the first tiles of a longer `other` (a read-only
+    # tensor may have more tiles than the output): refuse what torch refuses,
+    # and operands torch would promote to another dtype than `input`'s.
+    if input.shape != other.shape or input.dtype != other.dtype:
+        raise ValueError(f"add: expected two tensors of one shape and dtype, got {tuple(input.shape)} of "
+                         f"{input.dtype} and {tuple(other.shape)} of {other.dtype}")
     output = torch.empty_like(input)
     kernel(input, other, output)
     return output

@@ -65,6 +65,18 @@ def test_add_strided():
     check(add.add(x, y), x + y, torch.float32)
 
 
+def test_add_refuses_operands_of_other_lengths_or_dtypes():
+    """The kernel reads the first elements of a longer `other`; torch refuses
+    the lengths, and promotes mixed dtypes where the kernel would store in
+    `input`'s (an int `input` truncated a float `other`)."""
+    with pytest.raises(ValueError, match="add"):
+        add.add(randn(5), randn(7))
+    with pytest.raises(ValueError, match="add"):
+        add.add(torch.arange(5), randn(5))
+    with pytest.raises(ValueError, match="add"):
+        add.add(randn(5, dtype=torch.float16), randn(5))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1000,), (3, 7, 5)])
 def test_silu(shape, dtype):
