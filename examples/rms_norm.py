@@ -30,6 +30,8 @@ kernel = ntsym.make(arrangement, application, tensors)
 
 
 def rms_norm(x, eps=1e-6):
+    if not x.is_floating_point():  # torch refuses; the kernel would truncate the result
+        raise TypeError(f"rms_norm: expected a floating-point tensor, got {x.dtype}")
     if x.ndim == 2:  # the kernel's own layout: no views to make (host time)
         output = torch.empty_like(x, memory_format=torch.contiguous_format)
         kernel(x, eps, output)

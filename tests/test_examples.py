@@ -84,6 +84,16 @@ def test_silu(shape, dtype):
     check(silu.silu(x), F.silu(x.float()), dtype)
 
 
+def test_silu_and_rms_norm_refuse_integer_tensors():
+    """torch refuses them; the kernels computed in float32 and stored a
+    truncated integer."""
+    x = torch.arange(12).reshape(3, 4)
+    with pytest.raises(TypeError, match="silu: expected a floating-point tensor"):
+        silu.silu(x)
+    with pytest.raises(TypeError, match="rms_norm: expected a floating-point tensor"):
+        rms_norm.rms_norm(x)
+
+
 def test_silu_transposed():
     x = randn(20, 30).t()
     check(silu.silu(x), F.silu(x), torch.float32)
