@@ -136,8 +136,9 @@ def sdpa(q, k, v, is_causal=False, scale=None):
     if not q.shape[-1] == k.shape[-1] == v.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"sdpa: q, k and v must share their head dimension and k and v their length, got "
                          f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-    batch = torch.broadcast_shapes(q.shape[:2], k.shape[:2], v.shape[:2])  # refuses what torch refuses
-    q, k, v = (x.expand(*batch, *x.shape[2:]) for x in (q, k, v))
+    if not q.shape[:2] == k.shape[:2] == v.shape[:2]:  # broadcast_shapes costs the host ~20 µs a call
+        batch = torch.broadcast_shapes(q.shape[:2], k.shape[:2], v.shape[:2])  # refuses what torch refuses
+        q, k, v = (x.expand(*batch, *x.shape[2:]) for x in (q, k, v))
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if k.shape[-2] == 0:  # no keys: torch's product over them is 0
