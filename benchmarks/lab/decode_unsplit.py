@@ -25,6 +25,7 @@ import statistics
 
 import torch
 
+from benchmarks.lab.decode_prefetch import _graph, _time  # the same graph timing
 from examples.llm import kernels
 
 
@@ -38,26 +39,6 @@ def decode_unsplit(q, k_cache, v_cache, length, block_n, pending=1, out=None, **
                           v_cache.unflatten(2, (1, -1)), length.reshape(1), int(pending), float(d**-0.5),
                           out.view(b, kv_heads, 1, groups, d), lse, BLOCK_SIZE_G=16, BLOCK_SIZE_N=block_n, **config)
     return out
-
-
-def _graph(layer, layers):
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(layers):
-            layer()
-    return graph
-
-
-def _time(graph, replays):
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def _operands(dev, cache, length, dt=torch.float16, d=128):
