@@ -28,6 +28,9 @@ Llama code uses:
   the group (one ``dot`` per key block) to its split's valid blocks and writes an
   unnormalised partial result and its log-sum-exp; a second kernel combines
   the splits.  Programs whose split starts past ``length`` do no loop at all.
+  A cache of at most ``UNSPLIT_CACHE_LEN`` positions is not split: one program
+  per (sequence, key/value head) walks all its valid blocks and writes the
+  normalised result, with no combine kernel.
 - ``linear(x, weight)``: ``x @ weight.T`` (``nn.Linear`` without bias).  With at
   most 16 rows (decode: batch 2, one token each) a GEMV-like tiling: one block of
   16 rows (the rows past ``M`` are masked), narrow output columns (16 to 64) so
