@@ -72,6 +72,7 @@ class ModuleRecords:
     stored: set = field(default_factory=set)
     sourced: set = field(default_factory=set)
     addressed: set = field(default_factory=set)
+    pointer_writes: bool = False  # a store or atomic through a pointer held by a local (``kernel``)
     accesses: dict = field(default_factory=dict)  # tensor -> kind of access -> node (codegen/data_races.py)
     uses_libdevice: bool = False
     helpers: set = field(default_factory=set)

@@ -182,7 +182,10 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                     "from the enclosing loop's index (`range(n - j)`) instead", bound)
         body = copy.deepcopy(func.body)
         self.facts.defined_once = lane_writes.defined_once(body)
-        return self.statements(body)
+        emitted = self.statements(body)
+        if self.records.pointer_writes:
+            self.records.stored.update(self.records.addressed)
+        return emitted
 
     def statements(self, stmts):
         out = []
@@ -527,14 +530,31 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             call = ast.Call(func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=func.attr, ctx=ast.Load()),
                             args=[func.value] + list(node.args), keywords=list(node.keywords))
             refuse_unfollowed(self, ast.copy_location(call, node), func.attr)  # x.gather(i, 0) as tl.gather(x, i, 0)
-        if isinstance(func, ast.Attribute) and func.attr == "store" and args:
-            # A store the application writes itself (``ntl.store``), through
-            # pointers made from ``x.source.data_ptr()``.
-            self.records.stored.update(
-                n.id[:-4] for n in ast.walk(args[0])
-                if isinstance(n, ast.Name) and n.id.endswith("_ptr") and n.id[:-4] in self.tensors
-            )
+        if isinstance(func, ast.Attribute) and _writes_through_pointer(func.attr):
+            self._note_pointer_write(node, args, kwargs)
         return ast.Call(func=self.expr(func), args=args, keywords=kwargs)
+
+    def _note_pointer_write(self, node, args, kwargs):
+        """A store or an atomic the application writes itself (``ntl.store``,
+        ``ntl.atomic_add``), through pointers made from
+        ``x.source.data_ptr()``: the tensors it writes are written ones (their
+        version counters bumped, their overlap with other arguments checked,
+        staged values copied back).  A pointer reached through a local (``p =
+        y.source.data_ptr() + ...``) or an inlined function's parameter may be
+        any addressed tensor's: all of them count as written
+        (``emit_body``)."""
+        emitted = args[0] if args else next((k.value for k in kwargs if k.arg == "pointer"), None)
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "pointer"), None)
+        if emitted is None:
+            self.records.pointer_writes = True
+            return
+        self.records.stored.update(
+            n.id[:-4] for n in ast.walk(emitted)
+            if isinstance(n, ast.Name) and n.id.endswith("_ptr") and n.id[:-4] in self.tensors
+        )
+        if any(isinstance(n, ast.Name) and n.id not in self.tensors and self.alias(n) is None
+               for n in ast.walk(given)):
+            self.records.pointer_writes = True
 
     def _parameter_method(self, node):
         """A method of a tensor parameter (``x.offsets(dim)``,
@@ -598,3 +618,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 keywords=[],
             )
         return None
+
+
+def _writes_through_pointer(name):
+    """Whether ``ntl.<name>(pointer, ...)`` writes memory through its pointer."""
+    return name == "store" or (name.startswith("atomic_") and name != "atomic_load")

@@ -145,6 +145,43 @@ def test_a_kernel_write_bumps_the_version_so_backward_sees_the_overwrite():
     assert y._version == version + 1
 
 
+def _pointer_local_store(x, y):
+    p = y.source.data_ptr() + x.offsets(0)
+    ntl.store(p, x * 2, mask=x.offsets(0) < x.source.shape[0])
+
+
+def _pointer_atomic(x, y):
+    ntl.atomic_add(y.source.data_ptr() + x.offsets(0), x * 2, mask=x.offsets(0) < x.source.shape[0])
+
+
+def _pointer_helper(p, v, m):
+    ntl.store(p, v, mask=m)
+
+
+def _pointer_inlined_store(x, y):
+    _pointer_helper(y.source.data_ptr() + x.offsets(0), x * 2, x.offsets(0) < x.source.shape[0])
+
+
+@pytest.mark.parametrize("application", [_pointer_local_store, _pointer_atomic, _pointer_inlined_store])
+def test_writes_through_a_pointer_count_as_writes(application):
+    """A store through a pointer held by a local or an inlined function's
+    parameter, or an atomic, writes the addressed tensor: its version is
+    bumped, its overlap with a read view refused, its staged values kept."""
+    k = ntsym.make(lambda x, y: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    x, y = torch.arange(8.0), torch.zeros(8)
+    k(x, y, B=4)
+    version = y._version
+    k(x, y, B=4)  # a warm launch
+    assert version >= 1 and y._version == version + 1
+    buf = torch.arange(9.0)
+    with pytest.raises(ntsym.LaunchError, match="share memory and the kernel writes `y`"):
+        k(buf[:8], buf[1:], B=4)
+    if application is not _pointer_atomic:
+        h = torch.zeros(8, dtype=torch.bfloat16)
+        k(x.bfloat16(), h, B=4)  # staged as float32 by the interpreter, copied back
+        assert torch.equal(h, (x * 2).bfloat16())
+
+
 def test_writing_a_tensor_that_requires_grad_is_refused_under_grad_mode():
     k = _double()
     x = torch.randn(6)
