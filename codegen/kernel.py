@@ -27,6 +27,7 @@ import sympy
 
 from ntsym_codegen import bounds, lane_writes
 from ntsym_codegen.access import AccessMixin
+from ntsym_codegen.pointer_writes import note_pointer_write, writes_through_pointer
 from ntsym_codegen.functions import FunctionValuesMixin
 from ntsym_codegen.reshaping import reshaped
 from ntsym_codegen.addressing import AddressingMixin
@@ -530,31 +531,9 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             call = ast.Call(func=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=func.attr, ctx=ast.Load()),
                             args=[func.value] + list(node.args), keywords=list(node.keywords))
             refuse_unfollowed(self, ast.copy_location(call, node), func.attr)  # x.gather(i, 0) as tl.gather(x, i, 0)
-        if isinstance(func, ast.Attribute) and _writes_through_pointer(func.attr):
-            self._note_pointer_write(node, args, kwargs)
+        if isinstance(func, ast.Attribute) and writes_through_pointer(func.attr):
+            note_pointer_write(self, node, args, kwargs)
         return ast.Call(func=self.expr(func), args=args, keywords=kwargs)
-
-    def _note_pointer_write(self, node, args, kwargs):
-        """A store or an atomic the application writes itself (``ntl.store``,
-        ``ntl.atomic_add``), through pointers made from
-        ``x.source.data_ptr()``: the tensors it writes are written ones (their
-        version counters bumped, their overlap with other arguments checked,
-        staged values copied back).  A pointer reached through a local (``p =
-        y.source.data_ptr() + ...``) or an inlined function's parameter may be
-        any addressed tensor's: all of them count as written
-        (``emit_body``)."""
-        emitted = args[0] if args else next((k.value for k in kwargs if k.arg == "pointer"), None)
-        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "pointer"), None)
-        if emitted is None:
-            self.records.pointer_writes = True
-            return
-        self.records.stored.update(
-            n.id[:-4] for n in ast.walk(emitted)
-            if isinstance(n, ast.Name) and n.id.endswith("_ptr") and n.id[:-4] in self.tensors
-        )
-        if any(isinstance(n, ast.Name) and n.id not in self.tensors and self.alias(n) is None
-               for n in ast.walk(given)):
-            self.records.pointer_writes = True
 
     def _parameter_method(self, node):
         """A method of a tensor parameter (``x.offsets(dim)``,
@@ -619,7 +598,3 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             )
         return None
 
-
-def _writes_through_pointer(name):
-    """Whether ``ntl.<name>(pointer, ...)`` writes memory through its pointer."""
-    return name == "store" or (name.startswith("atomic_") and name != "atomic_load")
