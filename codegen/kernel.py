@@ -536,11 +536,11 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         return ast.Call(func=self.expr(func), args=args, keywords=kwargs)
 
     def _parameter_method(self, node):
-        """A method of a tensor parameter (``x.offsets(dim)``,
-        ``x.source.data_ptr()``, ``x.source.size(d)``/``stride(d)``), or
-        None for any other call."""
+        """A method of a tensor parameter (``x.offsets(dim)``, ``x.source.data_ptr()``, ``x.source.size(d)``/
+        ``stride(d)``; ``x.data_ptr()``, ``x.stride(d)`` of a tile are its source's, as in NineToothed), or None."""
         func = node.func
         ref = self.resolve(func.value)
+        ref = SourceRef(ref.param) if isinstance(ref, TileRef) and func.attr in ("data_ptr", "stride") else ref
         if isinstance(ref, TileRef) and func.attr == "offsets":
             return self.offsets(ref, node)
         if ref is None and func.attr == "offsets" and isinstance(func.value, ast.Name) \

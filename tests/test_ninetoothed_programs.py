@@ -111,6 +111,31 @@ def test_offsets_takes_a_constant_dimension():
         ntsym.make(lambda x, out: (x.tile((4,)), out.tile((4,))), application, (Tensor(1), Tensor(1)))
 
 
+def _tiles_2d(x, out, B=block_size()):
+    return x.tile((B, B)), out.tile((B, B))
+
+
+def _load_through_tile_pointer(x, out):
+    out = ntl.load(x.data_ptr() + x.offsets(0)[:, None] * x.stride(0) + x.offsets(1)[None, :] * x.stride(1))  # noqa: F841
+
+
+def _store_through_tile_pointer(x, out):
+    rows, cols = out.offsets(0)[:, None], out.offsets(1)[None, :]
+    mask = (rows < out.source.shape[0]) & (cols < out.source.shape[1])
+    ntl.store(out.data_ptr() + rows * out.stride(0) + cols * out.stride(1), x * 2, mask=mask)
+
+
+@pytest.mark.parametrize("application", [_load_through_tile_pointer, _store_through_tile_pointer])
+def test_data_ptr_and_stride_of_a_tile_are_its_sources(application):
+    """NineToothed's ``x.data_ptr()`` and ``x.stride(d)`` on a tile name the
+    source tensor's pointer and strides, as ``x.source.data_ptr()`` does."""
+    x = torch.empty_strided((13, 9), (12, 1))
+    x.copy_(torch.randn(13, 9))
+    out = torch.zeros(9, 13).t()
+    ntsym.make(_tiles_2d, application, (Tensor(2), Tensor(2)))(x, out)
+    assert torch.equal(out, x if application is _load_through_tile_pointer else x * 2)
+
+
 # -- names an application may use ---------------------------------------------------------
 
 SCALE = 3.0
