@@ -425,7 +425,13 @@ class Tensor:
         return Tensor._view(merged, self._level)
 
     def pad(self, pad):
-        """Pad each dimension by ``(before, after)``; padding reads ``other``."""
+        """Pad each dimension by ``(before, after)``, or, given a flat sequence, as
+        ``torch.nn.functional.pad`` does (the last dimension first); padding reads ``other``."""
+        pad = tuple(pad)
+        if pad and not any(isinstance(p, (tuple, list)) for p in pad):  # (left, right, top, bottom, ...)
+            if len(pad) % 2 or len(pad) > 2 * self.ndim:
+                raise MetaOperationError(f"pad: a flat pad of {len(pad)} values for {self.ndim} dimensions")
+            pad = ((0, 0),) * (self.ndim - len(pad) // 2) + tuple(zip(pad[-2::-2], pad[::-1][::2]))
         pad = tuple(tuple(p) for p in pad)
         self._check_dims("pad", "pad", pad)
         shape, vars, mapping, conditions = [], [], {}, []

@@ -168,6 +168,32 @@ def test_bias_broadcast_with_new_axes():
     torch.testing.assert_close(y, x + b[None, :, None, None])
 
 
+# -- pad given as torch.nn.functional.pad takes it ------------------------------------------
+
+
+def _padded_copy(x, out, pad=()):
+    return x.pad(pad).tile((1, 1)), out.tile((1, 1))
+
+
+def _copy(x, out):
+    out = x  # noqa: F841
+
+
+@pytest.mark.parametrize("pad", [(1, 2, 0, 1), (2, 0), (0, 1, 3, 0)])
+def test_flat_pad_takes_the_last_dimension_first(pad):
+    x = torch.randn(3, 4)
+    expected = torch.nn.functional.pad(x, pad, value=-1.0)
+    out = torch.empty_like(expected)
+    arrangement = functools.partial(_padded_copy, pad=pad)
+    ntsym.make(arrangement, _copy, (Tensor(2, other=-1.0), Tensor(2)))(x, out)
+    torch.testing.assert_close(out, expected)
+
+
+def test_flat_pad_of_an_odd_length_is_refused():
+    with pytest.raises(ntsym.MetaOperationError, match="flat pad of 3 values"):
+        Tensor(2).pad((1, 2, 3))
+
+
 # -- compile-time values of 0 ---------------------------------------------------------
 
 
