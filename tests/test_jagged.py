@@ -440,21 +440,30 @@ def test_a_dense_output_beside_the_jagged_input_in_one_buffer_runs():
     torch.testing.assert_close(buf[:8, :4], values)
 
 
-def test_offsets_are_read_once_per_state_where_remembered(monkeypatch):
-    # On a GPU an unchanged offsets tensor is validated once (its read is a
-    # synchronisation); here the CPU stands in for it.
+def _remembered_add(monkeypatch, offsets):
+    """(values, out, call): the jagged add of ``values`` to itself into ``out``
+    over ``offsets``, with the offsets' reads remembered per state as on a GPU
+    (where there is none, the CPU stands in for it)."""
     from examples import jagged as ex
     from ntsym import jagged_launch
 
     if not torch.cuda.is_available():
         monkeypatch.setattr(jagged_launch, "REMEMBERED", frozenset({"cpu"}))
-    values = torch.randn(10, 4)
-    offsets = torch.tensor([0, 3, 10])
-    out = torch.zeros(10, 4)
+    values, out = torch.randn(10, 4), torch.zeros(10, 4)
 
     def call():
         ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
 
+    return values, out, call
+
+
+def test_offsets_are_read_once_per_state_where_remembered(monkeypatch):
+    # On a GPU an unchanged offsets tensor is validated once (its read is a
+    # synchronisation).
+    from ntsym import jagged_launch
+
+    offsets = torch.tensor([0, 3, 10])
+    values, out, call = _remembered_add(monkeypatch, offsets)
     before = jagged_launch.stats_reads
     call()
     call()
@@ -474,17 +483,10 @@ def test_offsets_are_read_once_per_state_where_remembered(monkeypatch):
 def test_strided_offsets_are_copied_and_read_once_per_state_where_remembered(monkeypatch):
     """Offsets that are a strided view are copied for the kernel; the copy is
     made (and read) once per state of the view, not on every call."""
-    from examples import jagged as ex
     from ntsym import jagged_launch
 
-    if not torch.cuda.is_available():
-        monkeypatch.setattr(jagged_launch, "REMEMBERED", frozenset({"cpu"}))
-    values, out = torch.randn(10, 4), torch.zeros(10, 4)
     offsets = torch.tensor([0, 99, 3, 99, 10])[::2]  # [0, 3, 10], not contiguous
-
-    def call():
-        ex.add_kernel(ntsym.jagged(values, offsets), ntsym.jagged(values, offsets), ntsym.jagged(out, offsets))
-
+    values, out, call = _remembered_add(monkeypatch, offsets)
     before = jagged_launch.stats_reads
     call()
     call()
