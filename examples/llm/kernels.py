@@ -473,20 +473,18 @@ def decode_attention(q, k_cache, v_cache, length, scale=None, out=None, pending=
     block_n, n_split = decode_splits(cache_len)
     groups = h // kv_heads
     output = torch.empty(q.shape, dtype=q.dtype, device=q.device) if out is None else out
-    q_grouped = q.reshape(b, kv_heads, 1, groups, d)
-    if cache_len <= (UNSPLIT_CACHE_LEN if unsplit_up_to is None else unsplit_up_to):
-        # One program per batch and key/value head walks the whole valid cache and
-        # writes the result itself: no combine kernel.
-        lse = torch.empty((b, kv_heads, 1, groups), dtype=torch.float32, device=q.device)
-        decode_kernel(q_grouped, k_cache.unflatten(2, (1, -1)), v_cache.unflatten(2, (1, -1)), length.reshape(1),
-                      int(pending), float(scale), output.view(b, kv_heads, 1, groups, d), lse, BLOCK_SIZE_G=16,
-                      BLOCK_SIZE_N=block_n)
-        return output
-    o_part = torch.empty((b, kv_heads, n_split, groups, d), dtype=torch.float32, device=q.device)
-    lse = torch.empty((b, kv_heads, n_split, groups), dtype=torch.float32, device=q.device)
-    decode_kernel(q_grouped, k_cache.unflatten(2, (n_split, -1)), v_cache.unflatten(2, (n_split, -1)),
-                  length.reshape(1), int(pending), float(scale), o_part, lse, BLOCK_SIZE_G=16, BLOCK_SIZE_N=block_n)
-    combine_kernel(o_part, lse, output.view(b, kv_heads, groups, d))
+    # Unsplit, one program per batch and key/value head walks the whole valid cache
+    # and writes the result itself: no combine kernel.
+    unsplit = cache_len <= (UNSPLIT_CACHE_LEN if unsplit_up_to is None else unsplit_up_to)
+    splits = 1 if unsplit else n_split
+    lse = torch.empty((b, kv_heads, splits, groups), dtype=torch.float32, device=q.device)
+    o = output.view(b, kv_heads, 1, groups, d) if unsplit else \
+        torch.empty((b, kv_heads, splits, groups, d), dtype=torch.float32, device=q.device)
+    decode_kernel(q.reshape(b, kv_heads, 1, groups, d), k_cache.unflatten(2, (splits, -1)),
+                  v_cache.unflatten(2, (splits, -1)), length.reshape(1), int(pending), float(scale), o, lse,
+                  BLOCK_SIZE_G=16, BLOCK_SIZE_N=block_n)
+    if not unsplit:
+        combine_kernel(o, lse, output.view(b, kv_heads, groups, d))
     return output
 
 
