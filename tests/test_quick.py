@@ -299,6 +299,29 @@ def test_the_last_learned_call_shapes_are_kept(keys):
     assert keys == [1]
 
 
+def test_a_forgotten_call_shape_is_matched_quickly_again(keys, monkeypatch):
+    """A generation replays its cache lengths: a shape forgotten since is put
+    back in front at the call its key finds (its guards kept, not rebuilt),
+    and the calls after it match without a key; that forgets the oldest
+    again, which are offered again in turn."""
+    from ntsym_codegen.runtime import quick
+
+    kernel = _add_kernel()
+    for n in range(1, quick.LIMIT + 5):  # 1 to 4 forgotten
+        _warm(kernel, n)
+    made = []
+    real = quick.Quick
+    monkeypatch.setattr(quick, "Quick", lambda *a, **k: made.append(1) or real(*a, **k))
+    for n in (1, 2, 3, 5):  # 5 was forgotten when 1 came back
+        keys.clear()
+        for _ in range(3):
+            x, y, z = torch.randn(n), torch.randn(n), torch.empty(n)
+            kernel(x, y, z)
+            torch.testing.assert_close(z, x + y)
+        assert keys == [1], n
+    assert made == [] and len(kernel.calls.quick) == quick.LIMIT
+
+
 def test_a_kernel_with_an_untouched_tensor_is_matched_quickly(keys):
     def arrangement(x, unused, z, BLOCK=ntsym.block_size()):
         return x.tile((BLOCK,)), unused.tile((BLOCK,)), z.tile((BLOCK,))

@@ -55,7 +55,7 @@ class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
     __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "scalars",
-                 "options", "pairs", "learned", "float64")
+                 "options", "pairs", "learned", "float64", "quick")
 
     def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False,
                  options=(), pairs=(), float64=False):
@@ -74,6 +74,7 @@ class _Entry:
         # one tensor object may be given for both (in-place use proved safe)
         self.pairs = pairs
         self.learned = False  # whether quick matching was offered this entry (``quick.learn``)
+        self.quick = None  # its quick match once made (kept when the table forgets it: offered again, reused)
         self.float64 = float64  # float scalars meet float64 tensors on a GPU (``check_float64_scalars``)
 
 

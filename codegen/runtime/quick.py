@@ -31,7 +31,10 @@ from ntsym_codegen.runtime.checks import _call_types
 
 # The most call shapes a kernel handle remembers this way, the last learned
 # tried first; learning one more forgets the oldest (a decode loop's growing
-# cache makes a new shape every step).
+# cache makes a new shape every step).  A forgotten entry keeps its match: the
+# next call its key finds puts it back in front, without building its guards
+# again (a decode loop that replays its cache lengths, as each new generation
+# does, matches all but the first call of each length without a key).
 LIMIT = 16
 
 
@@ -111,6 +114,9 @@ def learn(cache, entry, args, constexprs=()):
     ``constexprs``) are numbers, strings or None.  A tensor given twice (in
     place) is matched by the same object given at the same places."""
     entry.learned = True
+    if entry.quick is not None:  # made before, forgotten since
+        _remember(cache.quick, entry.quick)
+        return
     guards_type = _guards()
     if guards_type is None:
         return
@@ -139,8 +145,16 @@ def learn(cache, entry, args, constexprs=()):
     except Exception:
         return
     every = len(positions) == len(args)
-    table = cache.quick
-    table.insert(0, Quick(guards, aligns, entry, None if every else positions, tuple(others), repeats, distinct))
+    entry.quick = Quick(guards, aligns, entry, None if every else positions, tuple(others), repeats, distinct)
+    _remember(cache.quick, entry.quick)
+
+
+def _remember(table, quick):
+    """Put ``quick`` in front of ``table``; the oldest beyond ``LIMIT`` are
+    forgotten, their entries offered again at their next keyed call."""
+    table.insert(0, quick)
+    for forgotten in table[LIMIT:]:
+        forgotten.entry.learned = False
     del table[LIMIT:]
 
 
