@@ -126,6 +126,12 @@ def read_parameters(func, params):
     return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in params and id(n) not in skipped}
 
 
+def named_parameters(func, params):
+    """Parameters the application names anywhere (read, written, sized or
+    passed on)."""
+    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in params}
+
+
 def program_dependent_calls(func, inline_functions, seen=frozenset()):
     """The functions the application (or a function it inlines) calls whose
     result differs between programs that read the same tiles:

@@ -8,10 +8,12 @@ pruning the masks SymPy proves always true (kernel_params.py); fill in
 :mod:`ntsym_codegen.ir`.
 """
 
+import ast
+
 import sympy
 
 from ntsym_codegen.ir import KernelIR, TensorParam
-from ntsym_codegen.analysis import assigned_parameters, program_dependent_calls, read_parameters
+from ntsym_codegen.analysis import assigned_parameters, named_parameters, program_dependent_calls, read_parameters
 from ntsym.application import _resolve_globals, parse_application
 from ntsym.arranging import arrange
 from ntsym.disjoint import overlap_checks
@@ -33,6 +35,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     dimension (``PairingMixin._pair_equal``)."""
     app_def, app_globals = parse_application(application)
     app_names = [a.arg for a in app_def.args.args]
+    _drop_bare_parameters(app_def, set(app_names))
     # Entries of ``tensors`` that are not Tensors (a tuple of slices, a
     # number) go to the arrangement as they are, as in NineToothed; they are
     # no parameter of the kernel.
@@ -58,6 +61,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     proof = OuterProof(names, arranged, sources, maybe_written(app_def, inline, app_names),
                        read_through_source(app_def, inline, {n: t.ndim for n, t in zip(names, tensors)}), apart)
     proof.stored_only = stored_only(app_def, app_names) & proof.written
+    proof.unused = frozenset(names) - named_parameters(app_def, set(names))
     proof.run()
     params = proof.params()
     _refuse_overlapping_writes(proof, params, app_def, inline)
@@ -91,6 +95,20 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         same_rows=proof.same_rows(jagged),
         read_apart=tuple(proof.apart_pairs),
     )
+
+
+def _drop_bare_parameters(app_def, params):
+    """Remove the statements that are a parameter's name alone (``x``, as
+    NineToothed's tests write an application that does nothing): they
+    compute nothing, and emitted they would load the tile."""
+    blocks = [(node, field) for node in ast.walk(app_def) for field in ("body", "orelse", "finalbody")
+              if isinstance(getattr(node, field, None), list)]
+    for node, field in blocks:
+        block = getattr(node, field)
+        kept = [s for s in block if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Name)
+                                         and s.value.id in params)]
+        if len(kept) != len(block):
+            setattr(node, field, kept or [ast.copy_location(ast.Pass(), block[0])])
 
 
 def _refuse_overlapping_writes(proof, params, app_def, inline):

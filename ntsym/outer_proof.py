@@ -31,6 +31,7 @@ class OuterProof(PairingMixin, ParamsMixin):
         self._seq_lens, self._jagged_batch = {}, {}  # jagged tensors: row length symbols, batch indices
         self.apart, self.apart_pairs = apart, []  # read tensors' own first extents (``_pair_equal``)
         self.stored_only = set()  # written tensors the application only assigns whole
+        self.unused = frozenset()  # tensors the application never names (``_moot_when_unused``)
 
     def _size_owner(self):
         owner = {}
@@ -51,9 +52,11 @@ class OuterProof(PairingMixin, ParamsMixin):
     def run(self):
         arrays = [(n, t) for n, t, s in zip(self.names, self.arranged, self.sources)
                   if t is not None and (s.tensor.ndim or len(t.levels[0][0]))]
+        owners = {}
         for name, t in zip(self.names, self.arranged):
             for req in t.requirements if t is not None else ():
                 self._require(req, f"`{name}`: a meta-operation assumed {self.describe(req)}", "")
+                owners.setdefault(self._apply(req), []).append(name)
         requirements = len(self.checks)
         if not arrays:
             raise ArrangementError("no arranged tensor to launch programs over")
@@ -85,6 +88,7 @@ class OuterProof(PairingMixin, ParamsMixin):
             if self.alignment[name] is None:
                 require_split(self, ref_name, ref_shape, name, t.levels[0][0])
         self._moot_when_empty(requirements)
+        self._moot_when_unused(owners)
         self.program_vars = tuple(
             sympy.Symbol(f"pid_{d}", integer=True, nonnegative=True) for d in range(len(self.grid))
         )

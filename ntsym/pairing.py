@@ -254,6 +254,28 @@ class PairingMixin:
             if isinstance(c.relation, sympy.Eq) and c.relation.rhs == 1 and c.relation.lhs.is_Symbol:
                 self.checks[i] = dataclasses.replace(c, unless=programs)
 
+    def _moot_when_unused(self, owners):
+        """A dimension an ``expand`` or ``squeeze`` assumed of size 1 may be of
+        size 0 where the tensor is one the application never names (NineToothed's
+        ``x`` as a bare statement): none of its elements or sizes is read or
+        written, whatever the programs do.  Only where no named tensor and no
+        grid extent shares the size: elsewhere the assumption decides masks.
+        ``owners``: each requirement's relation -> the tensors it came from."""
+        unused = self.unused
+        if not unused:
+            return
+        shared = set().union(*(self._apply(e).free_symbols for e in self.grid))
+        for name, src in zip(self.names, self.sources):
+            if name not in unused:
+                shared.update(*(self._apply(sympy.sympify(e)).free_symbols for e in src.shape))
+        for i, c in enumerate(self.checks):
+            relation, names = c.relation, owners.get(c.relation, ())
+            if not (names and set(names) <= unused and isinstance(relation, sympy.Eq) and relation.rhs == 1
+                    and relation.lhs.is_Symbol and relation.lhs not in shared):
+                continue
+            size = relation.lhs
+            self.checks[i] = dataclasses.replace(c, unless=size if c.unless is None else c.unless * size)
+
     def _empty_without_blocks(self, extent):
         """An expression that is 0 where the grid ``extent`` is (or, on
         negative sizes, more strictly so), free of block sizes where it can

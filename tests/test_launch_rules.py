@@ -99,6 +99,35 @@ def test_expand_of_an_empty_dimension_beside_programs_is_refused():
         kernel(x, bias, out, BLOCK=32)  # torch cannot broadcast (0, 5) to (3, 5) either
 
 
+def _expanded_only(x, BLOCK=ntsym.block_size()):
+    return (x.expand((BLOCK,)).tile((BLOCK,)),)
+
+
+def _names_only(x):
+    x  # noqa: B018  (NineToothed's tests write an application that does nothing so)
+
+
+def test_expand_of_an_empty_dimension_of_a_tensor_never_named_runs():
+    """NineToothed's own test of ``expand``: the application names the
+    tensor alone, reading nothing, so its size-0 dimension is no wrong
+    result; a tensor the application reads stays refused (above)."""
+    kernel = ntsym.make(_expanded_only, _names_only, (Tensor(1),))
+    for size in (0, 1):
+        kernel(torch.empty(size))
+    assert "tl.load" not in kernel.source  # the bare name loads nothing
+    with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] \(=2\) must equal 1"):
+        kernel(torch.empty(2))  # 2 is neither: the expand needs one element or none
+
+
+def test_expand_of_an_empty_dimension_read_beside_a_program_is_refused():
+    def read(x):
+        x = x * 2  # noqa: F841  (reads x)
+
+    kernel = ntsym.make(_expanded_only, read, (Tensor(1),))
+    with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] \(=0\) must equal 1"):
+        kernel(torch.empty(0))
+
+
 # -- outermost shapes of different lengths -------------------------------------
 
 
