@@ -30,6 +30,7 @@ from ntsym.errors import MetaOperationError
 from ntsym.extents import slice_extent, window_count
 from ntsym.hierarchy import Hierarchy, Level, _new_var
 from ntsym.symbol import Symbol, as_expr
+from ntsym.tensor_arguments import check_jagged, shape_options_per_dim
 
 
 _instance_ids = itertools.count()
@@ -89,7 +90,7 @@ class Tensor:
             raise MetaOperationError("only 0-dimensional tensors can be constexpr")
         ndim_given = len(shape) if shape is not None else ndim
         if jagged_dim is not None:
-            _check_jagged(jagged_dim, ndim_given, shape, strides)
+            check_jagged(jagged_dim, ndim_given, shape, strides)
         self.jagged_dim = jagged_dim
         self._instance = next(_instance_ids)
         self._parent = None
@@ -102,7 +103,7 @@ class Tensor:
         if value is not None and not self.constexpr:
             raise MetaOperationError("Tensor(value=...) requires constexpr=True")
         ndim = len(shape) if shape is not None else ndim
-        options = _shape_options(shape_options, ndim)
+        options = shape_options_per_dim(shape_options, ndim)
         sizes = []
         for d in range(ndim):
             entry = None if shape is None else shape[d]
@@ -532,39 +533,6 @@ class Tensor:
         exprs = [s for level in hier.levels[self._level:] for s in level.shape]
         exprs += list(self.source.source_shape) + list(self.source.source_strides)
         return {s for e in exprs for s in sympy.sympify(e).free_symbols if isinstance(s, Symbol)}
-
-
-def _check_jagged(jagged_dim, ndim, shape, strides):
-    """``Tensor(ndim, jagged_dim=d)``: a batch of sequences (dimension 0) whose
-    dimension ``d`` has a length of its own per batch element, launched with
-    a ``torch.nested`` tensor of the jagged layout or ``ntsym.jagged(values,
-    offsets)`` (see docs/jagged.md)."""
-    if not isinstance(jagged_dim, int) or isinstance(jagged_dim, bool):
-        raise MetaOperationError(f"jagged_dim must be an int, got {jagged_dim!r}")
-    if ndim is None or ndim < 2:
-        raise MetaOperationError(
-            f"a jagged tensor needs at least 2 dimensions (the batch, then the ragged one), got ndim={ndim}")
-    if not 1 <= jagged_dim < ndim:
-        raise MetaOperationError(
-            f"jagged_dim={jagged_dim} must name a dimension after the batch dimension 0 "
-            f"(1..{ndim - 1}), as torch.nested's jagged layout does")
-    if shape is not None and any(shape[d] is not None for d in (0, jagged_dim)):
-        raise MetaOperationError(
-            f"a jagged tensor's batch size (dimension 0) and ragged length (dimension {jagged_dim}) "
-            "come from its offsets at launch: leave them None in shape")
-    if strides is not None:
-        raise MetaOperationError("a jagged tensor's strides come from its values at launch: do not give strides")
-
-
-def _shape_options(options, ndim):
-    if options is None:
-        return [{} for _ in range(ndim)]
-    if isinstance(options, dict):
-        return [dict(options) for _ in range(ndim)]
-    options = list(options)
-    if len(options) != ndim:
-        raise MetaOperationError(f"shape_options has {len(options)} entries for {ndim} dimensions")
-    return [dict(o or {}) for o in options]
 
 
 def _is_minus_one(value):
