@@ -259,14 +259,17 @@ class PairingMixin:
         size 0 where the tensor is one the application never names (NineToothed's
         ``x`` as a bare statement): none of its elements or sizes is read or
         written, whatever the programs do.  Only where no named tensor and no
-        grid extent shares the size: elsewhere the assumption decides masks.
+        grid extent shares the size (elsewhere the assumption decides masks),
+        and not for a jagged tensor (its offsets are read all the same).
         ``owners``: each requirement's relation -> the tensors it came from."""
         unused = self.unused
         if not unused:
             return
         shared = set().union(*(self._apply(e).free_symbols for e in self.grid))
         for name, src in zip(self.names, self.sources):
-            if name not in unused:
+            # A jagged tensor's offsets are read at its batch index by every
+            # program, named or not: an empty batch would be read past.
+            if name not in unused or src.tensor.jagged_dim is not None:
                 shared.update(*(self._apply(sympy.sympify(e)).free_symbols for e in src.shape))
         for i, c in enumerate(self.checks):
             relation, names = c.relation, owners.get(c.relation, ())

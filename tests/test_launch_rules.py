@@ -119,6 +119,26 @@ def test_expand_of_an_empty_dimension_of_a_tensor_never_named_runs():
         kernel(torch.empty(2))  # 2 is neither: the expand needs one element or none
 
 
+def _jagged_expanded_over_the_batch(y, x, BLOCK=ntsym.block_size()):
+    y_arranged = y.tile((1, -1))
+    return y_arranged, x.tile((1, BLOCK)).tile((1, -1)).expand((y_arranged.shape[0], -1))
+
+
+def _add_one(y, x):
+    y = y + 1  # noqa: F841
+
+
+def test_an_empty_batch_of_a_jagged_tensor_never_named_is_refused():
+    """Every program reads a jagged tensor's offsets at its batch index,
+    named or not: an empty batch (one offset) would be read past."""
+    kernel = ntsym.make(_jagged_expanded_over_the_batch, _add_one, (Tensor(2), Tensor(2, jagged_dim=1)))
+    y = torch.zeros(3, 4)
+    kernel(y, ntsym.jagged(torch.randn(4), torch.tensor([0, 4], dtype=torch.int32)), BLOCK=32)
+    torch.testing.assert_close(y, torch.ones(3, 4))
+    with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] \(=0\) must equal 1"):
+        kernel(y, ntsym.jagged(torch.randn(0), torch.tensor([0], dtype=torch.int32)), BLOCK=32)
+
+
 def test_expand_of_an_empty_dimension_read_beside_a_program_is_refused():
     def read(x):
         x = x * 2  # noqa: F841  (reads x)
