@@ -98,13 +98,30 @@ class Kernel:
                 return self._launch(*args)
             except LaunchError as refused:
                 return self._refused(refused, args, kwargs)
+            except ZeroDivisionError as error:
+                raise self._divided_by_zero(args, error) from None
         target, args, kwargs = self._prepared(args, kwargs)
-        if target is not self:
-            return target._launch(*args, **kwargs)
         try:
-            return self._launch(*args, **kwargs)
-        except LaunchError as refused:
-            return self._refused(refused, args, kwargs)
+            if target is not self:
+                return target._launch(*args, **kwargs)
+            try:
+                return self._launch(*args, **kwargs)
+            except LaunchError as refused:
+                return self._refused(refused, args, kwargs)
+        except ZeroDivisionError as error:
+            raise self._divided_by_zero(args, error) from None
+
+    def _divided_by_zero(self, args, error):
+        """The launch error for a call whose launch checks or grid divide by
+        a size of 0 (a tile's stride or dilation taken from a tensor's size);
+        ``error`` itself where no tensor given has a size of 0."""
+        if not any(0 in tuple(getattr(a, "shape", ())) for a in args):
+            return error
+        shapes = ", ".join(f"{name} {tuple(a.shape)}" for (name, *_), a in zip(self.spec.call_params, args)
+                           if hasattr(a, "shape"))
+        return LaunchError(f"kernel `{self.spec.name}`: the arrangement divides by a size that is 0 in this call "
+                           f"(a tile's stride or dilation given as a tensor's size, or a size used as a divisor); "
+                           f"the sizes given: {shapes}")
 
     def _refused(self, refused, args, kwargs):
         """A launch this kernel refused: the variant that reads the tensors

@@ -337,3 +337,17 @@ def test_a_tensor_only_stored_to_beside_more_windows():
     with pytest.raises(ntsym.LaunchError, match=r"out.shape\[0\] \(=9\) must be <= x.shape\[0\] - 2 "
                                                 r"\(=8, x.shape\[0\]=10\)"):
         kernel(x, buf)
+
+
+def _stride_of_a_size(y, x):
+    return y.tile((1,), strides=(x.shape[0],)), x.tile((1,))
+
+
+def _add_one(y, x):
+    y = y + 1.0  # noqa: F841
+
+
+def test_a_tile_stride_taken_from_a_size_of_0_is_a_launch_error():
+    kernel = ntsym.make(_stride_of_a_size, _add_one, (Tensor(1), Tensor(1)))
+    with pytest.raises(ntsym.LaunchError, match=r"divides by a size that is 0.*x \(0,\)"):
+        kernel(torch.zeros(10), torch.zeros(0))
