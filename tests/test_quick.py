@@ -207,6 +207,24 @@ def test_a_tensor_whose_storage_was_freed_is_refused(path):
         kernel(torch.randn(0), torch.randn(0), torch.empty(0))
 
 
+@pytest.mark.parametrize("path", ["call key", "quick match"])
+@pytest.mark.parametrize("which", [0, 2])
+def test_a_warm_call_on_a_storage_resized_smaller_is_refused(path, which):
+    """A storage shrunk, not freed, keeps a data pointer: the warm call
+    compares its bytes with those the call shape spans."""
+    kernel = _add_kernel()
+    _warm(kernel)
+    if path == "call key":
+        kernel.calls.quick.clear()
+    args = [torch.randn(40), torch.randn(40), torch.zeros(40)]
+    args[which].untyped_storage().resize_(64)
+    with pytest.raises(ntsym.LaunchError, match="storage, which holds 64 bytes"):
+        kernel(*args)
+    x, y, z = torch.randn(80)[40:], torch.randn(40), torch.zeros(40)  # a view at an offset in its storage
+    kernel(x, y, z)
+    assert torch.equal(z, x + y)
+
+
 @pytest.mark.parametrize("learned_in", ["inference mode", "normal mode"])
 def test_an_inference_tensor_written_outside_inference_mode_is_refused(learned_in):
     """As torch refuses to update one in place, whichever mode the warm call

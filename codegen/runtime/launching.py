@@ -88,6 +88,10 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
         pointers = [args[i].data_ptr() for i in entry.tensor_positions]
     if pointers is not None and 0 in pointers:
         check_arguments(spec, args)  # a null data pointer: an empty tensor, or a storage freed since
+    for i, span in zip(entry.tensor_positions, entry.spans):
+        a = args[i]
+        if span and a.storage_offset() * a.element_size() + span > a.untyped_storage().nbytes():
+            check_arguments(spec, args)  # a storage resized since: refused there (``_check_storage``)
     if entry.pairs:
         spans, positions = entry.spans, entry.tensor_positions
         for a, b, alike in entry.pairs:
@@ -151,12 +155,11 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
     if key is None:
         return
     positions = tuple(i for i, a in enumerate(user_args) if any(a is t for t in tensors))
-    spans, pairs = None, ()
+    spans, pairs = [], ()
+    for i in positions:  # the bytes each tensor spans: its storage must hold them at every launch
+        start, end = byte_extent(user_args[i])
+        spans.append(end - start)
     if len(positions) > 1:
-        spans = []
-        for i in positions:
-            start, end = byte_extent(user_args[i])
-            spans.append(end - start)
         spec = facts.spec
         names = [spec.call_params[i][0] for i in positions]
         written = [name in spec.written for name in names]
