@@ -182,6 +182,24 @@ def test_writes_through_a_pointer_count_as_writes(application):
         assert torch.equal(h, (x * 2).bfloat16())
 
 
+def _descriptor_store(x, y):
+    d = ntl.make_tensor_descriptor(y.source.data_ptr(), shape=[y.source.shape[0]], strides=[1], block_shape=[4])
+    d.store([ntl.program_id(0) * 4], x * 2)
+
+
+def test_a_store_through_a_tensor_descriptor_counts_as_a_write():
+    """The descriptor's method names offsets, not the pointer: the tensor
+    whose pointer made it is written (version bumped, overlap refused)."""
+    k = ntsym.make(lambda x, y: (x.tile((4,)), y.tile((4,))), _descriptor_store, (Tensor(1), Tensor(1)))
+    x, y = torch.arange(8.0), torch.zeros(8)
+    k(x, y)
+    assert y._version == 1 and torch.equal(y, x * 2)
+    buf = torch.arange(12.0)
+    with pytest.raises(ntsym.LaunchError, match="share memory and the kernel writes `y`"):
+        k(buf[:8], buf[4:])
+    assert torch.equal(buf, torch.arange(12.0))
+
+
 def test_writing_a_tensor_that_requires_grad_is_refused_under_grad_mode():
     k = _double()
     x = torch.randn(6)
