@@ -49,19 +49,33 @@ _METADATA = {"shape", "dtype", "offsets", "ndim"}
 def _read_after_write(ir, read, written):
     """Why a program could read an element of ``read`` after writing it
     through ``written`` (one view passed for both), or None: a read of
-    ``read`` that follows a write of ``written`` in the application's order,
-    in a loop's next iteration too, unless in that loop both are indexed
-    ``x[k]`` by one index holding its variable (the next iteration reads
-    other elements).  A call of the application's own function given
-    ``written`` writes it."""
-    calls = set(ir.inline_functions)
+    ``read`` that follows a write of ``written`` in the application's order
+    (an ``if``'s or a ``while``'s condition and a ``for``'s iterable
+    included), in a loop's next iteration too, unless in that loop both are
+    indexed ``x[k]`` by one index holding its variable (the next iteration
+    reads other elements).  A call of the application's own function given
+    ``written`` writes it; one given both is followed inside, its parameters
+    standing for them."""
+    return _Order(ir.inline_functions).body(ir.application.body, {read}, {written}, 0)
 
-    def reads(node):
+
+class _Order:
+    """The read-after-write walk of ``_read_after_write`` over a body, for
+    names ``read`` and ``written`` (sets: a function's parameters)."""
+
+    def __init__(self, functions):
+        self.functions = functions
+
+    def body(self, stmts, read, written, depth):
+        result = self.walk(stmts, read, written, depth, False)
+        return result if isinstance(result, str) else None
+
+    def reads(self, node, read):
         """``read``'s elements used in ``node``: its Subscript where indexed, else its Name."""
         up = {id(c): n for n in ast.walk(node) for c in ast.iter_child_nodes(n)}
         out = []
         for n in ast.walk(node):
-            if isinstance(n, ast.Name) and n.id == read and isinstance(n.ctx, ast.Load):
+            if isinstance(n, ast.Name) and n.id in read and isinstance(n.ctx, ast.Load):
                 parent = up.get(id(n))
                 if isinstance(parent, ast.Attribute) and parent.attr in _METADATA:
                     continue
@@ -70,15 +84,37 @@ def _read_after_write(ir, read, written):
                     out.append(use)
         return out
 
-    def writes(stmt):
+    def writes(self, stmt, written):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
             stmt, (ast.AugAssign, ast.AnnAssign)) else []
-        out = [t for t in targets if (isinstance(t, ast.Name) and t.id == written) or (
-            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == written)]
-        return out + [c for c in ast.walk(stmt) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                      and c.func.id in calls and any(isinstance(a, ast.Name) and a.id == written for a in c.args)]
+        out = [t for t in targets if (isinstance(t, ast.Name) and t.id in written) or (
+            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in written)]
+        return out + [c for c in self.calls(stmt) if any(isinstance(a, ast.Name) and a.id in written
+                                                         for a in _arguments(c))]
 
-    def by_variable(nodes, var):
+    def calls(self, node):
+        return [c for c in ast.walk(node) if isinstance(c, ast.Call) and ast.unparse(c.func) in self.functions]
+
+    def inside(self, node, read, written, depth):
+        """Why a call in ``node`` of the application's own function given
+        both ``read`` and ``written`` reads the one after writing the other
+        in its body, or None."""
+        for call in self.calls(node):
+            target = self.functions[ast.unparse(call.func)][0]
+            names = [a.arg for a in target.args.args]
+            bound = list(zip(names, call.args)) + [(k.arg, k.value) for k in call.keywords]
+            inner_read = {n for n, a in bound if isinstance(a, ast.Name) and a.id in read}
+            inner_written = {n for n, a in bound if isinstance(a, ast.Name) and a.id in written}
+            if not (inner_read and inner_written):
+                continue
+            if depth >= 8 or any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(names):
+                return f"`{ast.unparse(call.func)}` is given both and is not followed inside"
+            why = self.body(target.body, inner_read, inner_written, depth + 1)
+            if why:
+                return why
+        return None
+
+    def by_variable(self, nodes, var):
         """The one index of ``nodes`` (all ``x[...]``) where it holds ``var``, else None."""
         keys = {ast.dump(n.slice) if isinstance(n, ast.Subscript) else None for n in nodes}
         if var is None or len(keys) != 1 or None in keys:
@@ -87,34 +123,47 @@ def _read_after_write(ir, read, written):
         elements = index.elts if isinstance(index, ast.Tuple) else [index]
         return keys.pop() if any(isinstance(e, ast.Name) and e.id == var for e in elements) else None
 
-    def walk(stmts, written_yet):
+    def walk(self, stmts, read, written, depth, written_yet):
         for stmt in stmts:
+            head = stmt.test if isinstance(stmt, (ast.If, ast.While)) else stmt.iter if isinstance(
+                stmt, ast.For) else None
+            if head is not None and written_yet and self.reads(head, read):
+                return f"the application reads `{_shown(read)}` after it writes `{_shown(written)}`"
             if isinstance(stmt, (ast.For, ast.While)):
-                wrote = walk(stmt.body, written_yet)
+                wrote = self.walk(stmt.body, read, written, depth, written_yet)
                 if isinstance(wrote, str):
                     return wrote
                 var = stmt.target.id if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name) else None
                 body = ast.Module(body=stmt.body, type_ignores=[])
-                loaded = reads(body)
-                stored = [w for s in ast.walk(body) if isinstance(s, ast.stmt) for w in writes(s)]
-                index = by_variable(loaded, var)
-                if wrote and loaded and (index is None or index != by_variable(stored, var)):
-                    return f"its loop may read `{read}` in an iteration after one that wrote `{written}`"
+                loaded = self.reads(body, read) + (self.reads(stmt.test, read) if isinstance(stmt, ast.While) else [])
+                stored = [w for s in ast.walk(body) if isinstance(s, ast.stmt) for w in self.writes(s, written)]
+                index = self.by_variable(loaded, var)
+                if wrote and loaded and (index is None or index != self.by_variable(stored, var)):
+                    return (f"its loop may read `{_shown(read)}` in an iteration after one that wrote "
+                            f"`{_shown(written)}`")
                 written_yet = written_yet or wrote
             elif isinstance(stmt, ast.If):
-                sides = [walk(stmt.body, written_yet), walk(stmt.orelse, written_yet)]
+                sides = [self.walk(side, read, written, depth, written_yet) for side in (stmt.body, stmt.orelse)]
                 for side in sides:
                     if isinstance(side, str):
                         return side
                 written_yet = written_yet or any(sides)
             else:
-                if written_yet and reads(stmt):
-                    return f"the application reads `{read}` after it writes `{written}`"
-                written_yet = written_yet or bool(writes(stmt))
+                if written_yet and self.reads(stmt, read):
+                    return f"the application reads `{_shown(read)}` after it writes `{_shown(written)}`"
+                why = self.inside(stmt, read, written, depth)
+                if why:
+                    return why
+                written_yet = written_yet or bool(self.writes(stmt, written))
         return written_yet
 
-    result = walk(ir.application.body, False)
-    return result if isinstance(result, str) else None
+
+def _shown(names):
+    return "`, `".join(sorted(names))
+
+
+def _arguments(call):
+    return list(call.args) + [k.value for k in call.keywords]
 
 
 def _same_map(a, b):

@@ -231,6 +231,55 @@ def test_in_place_is_refused_where_a_program_reads_what_it_wrote():
         kernel(torch.arange(1.0, 7.0), separate)  # a separate output is as before
 
 
+def _ones_then_twos_if_positive(x, y):
+    y = ntl.zeros(y.shape, dtype=ntl.float32) + 1.0  # noqa: F841
+    if ntl.sum(x, 0) > 0:  # x first read here, after y was stored
+        y = ntl.zeros(y.shape, dtype=ntl.float32) + 2.0  # noqa: F841
+
+
+def _store_then_read(a, b):
+    b = ntl.zeros(b.shape, dtype=ntl.float32) + 1.0  # noqa: F841
+    b = a * 3.0  # noqa: F841
+
+
+def _in_a_condition(x, y):
+    _ones_then_twos_if_positive(x, y)
+
+
+def _in_a_helper(x, y):
+    _store_then_read(x, y)
+
+
+def _in_a_range(x, y):
+    y = ntl.zeros(y.shape, dtype=ntl.float32) + 1.0  # noqa: F841
+    for _ in range(ntl.sum(x, 0).to(ntl.int32) + 2):
+        y = ntl.zeros(y.shape, dtype=ntl.float32) + 5.0  # noqa: F841
+
+
+@pytest.mark.parametrize("application", [_ones_then_twos_if_positive, _in_a_condition, _in_a_helper, _in_a_range])
+def test_in_place_is_refused_where_a_condition_a_range_or_a_helper_reads_after_a_write(application):
+    kernel = ntsym.make(lambda x, y: (x.tile((4,)), y.tile((4,))), application, (Tensor(1), Tensor(1)))
+    separate = torch.zeros(8)
+    kernel(-torch.ones(8), separate)
+    buffer = -torch.ones(8)
+    with pytest.raises(LaunchError, match="after it writes"):
+        kernel(buffer, buffer)
+    assert torch.equal(buffer, -torch.ones(8))
+
+
+def test_in_place_through_a_helper_that_reads_before_it_writes_runs():
+    def double(a, b):
+        b = a * 2.0  # noqa: F841
+
+    def application(x, y):
+        double(x, y)
+
+    kernel = ntsym.make(lambda x, y: (x.tile((4,)), y.tile((4,))), application, (Tensor(1), Tensor(1)))
+    buffer = torch.arange(8.0)
+    kernel(buffer, buffer)
+    assert torch.equal(buffer, torch.arange(8.0) * 2)
+
+
 def test_in_place_is_kept_where_every_read_comes_before_the_writes_it_meets():
     def swap_after_loading(x, y):  # both halves loaded before either is stored (as the RoPE example does)
         a = x[0]
