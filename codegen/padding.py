@@ -411,8 +411,11 @@ class PaddingMixin:
         wide, prior = lanes, self.lanes.locals.get(name)
         with meeting():  # a lane outside this iteration's tiles keeps the carried value
             lanes = self.lanes_of(value_node)
+        # Only the loops that carry ``name``: a factor reading an outer loop's
+        # variable, ``name`` set afresh in each of its iterations, is the same
+        # in every iteration of the loops that do (lanes outside in all of them).
         changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned)
-                                  for f in self.loops.frames))
+                                  for f in frames))
         varying = [f for f in lanes.factors if f.names & changing]
         # ``acc + e``, ``maximum(acc, e)``, ...: where ``e`` holds the
         # identity, the carried value is unchanged and no select is needed.

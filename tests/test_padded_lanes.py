@@ -500,6 +500,40 @@ def test_a_carried_value_scaled_by_an_inner_loop_variable(outer):
     torch.testing.assert_close(out, 3 * x.sum(1))
 
 
+@pytest.mark.parametrize("outer", ["for", "while"])
+def test_a_value_reset_in_each_outer_iteration_keeps_the_rows_outside_in_every_inner_one(outer):
+    # Row blocks of 4 over 7 rows: the last block's row past the tensor is
+    # outside in every iteration of the inner loop, which carries `acc` (set
+    # afresh in each outer iteration): its -inf must not reach the sum.
+    def for_app(x, out):
+        total = 0.0
+        for i in range(x.shape[0]):
+            acc = ntl.full((4, 4), float("-inf"), ntl.float32)
+            for j in range(x.shape[1]):
+                acc = ntl.maximum(acc, x[i, j])
+            total += ntl.sum(ntl.max(acc, 1))
+        out = total  # noqa: F841
+
+    def while_app(x, out):
+        total = 0.0
+        i = 0
+        while i < x.shape[0]:
+            acc = ntl.full((4, 4), float("-inf"), ntl.float32)
+            for j in range(x.shape[1]):
+                acc = ntl.maximum(acc, x[i, j])
+            total += ntl.sum(ntl.max(acc, 1))
+            i += 1
+        out = total  # noqa: F841
+
+    def arrangement(x, out):
+        return x.tile((4, 4)).tile((-1, -1)), out.tile((1,))
+
+    x = -(torch.rand(7, 6) + 1.0)
+    out = torch.empty(1)
+    ntsym.make(arrangement, for_app if outer == "for" else while_app, (Tensor(2), Tensor(1)))(x, out)
+    torch.testing.assert_close(out, x.amax(1).sum().reshape(1))
+
+
 @pytest.mark.parametrize("form", ["ntl.reshape(x, (32,))", "x.view(32)"])
 def test_a_sort_of_a_flattened_tile_counts_the_elements_it_moved(form):
     """A (3, 5) tile in a block of (4, 8), flattened: its lanes outside lie
