@@ -129,6 +129,8 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
             ensure_allocator()
     else:
         kernel = facts.kernel
+        if facts.cache.descriptors and not spec.interpreting:
+            ensure_allocator()
     if entry.direct is not None:
         if launch_direct(entry.direct, entry.grid, call, entry.device):
             return None
@@ -268,6 +270,11 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     kernel, spec = facts.kernel, facts.spec
     if capturing():
         refuse_capture(spec)
+    # An application that makes tensor descriptors itself needs Triton's
+    # allocator for their scratch memory, as the persistent variant does.
+    facts.cache.descriptors = "make_tensor_descriptor" in (getattr(kernel, "src", "") or "")
+    if facts.cache.descriptors and not spec.interpreting:
+        ensure_allocator()
     if float64_scalars(spec, tensors):
         check_float64_scalars(spec, user_args)
     int64 = index_width(spec, tensors, metas)

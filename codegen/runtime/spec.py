@@ -125,6 +125,9 @@ class CallCache:
     # its compiled binary was known (a guard of ``launch_direct`` failed).
     checked_launches: int = 0
     jit_launches: int = 0
+    # Whether the plain kernel makes tensor descriptors on the device (its
+    # launches then need Triton's allocator; set at the first launch).
+    descriptors: bool = False
     # Variants built, tuning searches, configurations timed, launches
     # (``ntsym_codegen.counters``: what ``Kernel.stats`` reads).
     counts: Counter = field(default_factory=Counter)
