@@ -55,7 +55,7 @@ class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
     __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "scalars",
-                 "options", "pairs", "learned", "float64", "quick")
+                 "options", "pairs", "learned", "float64", "quick", "extents")
 
     def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False,
                  options=(), pairs=(), float64=False):
@@ -75,6 +75,9 @@ class _Entry:
         self.pairs = pairs
         self.learned = False  # whether quick matching was offered this entry (``quick.learn``)
         self.quick = None  # its quick match once made (kept when the table forgets it: offered again, reused)
+        # (argument position, element size, bytes spanned) of each tensor spanning any: its
+        # storage must hold them at every launch (a storage may be resized after the first)
+        self.extents = ()
         self.float64 = float64  # float scalars meet float64 tensors on a GPU (``check_float64_scalars``)
 
 
@@ -88,9 +91,9 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
         pointers = [args[i].data_ptr() for i in entry.tensor_positions]
     if pointers is not None and 0 in pointers:
         check_arguments(spec, args)  # a null data pointer: an empty tensor, or a storage freed since
-    for i, span in zip(entry.tensor_positions, entry.spans):
+    for i, size, span in entry.extents:
         a = args[i]
-        if span and a.storage_offset() * a.element_size() + span > a.untyped_storage().nbytes():
+        if a.storage_offset() * size + span > a.untyped_storage().nbytes():
             check_arguments(spec, args)  # a storage resized since: refused there (``_check_storage``)
     if entry.pairs:
         spans, positions = entry.spans, entry.tensor_positions
@@ -173,8 +176,10 @@ def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, k
     params = len(facts.spec.arg_template)
     device = tensors[0].get_device() if tensors else -1
     scalars = len(positions) < len(user_args)
-    facts.cache.calls[key] = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel,
-                                    scalars, options, pairs, float64_scalars(facts.spec, tensors))
+    entry = _Entry(grid, tuple(args[params:]), kwargs, spans, positions, device, direct, kernel, scalars, options,
+                   pairs, float64_scalars(facts.spec, tensors))
+    entry.extents = tuple((i, user_args[i].element_size(), span) for i, span in zip(positions, spans) if span)
+    facts.cache.calls[key] = entry
 
 
 def _traced_launch(facts, args, metas, tensors, grid, derived, options, late_checks):
