@@ -29,6 +29,7 @@ from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, NAN_PASSING as _NAN_PASSING,
                                        OPERATORS as _OPERATORS, OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
+from ntsym_codegen.fresh_lanes import fresh_lanes
 from ntsym_codegen.lane_values import OPERANDS, equals
 from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, is_stale,
                                  join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
@@ -251,7 +252,7 @@ class PaddingMixin:
             operands = list(node.args) + ([func.value] if method else [])
             return Lanes(None, (), None) if all(self.lanes_of(a).clean for a in operands) else unknown()
         if name in _FRESH:
-            return Lanes(None, (), self._fresh_rank(name, node))
+            return fresh_lanes(self, name, node, self._fresh_rank(name, node))
         if name in ("trans", "permute"):
             return self._permuted_lanes(node.args[0] if node.args else None, node.args[1:], node)
         if method and func.attr in ("trans", "permute"):  # ``x.trans()``, ``x.permute(1, 0)``

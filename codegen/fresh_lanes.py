@@ -1,0 +1,92 @@
+"""The lanes of a value made afresh (``zeros``, ``full``, ``arange``,
+``zeros_like``) over a shape with a padded block: where a tile's size is not
+a power of two, a shape built from it (``x.shape``, ``(1, 5)``) is the
+power-of-two block (``ShapesMixin.ref_shape``), so the value has lanes past
+the true extent.  They lie outside as a tile's padded lanes do, and an
+operation mixing lanes reads them through a select (``sum(full(x.shape, 1))``
+of a tile of 5 is 5, not 8)."""
+
+import ast
+
+import sympy
+
+from ntsym_codegen.lanes import CLEAN, Factor, Lanes, masked
+from ntsym_codegen.printer import PrintError
+from ntsym_codegen.refs import TileRef
+from ntsym_codegen.template import expr
+
+
+def fresh_lanes(em, name, node, rank):
+    """``Lanes`` of the fresh value ``node`` (a call of ``name``) of ``rank`` axes."""
+    if name == "zeros_like":
+        operand = node.args[0] if node.args else None
+        lanes = em.lanes_of(operand) if operand is not None else None
+        if lanes is None or lanes.clean:
+            return Lanes(None, (), rank)
+        return masked(lanes.factors, sympy.Integer(0), lanes.rank) if lanes.known else lanes
+    extents = _extents(em, name, node)
+    if extents is None or rank is None or len(extents) != rank:
+        return Lanes(None, (), rank)
+    printer = em.printer()
+    factors = []
+    for j, (n, block) in enumerate(extents):
+        if sympy.simplify(block - n) == 0:
+            continue
+        try:
+            test = expr("tl.arange(0, {block}) < {n}", block=printer(block), n=printer(n))
+        except PrintError:
+            return masked(None, None, rank)  # not followed: a mixing operation is refused
+        if rank > 1:
+            index = ast.Tuple(elts=[ast.Slice() if k == j else ast.Constant(None) for k in range(rank)],
+                              ctx=ast.Load())
+            test = ast.Subscript(value=test, slice=index, ctx=ast.Load())
+        axis = j - rank
+        factors.append(Factor.of(test, {axis}, rank, None, [(axis, block, printer(block))]))
+    if not factors:
+        return Lanes(None, (), rank)
+    return masked(factors, _outside(em, name, node), rank)
+
+
+def _outside(em, name, node):
+    """What the padded lanes hold: ``zeros`` 0, ``full`` its value where one, else not known."""
+    if name == "zeros":
+        return sympy.Integer(0)
+    if name == "full":
+        value = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "value"),
+                                                             None)
+        return None if value is None else em.lanes_of(value).value
+    return None  # arange: the positions past the extent
+
+
+def _extents(em, name, node):
+    """(true extent, emitted block) of each axis of the shape ``node`` builds
+    (SymPy), or None where not followed."""
+    if name == "arange":
+        if len(node.args) != 2 or node.keywords:
+            return None
+        return _pairs(em, [node.args[1]], lambda end: end - em.to_sympy(node.args[0]))
+    if name not in ("zeros", "full"):
+        return None
+    shape = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "shape"), None)
+    if isinstance(shape, ast.Attribute) and shape.attr == "shape":
+        ref = em.resolve(shape.value)
+        if not isinstance(ref, TileRef):
+            return None
+        with em._building_shape():
+            blocks = em.ref_shape(ref)
+        return list(zip(ref.shape(), blocks))
+    if isinstance(shape, (ast.Tuple, ast.List)):
+        return _pairs(em, shape.elts, lambda e: e)
+    return None
+
+
+def _pairs(em, nodes, fn):
+    """(``fn`` of each node's value, ``fn`` of it as a shape argument: a tile's
+    padded block), or None where one is not an integer expression."""
+    try:
+        true = [fn(sympy.sympify(em.to_sympy(e))) for e in nodes]
+        with em._building_shape():
+            blocks = [fn(sympy.sympify(em.to_sympy(e))) for e in nodes]
+    except Exception:  # not an index expression: not followed (the value stays as before)
+        return None
+    return list(zip(true, blocks))

@@ -1,0 +1,64 @@
+"""Values made afresh over a padded block: a tile of 5 is loaded in a block of
+8, and a shape built from it (``x.shape``, ``(1, 5)``) is the block, so
+``full``, ``zeros``, ``arange`` and ``zeros_like`` have lanes past the true
+extent.  An operation mixing lanes reads them as outside the tile."""
+
+import pytest
+import torch
+
+import ntsym
+import ntsym.language as ntl
+from ntsym import Tensor
+
+
+def _rows(x, out):
+    return x.tile((1, 5)), out.tile((1, 1))
+
+
+def _count_full(x, out):
+    out = ntl.sum(ntl.full(x.shape, 1.0, dtype=ntl.float32), 1)  # noqa: F841
+
+
+def _sum_arange(x, out):
+    out = ntl.sum(ntl.arange(0, x.shape[1]), 0)  # noqa: F841
+
+
+def _argmax_arange(x, out):
+    out = ntl.argmax(ntl.arange(0, x.shape[1]), 0)  # noqa: F841
+
+
+def _count_zeros_like(x, out):
+    out = ntl.sum(ntl.zeros_like(x) + 1, 1)  # noqa: F841
+
+
+def _count_tuple_shape(x, out):
+    out = ntl.sum(ntl.full((1, x.shape[1]), 2.0, dtype=ntl.float32), 1)  # noqa: F841
+
+
+def _max_of_zeros_then_data(x, out):
+    acc = ntl.full(x.shape, 7.0, dtype=ntl.float32)
+    acc = ntl.minimum(acc, x)
+    out = ntl.max(acc, 1)  # noqa: F841
+
+
+def _sum_of_squares_into_zeros(x, out):
+    acc = ntl.zeros(x.shape, dtype=ntl.float32)
+    acc += x * x
+    out = ntl.sum(acc, 1)  # noqa: F841
+
+
+@pytest.mark.parametrize("application, expected", [
+    (_count_full, lambda x: torch.full((3, 1), 5.0)),
+    (_sum_arange, lambda x: torch.full((3, 1), 10.0)),
+    (_argmax_arange, lambda x: torch.full((3, 1), 4.0)),
+    (_count_zeros_like, lambda x: torch.full((3, 1), 5.0)),
+    (_count_tuple_shape, lambda x: torch.full((3, 1), 10.0)),
+    (_max_of_zeros_then_data, lambda x: x.clamp(max=7.0).amax(1, keepdim=True)),
+    (_sum_of_squares_into_zeros, lambda x: (x * x).sum(1, keepdim=True)),
+])
+def test_a_fresh_value_over_a_padded_block_is_reduced_over_the_true_extent(application, expected):
+    kernel = ntsym.make(_rows, application, (Tensor(2), Tensor(2)))
+    x = -torch.rand(3, 5) - 1  # negative: a padded lane of 0 or 7 would win a max
+    out = torch.empty(3, 1)
+    kernel(x, out)
+    torch.testing.assert_close(out, expected(x))
