@@ -27,24 +27,64 @@ def fresh_lanes(em, name, node, rank):
     extents = _extents(em, name, node)
     if extents is None or rank is None or len(extents) != rank:
         return Lanes(None, (), rank)
+    factors = _padded_factors(em, extents, rank)
+    if factors is None:
+        return masked(None, None, rank)  # not followed: a mixing operation is refused
+    if not factors:
+        return Lanes(None, (), rank)
+    return masked(factors, _outside(em, name, node), rank)
+
+
+def broadcast_lanes(em, shape, lanes, rank):
+    """``lanes`` of ``broadcast_to(value, shape)`` (``rank`` axes) with the
+    lanes past the true extent of a padded block in ``shape`` outside: the
+    value broadcast there holds what it holds (not known as a number)."""
+    pairs = _shape_pairs(em, shape)
+    if pairs is None or len(pairs) != rank or not lanes.known:
+        return lanes
+    factors = _padded_factors(em, pairs, rank)
+    if factors is None:
+        return masked(None, None, rank)
+    if not factors:
+        return lanes
+    return Lanes(lanes.value, tuple(lanes.factors) + tuple(factors), rank,
+                 tuple(lanes.outside) + (None,) * len(factors))
+
+
+def broadcast_call_lanes(em, node, method):
+    """Lanes of ``tl.broadcast_to(v, shape)`` (``v.broadcast_to(shape)`` where
+    ``method``) whose shape is not a literal (``x.shape``), or None where the
+    call is not one: ``v``'s lanes, and those past a padded block's extent."""
+    args = ([node.func.value] if method else []) + list(node.args)
+    if len(args) != 2 or node.keywords:
+        return None
+    pairs = _shape_pairs(em, args[1])
+    lanes = em.lanes_of(args[0])
+    if pairs is None or not lanes.known:
+        return None
+    return broadcast_lanes(em, args[1], Lanes(lanes.value, lanes.factors, len(pairs), lanes.outside), len(pairs))
+
+
+def _padded_factors(em, pairs, rank):
+    """A factor ``tl.arange(0, block) < n`` along each axis whose block is
+    padded past its true extent ``n``; None where one cannot be printed."""
     printer = em.printer()
     factors = []
-    for j, (n, block) in enumerate(extents):
+    for j, (n, block) in enumerate(pairs):
         if sympy.simplify(block - n) == 0:
             continue
         try:
             test = expr("tl.arange(0, {block}) < {n}", block=printer(block), n=printer(n))
+            block_node = printer(block)
         except PrintError:
-            return masked(None, None, rank)  # not followed: a mixing operation is refused
+            return None
         if rank > 1:
             index = ast.Tuple(elts=[ast.Slice() if k == j else ast.Constant(None) for k in range(rank)],
                               ctx=ast.Load())
             test = ast.Subscript(value=test, slice=index, ctx=ast.Load())
         axis = j - rank
-        factors.append(Factor.of(test, {axis}, rank, None, [(axis, block, printer(block))]))
-    if not factors:
-        return Lanes(None, (), rank)
-    return masked(factors, _outside(em, name, node), rank)
+        factors.append(Factor.of(test, {axis}, rank, None, [(axis, block, block_node)]))
+    return factors
 
 
 def _outside(em, name, node):
@@ -68,6 +108,11 @@ def _extents(em, name, node):
     if name not in ("zeros", "full"):
         return None
     shape = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "shape"), None)
+    return _shape_pairs(em, shape)
+
+
+def _shape_pairs(em, shape):
+    """(true extent, emitted block) per axis of the shape argument ``shape``, or None."""
     if isinstance(shape, ast.Attribute) and shape.attr == "shape":
         ref = em.resolve(shape.value)
         if not isinstance(ref, TileRef):

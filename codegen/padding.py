@@ -29,7 +29,7 @@ from ntsym_codegen.astutil import constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, NAN_PASSING as _NAN_PASSING,
                                        OPERATORS as _OPERATORS, OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
-from ntsym_codegen.fresh_lanes import fresh_lanes
+from ntsym_codegen.fresh_lanes import broadcast_call_lanes, fresh_lanes
 from ntsym_codegen.lane_values import OPERANDS, equals
 from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, is_stale,
                                  join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
@@ -265,6 +265,10 @@ class PaddingMixin:
             index = _argument(node, 1 if name == "gather" else 0, "index")
             lanes = self.lanes_of(index) if index is not None else unknown()
             return masked(lanes.factors, None, lanes.rank) if lanes.known else lanes
+        if name == "broadcast_to" or (method and func.attr == "broadcast_to"):
+            lanes = broadcast_call_lanes(self, node, method and name != "broadcast_to")
+            if lanes is not None:
+                return lanes
         fn = _FUNCTIONS.get(name) if not node.keywords else None  # propagate_nan=NONE: not SymPy's Max
         if fn is not None or name in _ELEMENTWISE or name in _FUNCTIONS:
             return combine(fn, [self.lanes_of(a) for a in node.args])

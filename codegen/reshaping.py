@@ -25,6 +25,7 @@ import ast
 import copy
 
 from ntsym_codegen.astutil import generated_assign
+from ntsym_codegen.fresh_lanes import broadcast_lanes
 from ntsym_codegen.lanes import Factor, Lanes
 from ntsym_codegen.printer import conjunction
 from ntsym_codegen.template import expr
@@ -64,11 +65,15 @@ def reshaped(em, node):
         operand = named(em, operand)  # the mask reads its shape
     call = _call(em, node, operand)
     if not following:
+        if name == "broadcast_to" and lanes.known:  # to a padded block: lanes past its extent
+            result = broadcast_lanes(em, shape, lanes, len(shape.elts))
+            if not result.clean:
+                em.note_result(node, result)
         return call  # its lanes: all inside, or unknown (``_call_lanes``)
     shape_node = em.shape_argument(shape)
     rank = len(shape.elts)
     if name == "broadcast_to":
-        result = Lanes(lanes.value, lanes.factors, rank, lanes.outside)
+        result = broadcast_lanes(em, shape, Lanes(lanes.value, lanes.factors, rank, lanes.outside), rank)
     else:
         template = "tl.ravel(tl.broadcast_to({mask}, {value}.shape))" if name == "ravel" else \
             "tl.reshape(tl.broadcast_to({mask}, {value}.shape), {shape})"

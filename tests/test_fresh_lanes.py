@@ -47,7 +47,18 @@ def _sum_of_squares_into_zeros(x, out):
     out = ntl.sum(acc, 1)  # noqa: F841
 
 
+def _sum_of_a_broadcast_maximum(x, out):
+    out = ntl.sum(ntl.broadcast_to(ntl.max(x, 1, keep_dims=True), x.shape), 1)  # noqa: F841
+
+
+def _sum_of_a_broadcast_method(x, out):
+    m = ntl.max(x, 1, keep_dims=True)
+    out = ntl.sum(m.broadcast_to(x.shape), 1)  # noqa: F841
+
+
 @pytest.mark.parametrize("application, expected", [
+    (_sum_of_a_broadcast_maximum, lambda x: 5 * x.amax(1, keepdim=True)),
+    (_sum_of_a_broadcast_method, lambda x: 5 * x.amax(1, keepdim=True)),
     (_count_full, lambda x: torch.full((3, 1), 5.0)),
     (_sum_arange, lambda x: torch.full((3, 1), 10.0)),
     (_argmax_arange, lambda x: torch.full((3, 1), 4.0)),
