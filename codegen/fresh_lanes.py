@@ -83,7 +83,7 @@ def _padded_factors(em, pairs, rank):
                               ctx=ast.Load())
             test = ast.Subscript(value=test, slice=index, ctx=ast.Load())
         axis = j - rank
-        factors.append(Factor.of(test, {axis}, rank, None, [(axis, block, block_node)]))
+        factors.append(Factor.of(test, {axis}, rank, None, [(axis, block, block_node)], extent_only=True))
     return factors
 
 

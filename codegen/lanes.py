@@ -31,7 +31,9 @@ class Factor:
     reading a loop's variable changes from one iteration to the next);
     ``rank``: the number of axes of its block (it broadcasts to the value);
     ``extents``: per axis it varies along, the block's extent there (SymPy,
-    and its printed AST), where known."""
+    and its printed AST), where known; ``extent_only``: the condition is a
+    value's own true extent in a padded block (a value made afresh), met with
+    every other factor, never joined with a tile's."""
 
     node: object
     axes: frozenset
@@ -40,15 +42,16 @@ class Factor:
     rank: object = None  # the number of axes of ``node`` (0: a scalar)
     cond: object = None  # the condition as SymPy index math, where known
     extents: tuple = None  # ((axis, extent, its AST), ...) over ``axes``, where known
+    extent_only: bool = False
 
     @staticmethod
-    def of(node, axes, rank=None, cond=None, extents=None):
+    def of(node, axes, rank=None, cond=None, extents=None, extent_only=False):
         names = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
         axes = None if axes is None else frozenset(axes)
         if extents is not None and (axes is None or {a for a, _, _ in extents} != axes):
             extents = None
         return Factor(node, axes, names, ast.dump(node), rank, cond,
-                      None if extents is None else tuple(sorted(extents, key=lambda e: e[0])))
+                      None if extents is None else tuple(sorted(extents, key=lambda e: e[0])), extent_only)
 
     def extent(self, axis):
         """(SymPy extent, its AST) of the block along ``axis``, or None."""
@@ -266,7 +269,7 @@ def absorbed(lanes, wide, prior, changing):
         return lanes
     keys = {f.key for f in wide.factors}
     held = {f.key for f in prior.factors} if prior is not None and prior.known else set()
-    absorbed = [f for f in lanes.factors if not f.names & changing
+    absorbed = [f for f in lanes.factors if not f.names & changing and not f.extent_only
                 and f.key not in keys and f.key not in held]
     if not absorbed:
         return lanes
@@ -278,10 +281,10 @@ def absorbed(lanes, wide, prior, changing):
 
 def _groups(lanes):
     """The factors of ``lanes`` by the axes they vary along (those along no
-    axis, or unknown axes, left out)."""
+    axis, or unknown axes, or a value's own extent, left out)."""
     groups = {}
     for f in lanes.factors:
-        if f.axes:
+        if f.axes and not f.extent_only:
             groups.setdefault(f.axes, []).append(f)
     return groups
 
@@ -331,7 +334,7 @@ def _beside_a_full_block(a, b):
             continue
         if test is not None:  # where the blocks prove of one extent when compiled
             f, v, changed = Factor.of(ast.BinOp(left=copy.deepcopy(f.node), op=ast.BitOr(), right=test),
-                                      f.axes, f.rank, None, f.extents), None, True
+                                      f.axes, f.rank, None, f.extents, f.extent_only), None, True
         kept.append((f, v))
     if not changed:
         return a

@@ -387,7 +387,8 @@ def _kept(factor, axis):
     """A factor along ``axis`` and others, reduced along ``axis`` with the
     axis kept (``keep_dims``)."""
     node = expr("tl.sum({f}.to(tl.int32), axis={axis}, keep_dims=True) > 0", f=factor.node, axis=axis + factor.rank)
-    return Factor.of(node, factor.axes - {axis}, factor.rank, None, factor.moved({a: a for a in factor.axes - {axis}}))
+    return Factor.of(node, factor.axes - {axis}, factor.rank, None, factor.moved({a: a for a in factor.axes - {axis}}),
+                     factor.extent_only)
 
 
 def _reduced(factor, axis, across=False):
@@ -398,9 +399,10 @@ def _reduced(factor, axis, across=False):
     moved = {a: a + 1 if a < axis else a for a in factor.axes - {axis}}
     axes = set(moved.values())
     if not factor.rank or factor.rank < -axis:
-        return Factor.of(factor.node, axes, factor.rank, factor.cond, factor.moved(moved))
+        return Factor.of(factor.node, axes, factor.rank, factor.cond, factor.moved(moved), factor.extent_only)
     node = expr("tl.sum({f}.to(tl.int32), axis={axis}) > 0", f=factor.node, axis=axis + factor.rank)
-    return Factor.of(node, axes, factor.rank - 1, None if across else factor.cond, factor.moved(moved))
+    return Factor.of(node, axes, factor.rank - 1, None if across else factor.cond, factor.moved(moved),
+                     factor.extent_only)
 
 
 def _flip(em, node, operand, lanes):

@@ -210,7 +210,7 @@ class PaddingMixin:
                 return unknown(rank)
             moved = {a: old[a + base.rank] - rank for a in f.axes}
             sub = ast.Subscript(value=copy.deepcopy(f.node), slice=copy.deepcopy(node.slice), ctx=ast.Load())
-            factors.append(Factor.of(sub, set(moved.values()), rank, f.cond, f.moved(moved)))
+            factors.append(Factor.of(sub, set(moved.values()), rank, f.cond, f.moved(moved), f.extent_only))
         return Lanes(base.value, tuple(factors), rank, base.outside, bound=base.bound)
 
     def note_result(self, node, lanes):
@@ -340,7 +340,7 @@ class PaddingMixin:
                 return unknown(rank)
             moved = {a: dims.index(a + rank) - rank for a in f.axes}
             factors.append(Factor.of(expr("tl.permute({f}, {dims})", f=copy.deepcopy(f.node), dims=tuple(dims)),
-                                     set(moved.values()), rank, f.cond, f.moved(moved)))
+                                     set(moved.values()), rank, f.cond, f.moved(moved), f.extent_only))
         return Lanes(base.value, tuple(factors), rank, base.outside, bound=base.bound)
 
     def module_function(self, name):

@@ -73,3 +73,37 @@ def test_a_fresh_value_over_a_padded_block_is_reduced_over_the_true_extent(appli
     out = torch.empty(3, 1)
     kernel(x, out)
     torch.testing.assert_close(out, expected(x))
+
+
+def _max_beside_a_partial_tile(x, out):
+    acc = ntl.full(x.shape, -100.0, dtype=ntl.float32)
+    out = ntl.max(ntl.maximum(acc, x), 1)  # noqa: F841
+
+
+def _max_carried_beside_partial_chunks(x, out):
+    acc = ntl.full(x[0].shape, -100.0, dtype=ntl.float32)
+    for k in range(x.shape[0]):
+        acc = ntl.maximum(acc, ntl.minimum(ntl.full(x[k].shape, 7.0, dtype=ntl.float32), x[k]))
+    out = ntl.max(acc, 1)  # noqa: F841
+
+
+def _chunked_rows(x, out):
+    chunks = x.tile((1, 5)).tile((1, -1))
+    chunks.dtype = chunks.dtype.squeeze(0)
+    return chunks, out.tile((1, 1))
+
+
+def test_a_fresh_value_beside_a_tile_past_the_tensor_end_leaves_the_tile_lanes_outside():
+    """The tensor ends inside the tile (a row of 7 in tiles of 5): the fresh
+    value's true extent meets the tile's mask, it does not widen it to the
+    tile's lanes past the tensor, which hold ``other``."""
+    kernel = ntsym.make(_rows, _max_beside_a_partial_tile, (Tensor(2), Tensor(2)))
+    x = -torch.rand(3, 7) - 1
+    out = torch.empty(3, 2)
+    kernel(x, out)
+    torch.testing.assert_close(out, torch.stack([x[:, :5].amax(1), x[:, 5:].amax(1)], 1))
+    kernel = ntsym.make(_chunked_rows, _max_carried_beside_partial_chunks, (Tensor(2), Tensor(2)))
+    x = -torch.rand(3, 13) - 1
+    out = torch.empty(3, 1)
+    kernel(x, out)
+    torch.testing.assert_close(out, x.amax(1, keepdim=True))
