@@ -18,12 +18,17 @@ from ntsym_codegen.template import expr
 
 def fresh_lanes(em, name, node, rank):
     """``Lanes`` of the fresh value ``node`` (a call of ``name``) of ``rank`` axes."""
-    if name == "zeros_like":
+    if name == "zeros_like":  # of a tile: as ``zeros(x.shape)`` (its padded block, not the tensor's end)
         operand = node.args[0] if node.args else None
-        lanes = em.lanes_of(operand) if operand is not None else None
-        if lanes is None or lanes.clean:
+        extents = _shape_pairs(em, ast.Attribute(value=operand, attr="shape", ctx=ast.Load())) \
+            if operand is not None else None
+        if extents is None:
             return Lanes(None, (), rank)
-        return masked(lanes.factors, sympy.Integer(0), lanes.rank) if lanes.known else lanes
+        rank = len(extents)
+        factors = _padded_factors(em, extents, rank)
+        if factors is None:
+            return masked(None, None, rank)
+        return masked(factors, sympy.Integer(0), rank) if factors else Lanes(None, (), rank)
     extents = _extents(em, name, node)
     if extents is None or rank is None or len(extents) != rank:
         return Lanes(None, (), rank)
