@@ -10,7 +10,7 @@ import ast
 
 import sympy
 
-from ntsym_codegen.lanes import CLEAN, Factor, Lanes, masked
+from ntsym_codegen.lanes import Factor, Lanes, masked
 from ntsym_codegen.printer import PrintError
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -20,16 +20,11 @@ def fresh_lanes(em, name, node, rank):
     """``Lanes`` of the fresh value ``node`` (a call of ``name``) of ``rank`` axes."""
     if name == "zeros_like":  # of a tile: as ``zeros(x.shape)`` (its padded block, not the tensor's end)
         operand = node.args[0] if node.args else None
-        extents = _shape_pairs(em, ast.Attribute(value=operand, attr="shape", ctx=ast.Load())) \
-            if operand is not None else None
-        if extents is None:
-            return Lanes(None, (), rank)
-        rank = len(extents)
-        factors = _padded_factors(em, extents, rank)
-        if factors is None:
-            return masked(None, None, rank)
-        return masked(factors, sympy.Integer(0), rank) if factors else Lanes(None, (), rank)
-    extents = _extents(em, name, node)
+        extents = None if operand is None else \
+            _shape_pairs(em, ast.Attribute(value=operand, attr="shape", ctx=ast.Load()))
+        rank = rank if extents is None else len(extents)
+    else:
+        extents = _extents(em, name, node)
     if extents is None or rank is None or len(extents) != rank:
         return Lanes(None, (), rank)
     factors = _padded_factors(em, extents, rank)
@@ -44,16 +39,7 @@ def broadcast_lanes(em, shape, lanes, rank):
     """``lanes`` of ``broadcast_to(value, shape)`` (``rank`` axes) with the
     lanes past the true extent of a padded block in ``shape`` outside: the
     value broadcast there holds what it holds (not known as a number)."""
-    pairs = _shape_pairs(em, shape)
-    if pairs is None or len(pairs) != rank or not lanes.known:
-        return lanes
-    factors = _padded_factors(em, pairs, rank)
-    if factors is None:
-        return masked(None, None, rank)
-    if not factors:
-        return lanes
-    return Lanes(lanes.value, tuple(lanes.factors) + tuple(factors), rank,
-                 tuple(lanes.outside) + (None,) * len(factors))
+    return _broadcast(em, _shape_pairs(em, shape), lanes, rank)
 
 
 def broadcast_call_lanes(em, node, method):
@@ -67,7 +53,20 @@ def broadcast_call_lanes(em, node, method):
     lanes = em.lanes_of(args[0])
     if pairs is None or not lanes.known:
         return None
-    return broadcast_lanes(em, args[1], Lanes(lanes.value, lanes.factors, len(pairs), lanes.outside), len(pairs))
+    return _broadcast(em, pairs, Lanes(lanes.value, lanes.factors, len(pairs), lanes.outside), len(pairs))
+
+
+def _broadcast(em, pairs, lanes, rank):
+    """``lanes`` with a factor along each axis of ``pairs`` padded past its true extent."""
+    if pairs is None or len(pairs) != rank or not lanes.known:
+        return lanes
+    factors = _padded_factors(em, pairs, rank)
+    if factors is None:
+        return masked(None, None, rank)
+    if not factors:
+        return lanes
+    return Lanes(lanes.value, tuple(lanes.factors) + tuple(factors), rank,
+                 tuple(lanes.outside) + (None,) * len(factors))
 
 
 def _padded_factors(em, pairs, rank):
@@ -94,7 +93,7 @@ def _padded_factors(em, pairs, rank):
 
 def _outside(em, name, node):
     """What the padded lanes hold: ``zeros`` 0, ``full`` its value where one, else not known."""
-    if name == "zeros":
+    if name in ("zeros", "zeros_like"):
         return sympy.Integer(0)
     if name == "full":
         value = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "value"),
