@@ -418,6 +418,34 @@ def test_when_no_configuration_runs_the_first_failure_is_named(monkeypatch):
         tuning.timing.benchmark(None, mm.kernel.spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
 
 
+def test_a_tuned_first_call_bumps_the_written_version_once(monkeypatch, tmp_path):
+    """Timing overwrites the written tensors and puts them back; only the
+    call's own write counts, as one in-place operation's does."""
+    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
+    timed = []
+
+    def fake_time(spec, fn, rep=20):
+        fn()
+        timed.append(fn)
+        return 1.0
+
+    monkeypatch.setattr(tuning.timing, "time_ms", fake_time)
+    B = ntsym.block_size(lower_bound=16, upper_bound=64)
+
+    def application(x, y):
+        y = x * 2  # noqa: F841
+
+    kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    x = torch.arange(100, dtype=torch.float32)
+    y = torch.zeros(120)[:100]  # a view: the counter is its base's
+    kernel(x, y)
+    assert len(timed) > 1  # tuned: the kernel wrote y several times
+    assert torch.equal(y, x * 2) and y._version == 1
+    kernel(x, y)
+    assert y._version == 2
+
+
 def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeypatch, tmp_path):
     """``num_warps=``/``num_stages=`` (as Triton users type them) or the same
     in ``ntsym_options``: the tuner times only configurations with them."""

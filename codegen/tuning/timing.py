@@ -179,8 +179,11 @@ def benchmark(kernel, spec, grid, args, derived, tensors, int64, fixed, persiste
     snapshot = [_snapshot(t) for _, t in written]
 
     def restore():
+        # Through ``.data``, whose version counter is its own: the call bumps
+        # the written tensors' counters once, for its own write, as torch's
+        # in-place operations do; a restore is no write of the call.
         for t, saved in snapshot:
-            t.copy_(saved)
+            t.data.copy_(saved)
 
     try:
         return _search(kernel, spec, grid, args, derived, tensors, int64, fixed, persistent, only_persistent,
