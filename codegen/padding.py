@@ -395,8 +395,9 @@ class PaddingMixin:
             raise self.error(
                 f"`{what}` mixes the lanes of `{ast.unparse(node.args[0])}`, which may hold lanes outside the "
                 "tensor (from a tile padded to its block or past the tensor's end) that ntsym cannot follow "
-                "through the operations before it (a reshape, a value set in a branch); reduce before "
-                "reshaping, or set those lanes with `ntl.where` on the tile's offsets first", node)
+                "through the operations before it (a reshape that regroups its axes, `split`, `join`, a value "
+                "set in a branch); reduce before such an operation: after it, an `ntl.where` on the tile's offsets "
+                "does not make its lanes known again", node)
 
     # -- values a loop carries; paths that join ---------------------------------
 
