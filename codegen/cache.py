@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import warnings
 
 
@@ -95,19 +96,25 @@ def _valid(path, text):
         return False
 
 
+# One module loaded at a time: a module is in ``sys.modules`` while it runs,
+# and another thread must not take it before it has run to its end.
+_LOADING = threading.RLock()
+
+
 def load(source, name):
     path = write(source, name)
     module_name = "ntsym_generated." + os.path.splitext(os.path.basename(path))[0]
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[module_name]
-        raise
+    with _LOADING:
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
     return module
 
 

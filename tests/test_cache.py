@@ -66,3 +66,29 @@ def test_tuning_files_lock_without_fcntl(monkeypatch, tmp_path):
     tuning_store.store(spec, "key", {"config": 1})
     tuning_store.store(spec, "other", {"config": 2})
     assert tuning_store.load(spec, "key") == {"config": 1} and tuning_store.load(spec, "other") == {"config": 2}
+
+
+def test_a_module_loaded_by_two_threads_at_once_is_whole_in_both(monkeypatch, tmp_path):
+    """A module is in ``sys.modules`` while it runs: a second thread loading
+    it then must wait for it to end, not take it half-run (a kernel's first
+    calls from several threads found no kernel function in it)."""
+    import threading
+
+    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
+    source = "import time\ntime.sleep(0.3)\nVALUE = 42\n# ntsym-sha256: x\n"
+    started = threading.Event()
+    seen = []
+
+    def first():
+        started.set()
+        seen.append(getattr(cache.load(source, "race_check"), "VALUE", None))
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    started.wait()
+    import time
+
+    time.sleep(0.1)  # the first thread is inside the module's body by now
+    seen.append(getattr(cache.load(source, "race_check"), "VALUE", None))
+    thread.join()
+    assert seen == [42, 42]

@@ -10,6 +10,7 @@ import torch
 import ntsym
 import ntsym.language as ntl
 from ntsym import Symbol, Tensor
+from tests.conftest import FP32_DOT_TOL
 from tests.sources import application_from
 
 B = Symbol("B", constexpr=True)
@@ -416,6 +417,8 @@ def test_an_interrupted_tuning_leaves_an_in_place_output_as_it_was(tmp_path, mon
 
 # -- jagged offsets rewritten between calls --------------------------------------------------
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="offsets on a GPU are read once per version counter "
+                    "(docs/jagged.md); on the CPU at every call")
 def test_offsets_rewritten_without_a_version_bump_are_validated_again():
     from examples import jagged as ex
 
@@ -440,11 +443,12 @@ def test_threads_launching_one_kernel_at_once():
 
     k = _double()
     failures = []
+    device = torch.empty(0).device  # a thread's default device is its own
 
     def work(n):
         try:
             for _ in range(8):
-                x = torch.randn(n)
+                x = torch.randn(n, device=device)
                 y = torch.empty_like(x)
                 k(x, y)
                 assert torch.equal(y, x * 2)
@@ -605,12 +609,14 @@ def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked():
     k = ntsym.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2)))
     a, b, c = torch.randn(32, 32), torch.randn(32, 32), torch.empty(32, 32)
     k(a, b, c, BM=16, BN=16, BK1=16, BK2=16)
-    torch.testing.assert_close(c, a @ b, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(c, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
     with pytest.raises(ntsym.LaunchError, match=r"(?s)BK1 \(=16\) must equal BK2 \(=32\).*ntl.dot\(a\[k\], b\[k\]\)"
                        r"|cdiv\(b.shape\[0\], BK2\) \(=1.*must equal cdiv\(a.shape\[1\], BK1\) \(=2"):
         k(a, b, c, BM=16, BN=16, BK1=16, BK2=32)
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="offsets on a GPU are read once per version counter "
+                    "(docs/jagged.md); on the CPU at every call")
 def test_many_offsets_rewritten_without_a_version_bump_are_validated_again():
     from examples import jagged as ex
 
