@@ -106,6 +106,32 @@ def test_direct_launch_passes_launch_hooks_only_where_one_is_set(fake_driver, mo
         assert direct.compiled.runs[-1][6:9] == (("METADATA", (7,), 1000), *hooks)
 
 
+def test_direct_launch_gives_the_binary_data_pointers_unless_a_hook_is_set(fake_driver, monkeypatch):
+    """Integers at the tensors' places: Triton's launcher then reads no
+    ``data_ptr()`` and asks the driver nothing about them.  A launch hook is
+    given the tensors, as Triton gives them."""
+    from triton import knobs
+
+    tensor = object()
+    call = [tensor, True, 32, 0.5, 100]
+    direct = _direct(call)
+    assert runtime.direct.launch_direct(direct, (7,), call, 0, [0x7F0000001000], ((0, 0),))
+    assert direct.compiled.runs[-1][9:] == (0x7F0000001000, True, 32, 0.5, 100, 64, False)
+    assert call[0] is tensor  # the caller's list is left as it was
+    assert runtime.direct.launch_direct(direct, (7,), call, 0)  # no pointers given: the tensor
+    assert direct.compiled.runs[-1][9] is tensor
+
+    def hook(metadata):
+        pass
+
+    if type(knobs.runtime.launch_enter_hook).__name__ == "HookChain":
+        monkeypatch.setattr(knobs.runtime.launch_enter_hook, "calls", [hook])
+    else:
+        monkeypatch.setattr(knobs.runtime, "launch_enter_hook", hook)
+    assert runtime.direct.launch_direct(direct, (7,), call, 0, [0x7F0000001000], ((0, 0),))
+    assert direct.compiled.runs[-1][9] is tensor
+
+
 class _Launcher36:
     """Triton 3.6's ``CudaLauncher``, as far as a launch reads it: ``__call__``
     is its code, word for word."""

@@ -75,9 +75,12 @@ def direct_for(kernel, compiled, call, kwargs, spec, grid):
     return _Direct(compiled, constexprs, tuple(guard), grid)
 
 
-def launch_direct(direct, grid, call, device):
+def launch_direct(direct, grid, call, device, pointers=None, slots=()):
     """Launch the compiled binary as ``JITFunction.run`` does once it has found it;
-    False when this call must go through Triton instead."""
+    False when this call must go through Triton instead.  ``pointers``: the
+    data pointers of the call's tensors, given in their place at ``slots``
+    ((index in ``call``, index in ``pointers``), ...) where no launch hook is
+    set (a hook is given the tensors)."""
     for i, token in direct.guard:
         value = call[i]
         if token != _guard_token(value, token[0] == "value"):
@@ -97,6 +100,10 @@ def launch_direct(direct, grid, call, device):
         # What the launch hooks would be given is not built where no hook
         # is set (Triton builds it each launch where its hooks are chains).
         metadata = enter = leave = None
+        if slots:
+            values = list(values)
+            for j, k in slots:
+                values[j] = pointers[k]
     else:
         metadata = compiled.launch_metadata(grid, stream, *values)
     g0, g1, g2 = direct.grid

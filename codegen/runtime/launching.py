@@ -55,7 +55,7 @@ class _Entry:
     """A validated call shape: everything the launch needs but the tensors."""
 
     __slots__ = ("grid", "tail", "kwargs", "spans", "tensor_positions", "device", "direct", "kernel", "scalars",
-                 "options", "pairs", "learned", "float64", "quick", "extents")
+                 "options", "pairs", "learned", "float64", "quick", "extents", "pointer_slots")
 
     def __init__(self, grid, tail, kwargs, spans, tensor_positions, device, direct=None, kernel=None, scalars=False,
                  options=(), pairs=(), float64=False):
@@ -79,6 +79,7 @@ class _Entry:
         # storage must hold them at every launch (a storage may be resized after the first)
         self.extents = ()
         self.float64 = float64  # float scalars meet float64 tensors on a GPU (``check_float64_scalars``)
+        self.pointer_slots = None  # (call index, index into tensor_positions), made at the first direct launch
 
 
 def fast_launch(facts, entry, args, pointers=None, matched=False):
@@ -135,7 +136,15 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
         if facts.cache.descriptors and not spec.interpreting:
             ensure_allocator()
     if entry.direct is not None:
-        if launch_direct(entry.direct, entry.grid, call, entry.device):
+        # The binary is given the tensors' data pointers as integers: Triton's
+        # launcher then reads no ``data_ptr()`` and asks the driver nothing
+        # about them (the device and the pointers were checked above).
+        slots = entry.pointer_slots
+        if slots is None:
+            slots = entry.pointer_slots = _pointer_slots(spec, entry)
+        if slots and pointers is None:
+            pointers = [args[i].data_ptr() for i in entry.tensor_positions]
+        if launch_direct(entry.direct, entry.grid, call, entry.device, pointers, slots):
             return None
         facts.cache.jit_launches += 1
     if entry.scalars:  # integers the call key does not fix may make another variant
@@ -154,6 +163,20 @@ def _run(kernel, grid, args, kwargs, spec, device):
         return None
     with on_device(device, spec):
         return kernel[grid](*args, **kwargs)
+
+
+def _pointer_slots(spec, entry):
+    """(index in the launch's argument list, index into ``entry.tensor_positions``)
+    of each tensor the binary is given; a tensor the kernel never touches stays
+    (it may be a placeholder on the kernel's device)."""
+    where = {position: k for k, position in enumerate(entry.tensor_positions)}
+    if spec.gather is not None:
+        sources = list(spec.gather)
+    else:
+        sources = [value if kind == "arg" else None for kind, value in spec.arg_template]
+    untouched = set(spec.untouched_slots or ())
+    return tuple((j, where[source]) for j, source in enumerate(sources)
+                 if source in where and j not in untouched)
 
 
 def _remember(facts, key, grid, args, kwargs, tensors, user_args, direct=None, kernel=None, options=()):
