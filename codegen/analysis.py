@@ -160,10 +160,7 @@ def stored_once(func, written, inline_functions):
     excluded = set()
     for node in ast.walk(func):
         if isinstance(node, ast.Call) and ast.unparse(node.func) in inline_functions:
-            for a in list(node.args) + [k.value for k in node.keywords]:
-                for sub in ast.walk(a):
-                    if isinstance(sub, ast.Name) and sub.id in counts:
-                        excluded.add(sub.id)  # perhaps written where it is inlined
+            excluded |= _perhaps_written_by(node, set(counts), inline_functions)
 
     def visit(node, looping):
         for name in assigned_in(node, counts):
@@ -176,6 +173,33 @@ def stored_once(func, written, inline_functions):
     for stmt in func.body:
         visit(stmt, False)
     return {name for name, n in counts.items() if n == 1 and name not in excluded}
+
+
+def _perhaps_written_by(call, names, inline_functions):
+    """The ``names`` that the inlined function ``call`` calls may write: a name
+    passed alone whose parameter the function assigns (``assigned_parameters``),
+    reaches through its pointer or ``source``, or passes on; any of them inside
+    a larger argument, or passed where the binding is not followed."""
+    target = inline_functions[ast.unparse(call.func)][0]
+    params = [a.arg for a in target.args.args]
+    bound = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords]
+    arguments = list(call.args) + [k.value for k in call.keywords]
+    mentioned = {n.id for a in arguments for n in ast.walk(a) if isinstance(n, ast.Name) and n.id in names}
+    if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(params) \
+            or any(k.arg not in params for k in call.keywords):
+        return mentioned
+    written = assigned_parameters(target, inline_functions, set(params))
+    reached = {n.value.id for n in ast.walk(target) if isinstance(n, ast.Attribute) and n.attr == "source"
+               and isinstance(n.value, ast.Name)}
+    passed_on = {n.id for c in ast.walk(target) if isinstance(c, ast.Call) and ast.unparse(c.func) in inline_functions
+                 for a in list(c.args) + [k.value for k in c.keywords] for n in ast.walk(a) if isinstance(n, ast.Name)}
+    perhaps = set()
+    for param, a in bound:
+        if not isinstance(a, ast.Name):
+            perhaps |= {n.id for n in ast.walk(a) if isinstance(n, ast.Name) and n.id in names}
+        elif a.id in names and (param in written or param in reached or param in passed_on):
+            perhaps.add(a.id)
+    return perhaps
 
 
 def loop_variable_read_after_its_loop(stmts, dead=frozenset()):

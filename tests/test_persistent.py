@@ -15,6 +15,7 @@ from ntsym_codegen import runtime, tuning
 from examples import addmm, bmm, mm, sdpa
 from ntsym import Tensor
 from tests.conftest import FP32_DOT_TOL
+from tests.sources import application_from
 
 PERSISTENT = {"persistent": True}
 TOL = {
@@ -401,6 +402,43 @@ def test_a_tensor_also_written_by_an_inlined_function_keeps_pointer_stores():
 
     variant = _variant(_gemm_like(application))
     assert "output_desc" not in variant and variant.count("tl.store(output_ptr") == 2
+
+
+def _accumulate(input, other, output):
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)  # the output's shape only: no write
+    for k in range(input.shape[0]):
+        accumulator += ntl.dot(input[k], other[k])
+    return accumulator
+
+
+def _scatter_first(out, value):
+    out.source[out.offsets(0)[:, None], out.offsets(1)[None, :]] = value
+
+
+def _pass_on(out, value):
+    _write(out, value)
+
+
+def test_a_tensor_an_inlined_function_only_reads_keeps_its_descriptor_store():
+    """Passing the output to a helper that reads its shape does not make it
+    written twice; a helper that writes it, through ``source`` or by passing
+    it on, does."""
+    def application(input, other, output):
+        output = _accumulate(input, other, output)  # noqa: F841
+
+    variant = _variant(_gemm_like(application))
+    assert "output_desc.store(" in variant and "tl.store(output_ptr" not in variant
+    kernel = _gemm_like(application)
+    a, b = torch.randn(40, 48), torch.randn(48, 32)
+    out = torch.empty(40, 32)
+    kernel(a, b, out, BM=16, BN=16, BK=16, ntsym_options=PERSISTENT)
+    torch.testing.assert_close(out, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
+    for helper in (_scatter_first, _pass_on):
+        source = ("def application(input, other, output):\n"
+                  "    output = accumulate(input, other, output)\n"
+                  "    helper(output, output * 0)\n")
+        written = _gemm_like(application_from(source, accumulate=_accumulate, helper=helper))
+        assert "output_desc" not in _variant(written), helper.__name__
 
 
 def test_descriptor_names_do_not_take_the_applications_names():
