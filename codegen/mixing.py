@@ -222,6 +222,10 @@ def _sort(em, node, name, operand, lanes):
     if isinstance(dim, ast.Constant) and dim.value is None:
         dim = ast.Constant(-1)  # the last axis
     mixed, passing = _split(lanes, dim)
+    if name == "topk" and mixed:
+        from ntsym_codegen.topk_rows import require_rows_hold_k
+
+        require_rows_hold_k(em, node, mixed)
     identity = -sympy.oo if descending.value else sympy.nan  # NaN: after a row's NaN (codegen/sorting.py)
     operand = em.select(operand, lanes, mixed, identity, node, name)
     if lanes.clean:

@@ -152,3 +152,39 @@ def test_every_member_of_a_triton_tile_is_classified_by_the_lanes_rule():
              | set(lane_tables.FUNCTIONS) | mixing.UNFOLLOWED_METHODS | mixing.NOT_MIXING_MEMBERS)
     members = {name for name in dir(tl.tensor) if not name.startswith("_")}
     assert sorted(members - known) == []
+
+
+def test_topk_past_a_row_s_elements_is_refused_at_launch():
+    """A row of fewer than ``k`` elements would give the fill of its lanes
+    outside among its ``k`` largest; torch.topk refuses ``k`` past the row.
+    Checked at launch over every program's row: a whole-row tile needs the
+    row's length, one tile of several the last tile's share."""
+    def whole(x, out):
+        return x.tile((1, -1)), out.tile((1, -1))
+
+    def application(x, out):
+        out = ntl.topk(x * 2, 4)  # noqa: F841
+
+    kernel = ntsym.make(whole, application, (Tensor(2), Tensor(2)))
+    x = torch.randn(3, 6)
+    out = torch.empty(3, 4)
+    kernel(x, out)
+    torch.testing.assert_close(out, (x * 2).topk(4).values)
+    out = torch.zeros(3, 4)
+    with pytest.raises(ntsym.LaunchError, match=r"(?s)x.shape\[1\] \(=3\) must be >= 4.*topk\(x \* 2, 4\)"):
+        kernel(torch.randn(3, 3), out)
+    assert torch.equal(out, torch.zeros(3, 4))  # nothing written
+
+    def blocks(x, out):
+        return x.tile((1, 4)), out.tile((1, 2))
+
+    def pairs(x, out):
+        out = ntl.topk(x, 2)  # noqa: F841
+
+    kernel = ntsym.make(blocks, pairs, (Tensor(2), Tensor(2)))
+    x = torch.randn(3, 6)  # the last tile holds 2 of its 4 lanes
+    out = torch.empty(3, 4)
+    kernel(x, out)
+    torch.testing.assert_close(out[:, 2:], x[:, 4:].topk(2).values)
+    with pytest.raises(ntsym.LaunchError, match=r"must be >= 2"):
+        kernel(torch.randn(3, 5), torch.empty(3, 4))  # its last tile holds 1
