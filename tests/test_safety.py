@@ -589,7 +589,12 @@ def test_nested_functions_torch_calls_and_offsets_of_locals_are_named():
             ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
 
 
-def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked():
+def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked(monkeypatch):
+    """Checked at launch, and with every block size given, before the tuner
+    compiles anything (on a GPU it times warps and stages, and Triton would
+    fail on the mismatched shapes first, with its own error)."""
+    from ntsym_codegen import tuning
+
     bm, bn, bk1, bk2 = (Symbol(n, constexpr=True) for n in ("BM", "BN", "BK1", "BK2"))
 
     def arrangement(a, b, c):
@@ -610,9 +615,15 @@ def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked():
     a, b, c = torch.randn(32, 32), torch.randn(32, 32), torch.empty(32, 32)
     k(a, b, c, BM=16, BN=16, BK1=16, BK2=16)
     torch.testing.assert_close(c, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
+    chosen = []
+    choose = tuning.choose
+    monkeypatch.setattr(tuning, "choose", lambda *args, **kwargs: chosen.append(1) or choose(*args, **kwargs))
     with pytest.raises(ntsym.LaunchError, match=r"(?s)BK1 \(=16\) must equal BK2 \(=32\).*ntl.dot\(a\[k\], b\[k\]\)"
                        r"|cdiv\(b.shape\[0\], BK2\) \(=1.*must equal cdiv\(a.shape\[1\], BK1\) \(=2"):
         k(a, b, c, BM=16, BN=16, BK1=16, BK2=32)
+    assert chosen == []
+
+
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="offsets on a GPU are read once per version counter "
