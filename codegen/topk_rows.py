@@ -8,7 +8,9 @@ refused when ntsym cannot bound that count.
 
 A lane lies inside where ``lane + offset < n`` (the factor's condition, the
 lane a ``Dummy`` counted in its block); the program whose offset is largest holds the
-fewest, ``n - offset`` with each program index at its last value."""
+fewest, ``n - offset`` with each program index at its last value, or, where the
+offset is a whole number of blocks read through ``//`` or ``%``, the last block the
+tensor reaches."""
 
 import ast
 
@@ -67,17 +69,31 @@ def _fewest_inside(em, factor):
     if lanes[0] in offset.free_symbols or lanes[0] in cond.rhs.free_symbols:
         return None
     programs = dict(zip(em.ir.program_vars, em.ir.grid))
+    if any(symbol not in programs and not _fixed(em, symbol) for symbol in offset.free_symbols):
+        return None  # a loop's index or other value of the program: not bounded here
     last = {}
-    for symbol in offset.free_symbols:
-        if symbol in programs:
-            if not (offset.coeff(symbol).is_nonnegative or getattr(offset.coeff(symbol), "is_positive", False)):
-                return None
-            last[symbol] = programs[symbol] - 1
-        elif not _fixed(em, symbol):
-            return None  # a loop's index or other value of the program: not bounded here
+    for symbol in offset.free_symbols & set(programs):
+        # Linear, with a coefficient of no negative value: the last program's offset is the largest.
+        slope = sympy.diff(offset, symbol)
+        if not offset.is_polynomial(symbol) or symbol in slope.free_symbols or slope.is_nonnegative is not True:
+            return _whole_blocks(offset, factor, cond.rhs)
+        last[symbol] = programs[symbol] - 1
     # More than the block's extent only where the block lies inside (``k`` is
     # at most the extent: Triton's own rule).
     return cond.rhs - offset.xreplace(last)
+
+
+def _whole_blocks(offset, factor, n):
+    """Where the offset is a whole number of blocks of the factor's extent (a
+    grid read through ``//`` or ``%``, a flattened one): the last block the
+    tensor reaches holds the fewest, ``n - E * (cdiv(n, E) - 1)``; else None."""
+    extent = factor.extent(next(iter(factor.axes)))
+    if extent is None:
+        return None
+    blocks = sympy.simplify(offset / extent[0])
+    if blocks.is_integer is not True or blocks.is_nonnegative is not True:
+        return None
+    return n - extent[0] * (sympy.ceiling(n / extent[0]) - 1)
 
 
 def _fixed(em, symbol):

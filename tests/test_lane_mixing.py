@@ -188,3 +188,13 @@ def test_topk_past_a_row_s_elements_is_refused_at_launch():
     torch.testing.assert_close(out[:, 2:], x[:, 4:].topk(2).values)
     with pytest.raises(ntsym.LaunchError, match=r"must be >= 2"):
         kernel(torch.randn(3, 5), torch.empty(3, 4))  # its last tile holds 1
+
+    def flattened(x, out):  # the tiles' grid flattened: read through // and %
+        return x.tile((1, 4)).flatten(), out.tile((1, 2)).flatten()
+
+    kernel = ntsym.make(flattened, pairs, (Tensor(2), Tensor(2)))
+    out = torch.empty(3, 4)
+    kernel(x, out)
+    torch.testing.assert_close(out[:, 2:], x[:, 4:].topk(2).values)
+    with pytest.raises(ntsym.LaunchError, match=r"must be >= 2"):
+        kernel(torch.randn(3, 5), torch.empty(3, 4))
