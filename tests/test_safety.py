@@ -622,6 +622,7 @@ def test_a_dot_of_tiles_with_different_inner_block_sizes_is_checked(monkeypatch)
                        r"|cdiv\(b.shape\[0\], BK2\) \(=1.*must equal cdiv\(a.shape\[1\], BK1\) \(=2"):
         k(a, b, c, BM=16, BN=16, BK1=16, BK2=32)
     assert chosen == []
+    k(torch.randn(0, 32), b, torch.empty(0, 32), BM=16, BN=16, BK1=16, BK2=32)  # no program runs: moot
 
 
 

@@ -306,7 +306,11 @@ def _first_launch(facts, args, metas, tensors, grid, derived, options, key, user
     if float64_scalars(spec, tensors):
         check_float64_scalars(spec, user_args)
     if late_checks is not None and metas and None not in metas.values():
-        late_checks(dict(metas))  # every block size given: refused before tuning compiles a configuration
+        # Every block size given: refused before tuning compiles a configuration
+        # (where programs run, as after the choice).
+        given = dict(tuning.default_config(spec, dict(metas)).meta)
+        if grid(given)[0] != 0:
+            late_checks(given)
     int64 = index_width(spec, tensors, metas)
     cache = facts.cache
     config = tuning.choose(kernel, spec, grid, args, metas, derived, tensors, int64, options, persistent,
