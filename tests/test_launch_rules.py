@@ -139,6 +139,28 @@ def test_an_empty_batch_of_a_jagged_tensor_never_named_is_refused():
         kernel(y, ntsym.jagged(torch.randn(0), torch.tensor([0], dtype=torch.int32)), BLOCK=32)
 
 
+def _expanded_beside(x, y, BLOCK=ntsym.block_size()):
+    return x.expand((BLOCK,)).tile((BLOCK,)), y.tile((-1,))
+
+
+def _fills(x, y):
+    y = ntl.full(y.shape, 7.0, dtype=ntl.float32)  # noqa: F841  (x never named)
+
+
+def test_expand_of_a_never_named_tensor_keeps_its_requirement_where_a_named_one_shares_the_size():
+    """The size-0 relaxation holds only where no named tensor shares the size:
+    there the size-1 assumption is a fact of the named tensor's sizes too."""
+    n = ntsym.Symbol("n")
+    kernel = ntsym.make(_expanded_beside, _fills, (Tensor(shape=(n,)), Tensor(shape=(n,))))
+    y = torch.zeros(1)
+    kernel(torch.empty(1), y)
+    assert torch.equal(y, torch.full((1,), 7.0))
+    with pytest.raises(ntsym.LaunchError, match=r"x.shape\[0\] \(=0\) must equal 1"):
+        kernel(torch.empty(0), torch.zeros(0))
+    apart = ntsym.make(_expanded_beside, _fills, (Tensor(1), Tensor(1)))
+    apart(torch.empty(0), torch.zeros(3))  # sizes of their own: moot at 0
+
+
 def test_expand_of_an_empty_dimension_read_beside_a_program_is_refused():
     def read(x):
         x = x * 2  # noqa: F841  (reads x)
