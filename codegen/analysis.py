@@ -157,7 +157,7 @@ def stored_once(func, written, inline_functions):
     them (two writes of the same element, through descriptors or mixed with
     pointer stores, are not ordered without fences)."""
     counts = dict.fromkeys(written, 0)
-    excluded = set()
+    excluded = _pointer_taken(func, set(counts))  # perhaps stored through its pointer
     for node in ast.walk(func):
         if isinstance(node, ast.Call) and ast.unparse(node.func) in inline_functions:
             excluded |= _perhaps_written_by(node, set(counts), inline_functions)
@@ -190,7 +190,7 @@ def _perhaps_written_by(call, names, inline_functions):
         return mentioned
     written = assigned_parameters(target, inline_functions, set(params))
     reached = {n.value.id for n in ast.walk(target) if isinstance(n, ast.Attribute) and n.attr == "source"
-               and isinstance(n.value, ast.Name)}
+               and isinstance(n.value, ast.Name)} | _pointer_taken(target, set(params))
     passed_on = {n.id for c in ast.walk(target) if isinstance(c, ast.Call) and ast.unparse(c.func) in inline_functions
                  for a in list(c.args) + [k.value for k in c.keywords] for n in ast.walk(a) if isinstance(n, ast.Name)}
     perhaps = set()
@@ -200,6 +200,19 @@ def _perhaps_written_by(call, names, inline_functions):
         elif a.id in names and (param in written or param in reached or param in passed_on):
             perhaps.add(a.id)
     return perhaps
+
+
+def _pointer_taken(func, names):
+    """The ``names`` whose data pointer ``func`` takes (``x.data_ptr()`` of a
+    tile, ``x.source.data_ptr()``): a store or an atomic through it writes them."""
+    taken = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Attribute) and node.attr == "data_ptr":
+            base = node.value.value if isinstance(node.value, ast.Attribute) and node.value.attr == "source" \
+                else node.value
+            if isinstance(base, ast.Name) and base.id in names:
+                taken.add(base.id)
+    return taken
 
 
 def loop_variable_read_after_its_loop(stmts, dead=frozenset()):

@@ -7,15 +7,17 @@ the programs, must be at least ``k``: proved, else checked at launch, and
 refused when ntsym cannot bound that count.
 
 A lane lies inside where ``lane + offset < n`` (the factor's condition, the
-lane a ``Dummy`` counted in its block); the program whose offset is largest holds the
-fewest, ``n - offset`` with each program index at its last value, or, where the
-offset is a whole number of blocks read through ``//`` or ``%``, the last block the
-tensor reaches."""
+lane a ``Dummy`` counted in its block); the fewest are at least ``n`` less an upper
+bound of the offset over the programs (each program index below its grid extent,
+``%`` by ``m`` at most ``m - 1``): the check is exact for a row of tiles, and for a
+grid that reaches past the tensor's tiles it refuses what those programs would
+read."""
 
 import ast
 
 import sympy
 
+from ntsym_codegen.intfuncs import FloorDiv, Mod
 from ntsym_codegen.ir import Check
 
 
@@ -32,7 +34,8 @@ def require_rows_hold_k(em, node, mixed):
         if fewest is None:
             raise em.error(
                 f"`topk` over `{ast.unparse(node.args[0])}`, whose rows may hold lanes outside the tensor: ntsym "
-                "cannot tell how many elements a row holds, and a row of fewer than `k` would give the fill among "
+                "cannot tell how many elements a row holds (where a loop's index or a jagged sequence's own "
+                "length decides it), and a row of fewer than `k` would give the fill among "
                 "its `k` largest (torch refuses `k` past the row); take `topk` of a tile loaded from the tensor, "
                 "or of one whose block the tensor fills", node)
         relation = sympy.Ge(fewest, k)
@@ -66,36 +69,58 @@ def _fewest_inside(em, factor):
     if len(lanes) != 1 or sympy.expand(cond.lhs).coeff(lanes[0]) != 1:
         return None
     offset = sympy.expand(cond.lhs - lanes[0])
-    if lanes[0] in offset.free_symbols or lanes[0] in cond.rhs.free_symbols:
-        return None
     programs = dict(zip(em.ir.program_vars, em.ir.grid))
-    if any(symbol not in programs and not _fixed(em, symbol) for symbol in offset.free_symbols):
-        return None  # a loop's index or other value of the program: not bounded here
-    last = {}
-    for symbol in offset.free_symbols & set(programs):
-        # Linear, with a coefficient of no negative value: the last program's offset is the largest.
-        slope = sympy.diff(offset, symbol)
-        if not offset.is_polynomial(symbol) or symbol in slope.free_symbols or slope.is_nonnegative is not True:
-            return _whole_blocks(offset, factor, cond.rhs)
-        last[symbol] = programs[symbol] - 1
+    known = _launch_symbols(em)
+    if any(s not in known for s in cond.rhs.free_symbols) or \
+            any(s not in programs and s not in known for s in offset.free_symbols):
+        return None  # a loop's index, a sequence's own length: not known at launch
+    largest = _upper(offset, programs)
     # More than the block's extent only where the block lies inside (``k`` is
     # at most the extent: Triton's own rule).
-    return cond.rhs - offset.xreplace(last)
+    return None if largest is None else cond.rhs - largest
 
 
-def _whole_blocks(offset, factor, n):
-    """Where the offset is a whole number of blocks of the factor's extent (a
-    grid read through ``//`` or ``%``, a flattened one): the last block the
-    tensor reaches holds the fewest, ``n - E * (cdiv(n, E) - 1)``; else None."""
-    extent = factor.extent(next(iter(factor.axes)))
-    if extent is None:
-        return None
-    blocks = sympy.simplify(offset / extent[0])
-    if blocks.is_integer is not True or blocks.is_nonnegative is not True:
-        return None
-    return n - extent[0] * (sympy.ceiling(n / extent[0]) - 1)
+def _launch_symbols(em):
+    """The symbols a launch check can read: the tensors' sizes and the block sizes."""
+    known = {m.symbol for m in em.ir.meta_params}
+    for p in em.ir.params:
+        for size in p.sizes:
+            known |= sympy.sympify(size).free_symbols
+    # A jagged tensor's row length is its program's (read from the offsets there).
+    return known - {j.seq_len for j in em.ir.jagged} - {j.start for j in em.ir.jagged}
 
 
-def _fixed(em, symbol):
-    """A size or a block size: the same in every program."""
-    return symbol.is_positive is True or getattr(symbol, "constexpr", False) or symbol.name.startswith("NTSYM_BLOCK")
+def _upper(e, programs):
+    """An upper bound of ``e`` over the programs (each program index below its
+    grid extent), or None: sums, products by values of no negative sign, ``%``
+    by a positive value (at most one less) and floors are followed."""
+    if not e.free_symbols & set(programs):
+        return e
+    if e in programs:
+        return programs[e] - 1
+    if isinstance(e, sympy.Add):
+        parts = [_upper(a, programs) for a in e.args]
+        return None if None in parts else sympy.Add(*parts)
+    if isinstance(e, sympy.Mul):
+        varying = [a for a in e.args if a.free_symbols & set(programs)]
+        rest = sympy.Mul(*[a for a in e.args if a not in varying])
+        if len(varying) != 1 or rest.is_nonnegative is not True:
+            return None
+        inner = _upper(varying[0], programs)
+        return None if inner is None else rest * inner
+    if isinstance(e, (Mod, sympy.Mod)):  # in [0, m) for a modulus m > 0 (ntsym's; SymPy's for a >= 0)
+        value, modulus = e.args
+        if modulus.free_symbols & set(programs) or modulus.is_positive is not True or \
+                (isinstance(e, sympy.Mod) and value.is_nonnegative is not True):
+            return None
+        return modulus - 1
+    if isinstance(e, FloorDiv):  # nondecreasing in its numerator for a divisor > 0
+        value, divisor = e.args
+        inner = _upper(value, programs)
+        if inner is None or divisor.free_symbols & set(programs) or divisor.is_positive is not True:
+            return None
+        return FloorDiv(inner, divisor)
+    if isinstance(e, sympy.floor):
+        inner = _upper(e.args[0], programs)
+        return None if inner is None else sympy.floor(inner)
+    return None

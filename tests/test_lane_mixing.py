@@ -198,3 +198,34 @@ def test_topk_past_a_row_s_elements_is_refused_at_launch():
     torch.testing.assert_close(out[:, 2:], x[:, 4:].topk(2).values)
     with pytest.raises(ntsym.LaunchError, match=r"must be >= 2"):
         kernel(torch.randn(3, 5), torch.empty(3, 4))
+
+    def past_the_tiles(x, out):  # a third tile of a row of 6 holds nothing: its programs read no element
+        return x.tile((1, 4))[:, :3].flatten(), out.tile((1, 2))[:, :3].flatten()
+
+    with pytest.raises(ntsym.LaunchError, match=r"x.shape\[1\] - 8 \(=-2"):
+        ntsym.make(past_the_tiles, pairs, (Tensor(2), Tensor(2)))(torch.randn(2, 6), torch.empty(2, 6))
+
+    def every_other(x, out):  # tiles 0 and 2 of a row of 13, both whole: the last tile is never read
+        return x.tile((1, 4))[:, ::2].flatten(), out.tile((1, 2))[:, ::2].flatten()
+
+    x = torch.randn(2, 13)
+    out = torch.zeros(2, 8)
+    ntsym.make(every_other, pairs, (Tensor(2), Tensor(2)))(x, out)
+    torch.testing.assert_close(out[:, 4:6], x[:, 8:12].topk(2).values)
+
+
+def test_topk_over_a_jagged_sequence_is_refused_when_made():
+    """A sequence's length is known in its program only: no launch check can
+    bound it, so ``topk`` along it is refused."""
+    def arrangement(x, out, BJ=ntsym.block_size()):
+        xa = x.tile((1, BJ, 1))
+        xa.dtype = xa.dtype.squeeze((0, 2))
+        oa = out.tile((1, 1, 1))
+        oa.dtype = oa.dtype.squeeze((0, 2))
+        return xa, oa
+
+    def application(x, out):
+        out = ntl.topk(x, 1)  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match="jagged sequence's own length"):
+        ntsym.make(arrangement, application, (Tensor(3, jagged_dim=1), Tensor(3)))

@@ -419,10 +419,16 @@ def _pass_on(out, value):
     _write(out, value)
 
 
+def _store_through_pointer(out, value):
+    pointer = out.data_ptr()  # a tile's pointer is its tensor's
+    ntl.store(pointer + out.offsets(0)[:, None] * out.stride(0) + out.offsets(1)[None, :] * out.stride(1), value)
+
+
 def test_a_tensor_an_inlined_function_only_reads_keeps_its_descriptor_store():
     """Passing the output to a helper that reads its shape does not make it
-    written twice; a helper that writes it, through ``source`` or by passing
-    it on, does."""
+    written twice; a helper that writes it, through ``source``, through its
+    pointer or by passing it on, does, and so does the application's own
+    store through the pointer: a descriptor store and another are not ordered."""
     def application(input, other, output):
         output = _accumulate(input, other, output)  # noqa: F841
 
@@ -433,12 +439,17 @@ def test_a_tensor_an_inlined_function_only_reads_keeps_its_descriptor_store():
     out = torch.empty(40, 32)
     kernel(a, b, out, BM=16, BN=16, BK=16, ntsym_options=PERSISTENT)
     torch.testing.assert_close(out, a @ b, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
-    for helper in (_scatter_first, _pass_on):
+    for helper in (_scatter_first, _pass_on, _store_through_pointer):
         source = ("def application(input, other, output):\n"
                   "    output = accumulate(input, other, output)\n"
                   "    helper(output, output * 0)\n")
         written = _gemm_like(application_from(source, accumulate=_accumulate, helper=helper))
         assert "output_desc" not in _variant(written), helper.__name__
+    source = ("def application(input, other, output):\n"  # the application's own store through the pointer
+              "    output = accumulate(input, other, output)\n"
+              "    ntl.store(output.source.data_ptr() + output.offsets(0)[:, None] * output.stride(0)\n"
+              "              + output.offsets(1)[None, :] * output.stride(1), output * 0)\n")
+    assert "output_desc" not in _variant(_gemm_like(application_from(source, accumulate=_accumulate)))
 
 
 def test_descriptor_names_do_not_take_the_applications_names():
