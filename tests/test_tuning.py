@@ -418,16 +418,16 @@ def test_when_no_configuration_runs_the_first_failure_is_named(monkeypatch):
         tuning.timing.benchmark(None, mm.kernel.spec, lambda meta: (1,), (), {}, (a, b, torch.empty(20, 20)), False, {})
 
 
-def test_a_tuned_first_call_bumps_the_written_version_once(monkeypatch, tmp_path):
-    """Timing overwrites the written tensors and puts them back; only the
-    call's own write counts, as one in-place operation's does."""
+def _doubling_tuned_in_interpreter(monkeypatch, tmp_path):
+    """``y = x * 2`` with a tuned block size, tuned in the interpreter with a
+    timer that runs each candidate once; and the list of the runs timed."""
     monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
     monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
-    timed = []
+    runs = []
 
     def fake_time(spec, fn, rep=20):
         fn()
-        timed.append(fn)
+        runs.append(fn)
         return 1.0
 
     monkeypatch.setattr(tuning.timing, "time_ms", fake_time)
@@ -436,11 +436,17 @@ def test_a_tuned_first_call_bumps_the_written_version_once(monkeypatch, tmp_path
     def application(x, y):
         y = x * 2  # noqa: F841
 
-    kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
+    return ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1))), runs
+
+
+def test_a_tuned_first_call_bumps_the_written_version_once(monkeypatch, tmp_path):
+    """Timing overwrites the written tensors and puts them back; only the
+    call's own write counts, as one in-place operation's does."""
+    kernel, runs = _doubling_tuned_in_interpreter(monkeypatch, tmp_path)
     x = torch.arange(100, dtype=torch.float32)
     y = torch.zeros(120)[:100]  # a view: the counter is its base's
     kernel(x, y)
-    assert len(timed) > 1  # tuned: the kernel wrote y several times
+    assert len(runs) > 1  # tuned: the kernel wrote y several times
     assert torch.equal(y, x * 2) and y._version == 1
     kernel(x, y)
     assert y._version == 2
@@ -449,28 +455,15 @@ def test_a_tuned_first_call_bumps_the_written_version_once(monkeypatch, tmp_path
 def test_launch_options_fix_warps_and_stages_while_block_sizes_are_tuned(monkeypatch, tmp_path):
     """``num_warps=``/``num_stages=`` (as Triton users type them) or the same
     in ``ntsym_options``: the tuner times only configurations with them."""
-    monkeypatch.setenv("NTSYM_TUNE_IN_INTERPRETER", "1")
-    monkeypatch.setenv("NTSYM_CACHE_DIR", str(tmp_path))
+    kernel, _ = _doubling_tuned_in_interpreter(monkeypatch, tmp_path)
     timed = []
-
-    def fake_time(spec, fn, rep=20):
-        fn()
-        return 1.0
-
     original = tuning.timing.time_all
 
     def spy(spec, configs, *args, **kwargs):
         timed.extend(configs)
         return original(spec, configs, *args, **kwargs)
 
-    monkeypatch.setattr(tuning.timing, "time_ms", fake_time)
     monkeypatch.setattr(tuning.timing, "time_all", spy)
-    B = ntsym.block_size(lower_bound=16, upper_bound=64)
-
-    def application(x, y):
-        y = x * 2  # noqa: F841
-
-    kernel = ntsym.make(lambda x, y, B=B: (x.tile((B,)), y.tile((B,))), application, (Tensor(1), Tensor(1)))
     x = torch.arange(100, dtype=torch.float32)
     y = torch.empty_like(x)
     kernel(x, y, num_warps=2, num_stages=1)
