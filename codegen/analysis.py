@@ -86,19 +86,27 @@ def assigned_parameters(func, inline_functions, params, depth=0, tiles_only=Fals
             if callee in inlined:
                 passed = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in params]
                 target = inline_functions[callee][0]
-                names = [a.arg for a in target.args.args]
-                simple = (
-                    depth < 8 and not any(isinstance(a, ast.Starred) for a in node.args)
-                    and len(node.args) <= len(names) and all(k.arg in names for k in node.keywords)
-                )
-                if not simple:
+                bound = _bound_arguments(node, target)
+                if depth >= 8 or bound is None:
                     written |= set(passed) | {k.value.id for k in node.keywords
                                               if isinstance(k.value, ast.Name) and k.value.id in params}
                     continue
+                names = [a.arg for a in target.args.args]
                 inner = assigned_parameters(target, inline_functions, set(names), depth + 1, tiles_only)
-                bound = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
                 written |= {a.id for name, a in bound if name in inner and isinstance(a, ast.Name) and a.id in params}
     return written
+
+
+def _bound_arguments(call, target):
+    """(parameter, argument) pairs of ``call`` to the inlined function
+    ``target``, positional and by keyword; None where the binding is not
+    followed (a starred argument, more arguments than parameters, a keyword
+    naming none)."""
+    names = [a.arg for a in target.args.args]
+    if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(names) \
+            or any(k.arg not in names for k in call.keywords):
+        return None
+    return list(zip(names, call.args)) + [(k.arg, k.value) for k in call.keywords]
 
 
 def read_parameters(func, params):
@@ -181,13 +189,11 @@ def _perhaps_written_by(call, names, inline_functions):
     reaches through its pointer or ``source``, or passes on; any of them inside
     a larger argument, or passed where the binding is not followed."""
     target = inline_functions[ast.unparse(call.func)][0]
+    bound = _bound_arguments(call, target)
+    if bound is None:
+        return {n.id for a in list(call.args) + [k.value for k in call.keywords] for n in ast.walk(a)
+                if isinstance(n, ast.Name) and n.id in names}
     params = [a.arg for a in target.args.args]
-    bound = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords]
-    arguments = list(call.args) + [k.value for k in call.keywords]
-    mentioned = {n.id for a in arguments for n in ast.walk(a) if isinstance(n, ast.Name) and n.id in names}
-    if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(params) \
-            or any(k.arg not in params for k in call.keywords):
-        return mentioned
     written = assigned_parameters(target, inline_functions, set(params))
     reached = {n.value.id for n in ast.walk(target) if isinstance(n, ast.Attribute) and n.attr == "source"
                and isinstance(n.value, ast.Name)} | _pointer_taken(target, set(params))
