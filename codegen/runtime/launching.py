@@ -88,7 +88,7 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
     tensors' data pointers where the caller read them; ``matched``: the call
     was matched by torch's tensor guards (``quick.find``)."""
     spec = facts.spec
-    if pointers is None and entry.pairs:
+    if pointers is None and (entry.pairs or entry.direct is not None):  # the overlap check; the binary's arguments
         pointers = [args[i].data_ptr() for i in entry.tensor_positions]
     if pointers is not None and 0 in pointers:
         check_arguments(spec, args)  # a null data pointer: an empty tensor, or a storage freed since
@@ -142,8 +142,6 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
         slots = entry.pointer_slots
         if slots is None:
             slots = entry.pointer_slots = _pointer_slots(spec, entry)
-        if slots and pointers is None:
-            pointers = [args[i].data_ptr() for i in entry.tensor_positions]
         if launch_direct(entry.direct, entry.grid, call, entry.device, pointers, slots):
             return None
         facts.cache.jit_launches += 1
