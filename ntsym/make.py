@@ -33,6 +33,7 @@ class Kernel:
         self._module = module
         self._facts = facts  # runtime.LaunchFacts, which the launcher is bound to
         self._launch = module.make_launch(facts)
+        self._quick = facts.cache.quick  # the call shapes matched without a key (``runtime.quick``)
         # Call-time tile sizes this kernel takes as powers of two; another
         # value launches a variant made with that size padded and masked.
         self._any_size = padded_sizes(self.ir)
@@ -90,10 +91,24 @@ class Kernel:
         replaced spec or call cache): how the runtime's paths are tried."""
         return self._module.make_launch(facts)
 
+    def bound_to(self, facts):
+        """A handle of this kernel bound to other ``facts`` (a replaced spec or
+        call cache): its calls take every path of a call, ``__call__``'s
+        included, as those facts lead them."""
+        return Kernel(self.compiled, self._module, facts, self._remake)
+
     def __call__(self, *args, **kwargs):
         if _is_compiling() and _through_operator():
             return _traced_call(self, args, kwargs)
         if self._plain and not kwargs:  # the common call: positional tensors, nothing to prepare
+            for quick in self._quick:  # a shape launched before, written out (``runtime.express``)
+                express = quick.express
+                if express is not None:
+                    done = express(args)
+                    if done:
+                        return None
+                    if done is None:  # its shape, for the general path
+                        break
             try:
                 return self._launch(*args)
             except LaunchError as refused:

@@ -4,6 +4,7 @@ a launch traced by torch.compile.  The runtime calls tuning, never the
 other way round."""
 
 from ntsym_codegen import counters, serial, tuning
+from ntsym_codegen.runtime import express
 from ntsym_codegen.errors import ApplicationError, LaunchError, fail
 from ntsym_codegen.placeholders import substitute, substitute_call
 from ntsym_codegen.runtime.checks import (_check_aliasing, byte_extent, check_arguments, check_float64_scalars,
@@ -143,6 +144,9 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
         if slots is None:
             slots = entry.pointer_slots = _pointer_slots(spec, entry)
         if launch_direct(entry.direct, entry.grid, call, entry.device, pointers, slots):
+            if matched and not entry.quick.tried:  # the shape's later calls: its express launch
+                entry.quick.tried = True
+                entry.quick.express = express.build(facts, entry, entry.direct)
             return None
         facts.cache.jit_launches += 1
     if entry.scalars:  # integers the call key does not fix may make another variant

@@ -41,7 +41,7 @@ _VALUES = (bool, int, float, str, type(None))
 
 
 class Quick:
-    __slots__ = ("guards", "aligns", "entry", "positions", "others", "repeats", "distinct")
+    __slots__ = ("guards", "aligns", "entry", "positions", "others", "repeats", "distinct", "express", "tried")
 
     def __init__(self, guards, aligns, entry, positions, others, repeats=(), distinct=None):
         self.guards = guards
@@ -55,6 +55,10 @@ class Quick:
         # the guards check (None: every tensor is distinct).
         self.repeats = repeats
         self.distinct = distinct
+        # The express launch written for this shape (``runtime.express``), made at
+        # its first launch through the compiled binary (tried: whether made yet).
+        self.express = None
+        self.tried = False
 
 
 def find(table, args):
