@@ -34,7 +34,7 @@ kernel = ntsym.make(arrangement, application, tensors)
 
 
 def addmm(input, mat1, mat2, beta=1, alpha=1):
-    output = torch.empty((mat1.shape[0], mat2.shape[1]), dtype=mat1.dtype, device=mat1.device)
+    output = mat1.new_empty((mat1.shape[0], mat2.shape[1]))
     kernel(input.expand(output.shape), mat1, mat2, beta, alpha, output)
     return output
 

@@ -49,7 +49,7 @@ kernel = ntsym.make(arrangement, application, tensors)
 
 
 def mm(input, other):
-    output = torch.empty((input.shape[0], other.shape[1]), dtype=input.dtype, device=input.device)
+    output = input.new_empty((input.shape[0], other.shape[1]))
     kernel(input, other, output)
     return output
 

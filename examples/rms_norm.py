@@ -36,7 +36,7 @@ def rms_norm(x, eps=1e-6):
         output = torch.empty_like(x, memory_format=torch.contiguous_format)
         kernel(x, eps, output)
         return output
-    output = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    output = torch.empty_like(x, memory_format=torch.contiguous_format)
     kernel(x.reshape(-1, x.shape[-1]), eps, output.view(-1, x.shape[-1]))
     return output
 

@@ -61,7 +61,7 @@ def rope(x, sin, cos):
     if half is None or x.shape[-1] % 2 or tuple(sin.shape) != half or tuple(cos.shape) != half:
         raise ValueError(f"rope: x must be (B, S, H, D) with D even and sin, cos (S, D/2) = {half}, got "
                          f"{tuple(x.shape)}, {tuple(sin.shape)}, {tuple(cos.shape)}")
-    output = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    output = torch.empty_like(x, memory_format=torch.contiguous_format)
     kernel(x.unflatten(-1, (2, -1)), sin, cos, output.unflatten(-1, (2, -1)))
     return output
 

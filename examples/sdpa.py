@@ -140,7 +140,7 @@ def sdpa(q, k, v, is_causal=False, scale=None):
         batch = torch.broadcast_shapes(q.shape[:2], k.shape[:2], v.shape[:2])  # refuses what torch refuses
         q, k, v = (x.expand(*batch, *x.shape[2:]) for x in (q, k, v))
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    o = torch.empty_like(q, memory_format=torch.contiguous_format)
     if k.shape[-2] == 0:  # no keys: torch's product over them is 0
         return o.zero_()
     d = q.shape[-1]

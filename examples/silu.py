@@ -26,7 +26,7 @@ kernel = ntsym.make(arrangement, application, (Tensor(1), Tensor(1)))
 def silu(x):
     if not x.is_floating_point():  # torch refuses; the kernel would truncate the result
         raise TypeError(f"silu: expected a floating-point tensor, got {x.dtype}")
-    output = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    output = torch.empty_like(x, memory_format=torch.contiguous_format)
     kernel(x.reshape(-1), output.view(-1))
     return output
 

@@ -94,7 +94,7 @@ rms_norm_kernel = ntsym.make(
 
 
 def rms_norm(x, weight, eps):
-    output = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    output = torch.empty_like(x, memory_format=torch.contiguous_format)
     n = x.shape[-1]
     rms_norm_kernel(x.reshape(-1, n), weight.view(1, n), float(eps), output.view(-1, n))
     return output
@@ -149,7 +149,7 @@ rope_kernel = ntsym.make(
 def rope(x, cos, sin, out=None):
     """Rotates ``x`` ``(B, S, H, D)`` with tables ``(B, S, D)``; into ``out`` if given."""
     half = x.shape[-1] // 2
-    output = torch.empty(x.shape, dtype=x.dtype, device=x.device) if out is None else out
+    output = torch.empty_like(x, memory_format=torch.contiguous_format) if out is None else out
     # Tables of one sequence serve the whole batch.
     cos, sin = (t[..., :half].expand(x.shape[0], -1, -1) for t in (cos, sin))
     rope_kernel(x.unflatten(-1, (2, half)), cos, sin, output.unflatten(-1, (2, half)))
@@ -221,7 +221,7 @@ def rope_and_store(q, k, v, cos, sin, keys, values, position):
     ``rope`` of each and the cache's ``index_copy_`` would, in one kernel."""
     b, _, heads, d = q.shape
     kv_heads, half = k.shape[2], d // 2
-    q_out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    q_out = torch.empty_like(q, memory_format=torch.contiguous_format)
     cos, sin = (t[..., :half].expand(b, -1, -1) for t in (cos, sin))
     rope_store_kernel(q.reshape(b, kv_heads, heads // kv_heads, 2, half), k.reshape(b, kv_heads, 2, half),
                       v.reshape(b, kv_heads, 1, d), cos, sin, position.reshape(1, 1, 1).expand(b, 1, 1),
@@ -310,7 +310,7 @@ def prefill_attention(q, k, v, scale=None):
     """Causal attention, ``q`` ``(B, H, S, D)``, ``k``/``v`` ``(B, Hkv, S, D)``; returns ``(B, H, S, D)``."""
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     kv_heads = k.shape[1]
-    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    o = torch.empty_like(q, memory_format=torch.contiguous_format)
     prefill_kernel(_grouped(q, kv_heads), k.unsqueeze(2), v.unsqueeze(2), float(scale), _grouped(o, kv_heads))
     return o
 
@@ -472,7 +472,7 @@ def decode_attention(q, k_cache, v_cache, length, scale=None, out=None, pending=
     scale = 1 / math.sqrt(d) if scale is None else scale
     block_n, n_split = decode_splits(cache_len)
     groups = h // kv_heads
-    output = torch.empty(q.shape, dtype=q.dtype, device=q.device) if out is None else out
+    output = torch.empty_like(q, memory_format=torch.contiguous_format) if out is None else out
     # Unsplit, one program per batch and key/value head walks the whole valid cache
     # and writes the result itself: no combine kernel.
     unsplit = cache_len <= (UNSPLIT_CACHE_LEN if unsplit_up_to is None else unsplit_up_to)
@@ -675,7 +675,7 @@ def row_squares(x, norm_weight):
     ``rms_norm(x, norm_weight, eps)`` (one kernel, a row per program)."""
     k = x.shape[-1]
     rows = x.reshape(-1, k)
-    normed = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    normed = torch.empty_like(x, memory_format=torch.contiguous_format)
     squares = torch.empty((rows.shape[0], k // SQUARES_GROUP), dtype=torch.float32, device=x.device)
     row_squares_kernel(rows, norm_weight.view(1, k), normed.view(-1, k), squares)
     return normed, squares
@@ -927,7 +927,7 @@ silu_mul_kernel = ntsym.make(silu_mul_arrangement, silu_mul_application, (Tensor
 def silu_and_mul(gate, up):
     """``silu(gate) * up``, row by row: ``gate`` and ``up`` may be column
     views of one product (``gate_up[..., :n]``, ``gate_up[..., n:]``)."""
-    output = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
+    output = torch.empty_like(gate, memory_format=torch.contiguous_format)
     columns = gate.shape[-1]
     silu_mul_kernel(gate.reshape(-1, columns), up.reshape(-1, columns), output.view(-1, columns))
     return output
