@@ -33,7 +33,6 @@ class Kernel:
         self._module = module
         self._facts = facts  # runtime.LaunchFacts, which the launcher is bound to
         self._launch = module.make_launch(facts)
-        self._quick = facts.cache.quick  # the call shapes matched without a key (``runtime.quick``)
         # Call-time tile sizes this kernel takes as powers of two; another
         # value launches a variant made with that size padded and masked.
         self._any_size = padded_sizes(self.ir)
@@ -101,14 +100,9 @@ class Kernel:
         if _is_compiling() and _through_operator():
             return _traced_call(self, args, kwargs)
         if self._plain and not kwargs:  # the common call: positional tensors, nothing to prepare
-            for quick in self._quick:  # a shape launched before, written out (``runtime.express``)
-                express = quick.express
-                if express is not None:
-                    done = express(args)
-                    if done:
-                        return None
-                    if done is None:  # its shape, for the general path
-                        break
+            table = self._facts.cache.express  # shapes launched before, written out (``runtime.express``)
+            if table is not None and self._express(table, args):
+                return None
             try:
                 return self._launch(*args)
             except LaunchError as refused:
@@ -125,6 +119,23 @@ class Kernel:
                 return self._refused(refused, args, kwargs)
         except ZeroDivisionError as error:
             raise self._divided_by_zero(args, error) from None
+
+    @staticmethod
+    def _express(table, args):
+        """Whether an express launch of ``table`` launched the call: True;
+        False where none is made for its shapes, or one declined it (its
+        shape, which the general path takes)."""
+        if table.only is not None:
+            return table.only(args) is True
+        try:
+            functions = table.by_shapes.get(table.key(args), ())
+        except (IndexError, AttributeError):  # fewer arguments, or no tensor where they are
+            return False
+        for function in functions:
+            done = function(args)
+            if done is not False:
+                return done is True
+        return False
 
     def _divided_by_zero(self, args, error):
         """The launch error for a call whose launch checks or grid divide by

@@ -172,15 +172,20 @@ def express_of(handle):
 
 
 def counted(handle):
-    """What the shape's express launch returns at each call from here on."""
-    quick, = handle.calls.quick
-    inner, returned = quick.express, []
+    """What the handle's express launches return at each call from here on."""
+    table, returned = handle.calls.express, []
 
-    def express(args):
-        returned.append(inner(args))
-        return returned[-1]
+    def wrapped(inner):
+        def express(args):
+            returned.append(inner(args))
+            return returned[-1]
 
-    quick.express = express
+        return express
+
+    for functions in table.by_shapes.values():
+        functions[:] = [wrapped(f) for f in functions]
+    if table.only is not None:
+        (table.only,) = [f for functions in table.by_shapes.values() for f in functions]
     return returned
 
 
@@ -397,3 +402,27 @@ def test_on_a_gpu_the_scalars_reach_the_kernel():
         kernel(x, z, alpha, n)
         torch.testing.assert_close(z, x * alpha + n)
     assert kernel.calls.quick[0].express is not None
+
+
+@STANDS_IN
+def test_calls_of_several_shapes_find_their_own_express_launch_by_their_shapes(gpu, add):
+    tensors = Tensors()
+    handle = on_gpu(add, tensors)
+    shapes = (300, 64, 1000)
+    operands = {n: tensors(torch.randn(n), torch.randn(n), torch.zeros(n)) for n in shapes}
+    for n in shapes:
+        warm(handle, *operands[n])
+    strided = tensors(torch.randn(600)[::2], torch.randn(300), torch.zeros(300))  # 300 too, other strides
+    warm(handle, *strided)
+    returned = counted(handle)
+    for n in (*shapes, *shapes[::-1]):
+        x, y, z = operands[n]
+        z.zero_()
+        handle(x, y, z)
+        torch.testing.assert_close(z, x + y)
+    handle(*strided)
+    torch.testing.assert_close(strided[2], strided[0] + strided[1])
+    assert returned[:6] == [True] * 6
+    assert returned[6:] in ([True], [False, True])  # the shapes of 300 have two launches, tried in turn
+    handle(*tensors(torch.randn(7), torch.randn(7), torch.zeros(7)))  # no launch for its shapes: none tried
+    assert len(returned) in (7, 8)

@@ -4,8 +4,10 @@ match (``runtime.quick.find``), ``fast_launch`` and ``launch_direct`` do
 for that shape, and declines wherever they would do anything but launch the
 compiled binary.
 
-A kernel handle's call without keywords tries the express functions of its
-remembered call shapes (``Kernel.__call__``).  Each returns
+A kernel handle keeps its express functions in a ``Table``, by the shapes
+of the call's tensors: its call without keywords computes that key and tries
+the functions made for it (the one function directly, where there is one
+only), before its launcher (``Kernel.__call__``).  Each returns
 
 - True: the call matched its shape and was launched;
 - False: not its shape (the next one is tried, then the general path);
@@ -42,6 +44,37 @@ DISABLED = os.environ.get("NTSYM_EXPRESS", "") == "0"
 _NUMBERS = (bool, int, float)
 
 
+class Table:
+    """A kernel handle's express functions, by the shapes of the tensors at
+    ``positions`` (the arguments its quick-matched calls give tensors at):
+    ``key(args)`` reads them; ``only`` is the one function where there is
+    one, to be tried without the key."""
+
+    __slots__ = ("positions", "key", "by_shapes", "only", "count")
+
+    def __init__(self, positions):
+        self.positions = positions
+        self.key = eval(f"lambda args: ({''.join(f'args[{i}].shape, ' for i in positions)})")
+        self.by_shapes = {}
+        self.only = None
+        self.count = 0
+
+    def add(self, shapes, function):
+        self.by_shapes.setdefault(shapes, []).append(function)
+        self.count += 1
+        self.only = function if self.count == 1 else None
+
+
+def register(cache, entry, args, function):
+    """Put ``function``, made for ``entry`` (whose call ``args`` are), in
+    ``cache``'s table."""
+    positions = tuple(entry.tensor_positions)
+    if cache.express is None:
+        cache.express = Table(positions)
+    if cache.express.positions == positions:  # (a kernel's matched calls give tensors at the same places)
+        cache.express.add(cache.express.key(args), function)
+
+
 def build(facts, entry, direct):
     """The express function for ``entry``'s quick match, launching through
     ``direct`` (the entry's _Direct, whose first launch went through); None
@@ -75,11 +108,15 @@ def build(facts, entry, direct):
         if by_value:
             lines += [f"if HASHABLE(a{i}) != {bind(value, 'V')}:", "    return False"]
     distinct = range(len(positions)) if quick.distinct is None else quick.distinct
+    # Nested tensors never reach the guards (they cannot read their strides);
+    # the negative bit, which the guards may not see, is read once they pass
+    # (a call of another shape is told apart sooner).
     for k in distinct:
-        lines += [f"if type(t{k}) is not TENSOR or t{k}.is_nested or t{k}.is_neg():", "    return False"]
+        lines += [f"if type(t{k}) is not TENSOR or t{k}.is_nested:", "    return False"]
     for k, first in quick.repeats:
         lines += [f"if t{k} is not t{first}:", "    return False"]
-    lines += [f"if not GUARDS.check({', '.join(f't{k}' for k in distinct)}):", "    return False"]
+    lines += [f"if not GUARDS.check({', '.join(f't{k}' for k in distinct)}):", "    return False",
+              f"if {' or '.join(f't{k}.is_neg()' for k in distinct)}:", "    return False"]
     for k, residue in enumerate(quick.aligns):
         lines += [f"p{k} = t{k}.data_ptr()", f"if p{k} & 15 != {residue}:", "    return False"]
     # Matched: from here on, anything but the plain launch is the general path's.

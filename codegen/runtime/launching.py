@@ -147,6 +147,8 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
             if matched and not entry.quick.tried:  # the shape's later calls: its express launch
                 entry.quick.tried = True
                 entry.quick.express = express.build(facts, entry, entry.direct)
+                if entry.quick.express is not None:
+                    express.register(facts.cache, entry, args, entry.quick.express)
             return None
         facts.cache.jit_launches += 1
     if entry.scalars:  # integers the call key does not fix may make another variant

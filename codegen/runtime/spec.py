@@ -118,6 +118,7 @@ class CallCache:
 
     calls: dict = field(default_factory=dict)  # call_key -> _Entry (validated calls)
     quick: list = field(default_factory=list)  # runtime.quick.Quick: entries matched without a key
+    express: Any = None  # runtime.express.Table: the express launches of matched call shapes, made by calls
     tuned: dict = field(default_factory=dict)  # tuning.choose's key -> Config chosen in this process
     # Where a call's time went, for finding a warm call that was slow: launches
     # that validated their arguments (a call shape not seen before), and
