@@ -169,6 +169,25 @@ def test_scalars_and_compile_time_values_are_matched_by_type_and_value(keys):
     assert keys == [1]
 
 
+def test_a_call_shape_with_a_tensor_as_its_scalar_does_not_hide_the_others(keys):
+    """A one-element tensor given as its own scalar makes a call shape whose
+    tensors are at other places; a later call with a number there is still
+    matched by the shape it has, not sent to its key."""
+    kernel = _scaled_kernel()
+    x, z = torch.randn(40), torch.empty(40)
+    for _ in range(2):
+        kernel(x, 2.0, False, z)
+    one, out = torch.tensor([2.5]), torch.empty(1)
+    for _ in range(2):
+        kernel(one, one, False, out)  # learned in front, its tensors at 0, 1 and 3
+    torch.testing.assert_close(out, one * 2.5)
+    assert len(kernel.calls.quick) == 2
+    keys.clear()
+    kernel(x, 3.0, False, z)
+    assert keys == []
+    torch.testing.assert_close(z, x * 3.0)
+
+
 def test_a_nested_tensor_after_quick_matching_is_refused_as_through_the_key():
     kernel = _add_kernel()
     _warm(kernel)

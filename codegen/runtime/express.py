@@ -28,7 +28,8 @@ launch needs more than they test (float64 scalars, placeholder tensors,
 scalars that are not Python numbers) gets none.
 
 ``NTSYM_EXPRESS=0`` turns this off (every warm call takes the general path),
-to compare the two."""
+to compare the two; ``DISABLED`` is read when a shape's function would be
+made (functions made before stay)."""
 
 import os
 

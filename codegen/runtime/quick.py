@@ -65,12 +65,14 @@ def find(table, args):
     """The remembered entry this call matches and its tensors' data pointers
     (in the order of the entry's ``tensor_positions``), or None."""
     positions = tensors = None
+    plain = False
     for quick in table:
         if tensors is None or quick.positions != positions:
             positions = quick.positions
             tensors = args if positions is None else [args[i] for i in positions]
-            if not _plain(tensors):
-                return None
+            plain = _plain(tensors)
+        if not plain:  # not for the guards at these positions (a shape with others may match)
+            continue
         if quick.others and not _others_match(quick, args):
             continue
         if quick.repeats and not all(tensors[k] is tensors[first] for k, first in quick.repeats):
