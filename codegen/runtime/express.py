@@ -119,14 +119,15 @@ def build(facts, entry, direct):
     lines += [f"if not GUARDS.check({', '.join(f't{k}' for k in distinct)}):", "    return False",
               f"if {' or '.join(f't{k}.is_neg()' for k in distinct)}:", "    return False"]
     for k, residue in enumerate(quick.aligns):
-        lines += [f"p{k} = t{k}.data_ptr()", f"if p{k} & 15 != {residue}:", "    return False"]
+        lines += [f"p{k} = t{k}.data_ptr()", f"if p{k} & 15 != {bind(residue, 'R')}:", "    return False"]
     # Matched: from here on, anything but the plain launch is the general path's.
     lines += [f"if not ({' and '.join(f'p{k}' for k in range(len(positions)))}):", "    return None"]
     for i, size, span in entry.extents:
         t = f"t{where[i]}"
-        lines += [f"if {t}.storage_offset() * {size} + {span} > {t}.untyped_storage().nbytes():", "    return None"]
+        lines += [f"if {t}.storage_offset() * {bind(size, 'E')} + {bind(span, 'S')} > {t}.untyped_storage().nbytes():",
+                  "    return None"]
     for a, b, alike in entry.pairs:
-        test = f"p{a} < p{b} + {entry.spans[b]} and p{b} < p{a} + {entry.spans[a]}"
+        test = f"p{a} < p{b} + {bind(entry.spans[b], 'S')} and p{b} < p{a} + {bind(entry.spans[a], 'S')}"
         if alike:
             test += f" and t{a} is not t{b}"
         lines += [f"if {test}:", "    return None"]
@@ -143,7 +144,7 @@ def build(facts, entry, direct):
     if written:
         lines.append(f"INCREMENT_VERSION([{', '.join(f't{k}' for k in written)}])")
     lines += ["COUNTS.launches += 1",
-              f"LAUNCH({', '.join(map(str, direct.grid))}, stream, FUNCTION, *PREFIX, PACKED, None, None, None, "
+              f"LAUNCH({', '.join(bind(g, 'G') for g in direct.grid)}, stream, FUNCTION, *PREFIX, PACKED, None, None, None, "
               f"{', '.join(values)})",
               "return True"]
     source = "def express(args):\n" + "".join(f"    {line}\n" for line in lines)
@@ -151,10 +152,24 @@ def build(facts, entry, direct):
                      GRAD_ENABLED=torch._C.is_grad_enabled, INCREMENT_VERSION=torch._C._increment_version,
                      COUNTS=facts.cache.counts, LAUNCH=direct.launch, PREFIX=direct.prefix,
                      FUNCTION=direct.compiled.function, PACKED=direct.compiled.packed_metadata)
-    exec(compile(source, f"<ntsym express launch of {spec.name}>", "exec"), namespace)
+    exec(_compiled(source, spec.name), namespace)
     function = namespace["express"]
     function.source = source  # what it does, for reading (``inspect`` cannot find it)
     return function
+
+
+# Compiled sources: a function's numbers are names in its namespace, so the
+# shapes of one kernel (a decode loop's every cache length) share one source.
+_CODE = {}
+
+
+def _compiled(source, name):
+    code = _CODE.get(source)
+    if code is None:
+        if len(_CODE) >= 1024:
+            _CODE.clear()
+        code = _CODE[source] = compile(source, f"<ntsym express launch of {name}>", "exec")
+    return code
 
 
 def _values(spec, entry, direct, where, others, lines, bind):
@@ -202,7 +217,7 @@ def _launch_lines(facts, entry, direct, bind):
               f"if active is not {bind(active, 'ACTIVE')}:", "    return None",
               f"current = {bind(direct.device_getter, 'GETTER')}()"]
     if entry.device >= 0:
-        lines += [f"if current != {entry.device}:", "    return None"]
+        lines += [f"if current != {bind(entry.device, 'D')}:", "    return None"]
     lines.append("stream = active.get_current_stream(current)")
     if entry.kernel is not None or facts.cache.descriptors:
         lines.append(f"{bind(ensure_allocator, 'ALLOCATOR')}()")
