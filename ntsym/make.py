@@ -129,7 +129,7 @@ class Kernel:
             return table.only(args) is True
         try:
             functions = table.by_shapes.get(table.key(args), ())
-        except (IndexError, AttributeError):  # fewer arguments, or no tensor where they are
+        except Exception:  # fewer arguments, no tensor where they are, a shape that cannot be read (nested)
             return False
         for function in functions:
             done = function(args)

@@ -426,3 +426,16 @@ def test_calls_of_several_shapes_find_their_own_express_launch_by_their_shapes(g
     assert returned[6:] in ([True], [False, True])  # the shapes of 300 have two launches, tried in turn
     handle(*tensors(torch.randn(7), torch.randn(7), torch.zeros(7)))  # no launch for its shapes: none tried
     assert len(returned) in (7, 8)
+
+
+@STANDS_IN
+def test_a_call_whose_shapes_cannot_be_read_goes_to_the_general_path(gpu, add):
+    tensors = Tensors()
+    handle = on_gpu(add, tensors)
+    for n in (300, 64):  # two shapes: calls are told apart by their tensors' shapes
+        warm(handle, *tensors(torch.randn(n), torch.randn(n), torch.zeros(n)))
+    nested = torch.nested.nested_tensor([torch.randn(3), torch.randn(4)])  # its .shape raises
+    with pytest.raises(LaunchError, match="nested"):
+        handle(nested, nested, nested)
+    with pytest.raises(LaunchError):
+        handle(torch.randn(300), None, torch.zeros(300))
