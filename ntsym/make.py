@@ -127,14 +127,15 @@ class Kernel:
         shape, which the general path takes)."""
         if table.only is not None:
             return table.only(args) is True
-        try:
-            functions = table.by_shapes.get(table.key(args), ())
-        except Exception:  # fewer arguments, no tensor where they are, a shape that cannot be read (nested)
-            return False
-        for function in functions:
-            done = function(args)
-            if done is not False:
-                return done is True
+        for _, key, by_shapes in table.groups:
+            try:
+                functions = by_shapes.get(key(args), ())
+            except Exception:  # fewer arguments, no tensor where they are, a shape that cannot be read (nested)
+                continue
+            for function in functions:
+                done = function(args)
+                if done is not False:
+                    return done is True
         return False
 
     def _divided_by_zero(self, args, error):

@@ -182,10 +182,11 @@ def counted(handle):
 
         return express
 
-    for functions in table.by_shapes.values():
-        functions[:] = [wrapped(f) for f in functions]
+    for _, _, by_shapes in table.groups:
+        for functions in by_shapes.values():
+            functions[:] = [wrapped(f) for f in functions]
     if table.only is not None:
-        (table.only,) = [f for functions in table.by_shapes.values() for f in functions]
+        (table.only,) = [f for _, _, by_shapes in table.groups for functions in by_shapes.values() for f in functions]
     return returned
 
 
@@ -439,3 +440,34 @@ def test_a_call_whose_shapes_cannot_be_read_goes_to_the_general_path(gpu, add):
         handle(nested, nested, nested)
     with pytest.raises(LaunchError):
         handle(torch.randn(300), None, torch.zeros(300))
+
+
+def _flagged():
+    """A flag between the tensors: a compile-time value the binary is given."""
+
+    def arrangement(x, flag, z, BLOCK=ntsym.block_size()):
+        return x.tile((BLOCK,)), flag, z.tile((BLOCK,))
+
+    def application(x, flag, z):
+        if flag:
+            z = -x  # noqa: F841
+        else:
+            z = x  # noqa: F841
+
+    return ntsym.make(arrangement, application, (Tensor(1), Tensor(0, constexpr=True), Tensor(1)), max_num_configs=1)
+
+
+@STANDS_IN
+def test_shapes_with_their_tensors_at_other_places_each_keep_their_express_launch(gpu):
+    tensors = Tensors()
+    handle = on_gpu(_flagged(), tensors)
+    one, out = tensors(torch.tensor([2.5]), torch.empty(1))
+    warm(handle, one, one, out)  # the flag given the tensor itself: tensors at 0, 1 and 2
+    x, z = tensors(torch.randn(40), torch.empty(40))
+    warm(handle, x, False, z)  # tensors at 0 and 2
+    returned = counted(handle)
+    for _ in range(2):
+        handle(x, False, z)
+        torch.testing.assert_close(z, x)
+    assert returned == [True, True]
+    assert sorted(positions for positions, _, _ in handle.calls.express.groups) == [(0, 1, 2), (0, 2)]

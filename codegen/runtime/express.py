@@ -46,22 +46,29 @@ _NUMBERS = (bool, int, float)
 
 
 class Table:
-    """A kernel handle's express functions, by the shapes of the tensors at
-    ``positions`` (the arguments its quick-matched calls give tensors at):
-    ``key(args)`` reads them; ``only`` is the one function where there is
-    one, to be tried without the key."""
+    """A kernel handle's express functions, by the shapes of the call's
+    tensors.  ``groups``: (positions, key, by_shapes) for each set of
+    argument positions its matched calls gave tensors at (nearly always
+    one), where ``key(args)`` reads the shapes of the tensors at those
+    positions; ``only``: the one function where there is one, to be tried
+    without a key."""
 
-    __slots__ = ("positions", "key", "by_shapes", "only", "count")
+    __slots__ = ("groups", "only", "count")
 
-    def __init__(self, positions):
-        self.positions = positions
-        self.key = eval(f"lambda args: ({''.join(f'args[{i}].shape, ' for i in positions)})")
-        self.by_shapes = {}
+    def __init__(self):
+        self.groups = []
         self.only = None
         self.count = 0
 
-    def add(self, shapes, function):
-        self.by_shapes.setdefault(shapes, []).append(function)
+    def add(self, positions, args, function):
+        for group in self.groups:
+            if group[0] == positions:
+                break
+        else:
+            key = eval(f"lambda args: ({''.join(f'args[{i}].shape, ' for i in positions)})")
+            group = (positions, key, {})
+            self.groups.append(group)
+        group[2].setdefault(group[1](args), []).append(function)
         self.count += 1
         self.only = function if self.count == 1 else None
 
@@ -69,11 +76,9 @@ class Table:
 def register(cache, entry, args, function):
     """Put ``function``, made for ``entry`` (whose call ``args`` are), in
     ``cache``'s table."""
-    positions = tuple(entry.tensor_positions)
     if cache.express is None:
-        cache.express = Table(positions)
-    if cache.express.positions == positions:  # (a kernel's matched calls give tensors at the same places)
-        cache.express.add(cache.express.key(args), function)
+        cache.express = Table()
+    cache.express.add(tuple(entry.tensor_positions), args, function)
 
 
 def build(facts, entry, direct):
@@ -164,11 +169,11 @@ _CODE = {}
 
 
 def _compiled(source, name):
-    code = _CODE.get(source)
+    code = _CODE.get((source, name))
     if code is None:
         if len(_CODE) >= 1024:
             _CODE.clear()
-        code = _CODE[source] = compile(source, f"<ntsym express launch of {name}>", "exec")
+        code = _CODE[source, name] = compile(source, f"<ntsym express launch of {name}>", "exec")
     return code
 
 
