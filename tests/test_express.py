@@ -190,6 +190,15 @@ def counted(handle):
     return returned
 
 
+def warmed(kernel, n=300):
+    """A handle of the add ``kernel`` on the GPU paths, warmed on three tensors of ``n``."""
+    tensors = Tensors()
+    handle = on_gpu(kernel, tensors)
+    operands = tensors(torch.randn(n), torch.randn(n), torch.zeros(n))
+    warm(handle, *operands)
+    return tensors, handle, operands
+
+
 @pytest.fixture
 def add():
     return _add()
@@ -246,10 +255,7 @@ def test_scalars_reach_the_binary_as_given_and_an_integer_specialised_otherwise_
 
 @STANDS_IN
 def test_a_call_of_another_shape_or_layout_is_not_matched(gpu, add):
-    tensors = Tensors()
-    handle = on_gpu(add, tensors)
-    x, y, z = tensors(torch.randn(300), torch.randn(300), torch.zeros(300))
-    warm(handle, x, y, z)
+    tensors, handle, (x, y, z) = warmed(add)
     express = express_of(handle)
     a, b, c = tensors(torch.randn(200), torch.randn(200), torch.zeros(200))
     assert express((a, b, c)) is False
@@ -289,10 +295,7 @@ def test_a_written_tensor_that_requires_grad_is_declined_under_grad_mode_and_ref
 
 @STANDS_IN
 def test_a_storage_resized_smaller_is_declined_and_refused(gpu, add):
-    tensors = Tensors()
-    handle = on_gpu(add, tensors)
-    x, y, z = tensors(torch.randn(300), torch.randn(300), torch.zeros(300))
-    warm(handle, x, y, z)
+    tensors, handle, (x, y, z) = warmed(add)
     w = tensors(torch.zeros(300))[0]
     w.untyped_storage().resize_(512)
     tensors(w)
@@ -303,10 +306,7 @@ def test_a_storage_resized_smaller_is_declined_and_refused(gpu, add):
 
 @STANDS_IN
 def test_overlap_of_a_written_tensor_is_declined_and_checked(gpu, add):
-    tensors = Tensors()
-    handle = on_gpu(add, tensors)
-    x, y, z = tensors(torch.randn(300), torch.randn(300), torch.zeros(300))
-    warm(handle, x, y, z)
+    tensors, handle, (x, y, z) = warmed(add)
     base = torch.randn(320)
     a, w = tensors(base[:300], base[16:316])
     _declined(handle, tensors, (a, y, w))
@@ -319,10 +319,7 @@ def test_overlap_of_a_written_tensor_is_declined_and_checked(gpu, add):
 
 @STANDS_IN
 def test_a_launch_hook_another_driver_or_device_is_declined_to_the_general_path(gpu, add, monkeypatch):
-    tensors = Tensors()
-    handle = on_gpu(add, tensors)
-    x, y, z = tensors(torch.randn(300), torch.randn(300), torch.zeros(300))
-    warm(handle, x, y, z)
+    tensors, handle, (x, y, z) = warmed(add)
     hook = lambda metadata: None  # noqa: E731
     knobs.runtime.launch_enter_hook.add(hook)
     try:
