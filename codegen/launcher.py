@@ -101,20 +101,25 @@ def _call_entry(ir, metas):
     # (compile-time values, options), may be matched without its key.
     quick = any(p.kind == "tensor" for p in call_params) and all(
         p.kind in ("tensor", "scalar", "constexpr") for p in call_params)
+    # Compile-time values given by keyword are matched by value too (as
+    # NineToothed's calls give their constexpr block sizes).
     plain = expr(" and ".join([f"len(ntsym_args) == {len(call_params)}", "ntsym_options is None",
-                               *(f"{m} is None" for m in metas), "not ntsym_unknown"]))
+                               "not ntsym_unknown"]))
+    given = ", {given}" if metas else ""
     head = stmts(
         """
         if NTSYM_QUICK and {plain}:
-            ntsym_found = runtime.quick_entry(NTSYM_QUICK, ntsym_args)
+            ntsym_found = runtime.quick_entry(NTSYM_QUICK, ntsym_args""" + given + """)
             if ntsym_found is not None:
                 return runtime.fast_launch(NTSYM_FACTS, ntsym_found[0], ntsym_args, ntsym_found[1], True)
         """,
-        plain=plain,
+        plain=plain, given=_names(metas),
     ) if quick else []
-    learn_call = "runtime.learn_quick(NTSYM_FACTS.cache, ntsym_entry, ntsym_args" + (", {constexprs})" if constexprs else ")")
+    learn_call = ("runtime.learn_quick(NTSYM_FACTS.cache, ntsym_entry, ntsym_args, {constexprs}, {given})" if metas
+                  else "runtime.learn_quick(NTSYM_FACTS.cache, ntsym_entry, ntsym_args"
+                  + (", {constexprs})" if constexprs else ")"))
     learn = stmts("if not ntsym_entry.learned and {plain}:\n    " + learn_call, plain=plain,
-                  constexprs=constexprs) if quick else []
+                  constexprs=constexprs, given=_names(metas)) if quick else []
     return head + stmts(
         """
         ntsym_key = {call_key}

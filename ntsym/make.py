@@ -99,10 +99,11 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         if _is_compiling() and _through_operator():
             return _traced_call(self, args, kwargs)
-        if self._plain and not kwargs:  # the common call: positional tensors, nothing to prepare
+        if self._plain:
             table = self._facts.cache.express  # shapes launched before, written out (``runtime.express``)
-            if table is not None and self._express(table, args):
+            if table is not None and self._express(table, args, kwargs):
                 return None
+        if self._plain and not kwargs:  # the common call: positional tensors, nothing to prepare
             try:
                 return self._launch(*args)
             except LaunchError as refused:
@@ -121,19 +122,19 @@ class Kernel:
             raise self._divided_by_zero(args, error) from None
 
     @staticmethod
-    def _express(table, args):
+    def _express(table, args, kwargs):
         """Whether an express launch of ``table`` launched the call: True;
         False where none is made for its shapes, or one declined it (its
         shape, which the general path takes)."""
         if table.only is not None:
-            return table.only(args) is True
+            return table.only(args, kwargs) is True
         for _, key, by_shapes in table.groups:
             try:
                 functions = by_shapes.get(key(args), ())
             except Exception:  # fewer arguments, no tensor where they are, a shape that cannot be read (nested)
                 continue
             for function in functions:
-                done = function(args)
+                done = function(args, kwargs)
                 if done is not False:
                     return done is True
         return False

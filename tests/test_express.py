@@ -159,11 +159,11 @@ def _scaled():
     return ntsym.make(arrangement, application, (Tensor(1), Tensor(1), Tensor(0), Tensor(0)), max_num_configs=1)
 
 
-def warm(handle, *args, calls=3):
+def warm(handle, *args, calls=3, **kwargs):
     """Calls enough for the shape's express launch to be made (the first
     validates, the second learns the quick match, the third makes it)."""
     for _ in range(calls):
-        handle(*args)
+        handle(*args, **kwargs)
 
 
 def express_of(handle):
@@ -176,8 +176,8 @@ def counted(handle):
     table, returned = handle.calls.express, []
 
     def wrapped(inner):
-        def express(args):
-            returned.append(inner(args))
+        def express(args, kwargs):
+            returned.append(inner(args, kwargs))
             return returned[-1]
 
         return express
@@ -258,12 +258,12 @@ def test_a_call_of_another_shape_or_layout_is_not_matched(gpu, add):
     tensors, handle, (x, y, z) = warmed(add)
     express = express_of(handle)
     a, b, c = tensors(torch.randn(200), torch.randn(200), torch.zeros(200))
-    assert express((a, b, c)) is False
-    assert express((x, y)) is False
-    assert express((x, y, 3)) is False
-    assert express((x.double(), y, z)) is False
-    assert express((torch._neg_view(x), y, z)) is False
-    assert express((x[1:], y[1:], z[1:])) is False  # 4 bytes past the alignment the binary was built for
+    assert express((a, b, c), {}) is False
+    assert express((x, y), {}) is False
+    assert express((x, y, 3), {}) is False
+    assert express((x.double(), y, z), {}) is False
+    assert express((torch._neg_view(x), y, z), {}) is False
+    assert express((x[1:], y[1:], z[1:]), {}) is False  # 4 bytes past the alignment the binary was built for
     assert tensors.launches == [] or len(tensors.launches) == 0 or True
     handle(a, b, c)  # a shape of its own, validated
     torch.testing.assert_close(c, a + b)
@@ -273,7 +273,7 @@ def _declined(handle, tensors, args):
     """Runs the express launch on ``args``: it must decline (None) and launch nothing."""
     express = express_of(handle)
     before = len(tensors.launches), handle.stats.launches, [a._version for a in args]
-    assert express(args) is None
+    assert express(args, {}) is None
     assert (len(tensors.launches), handle.stats.launches, [a._version for a in args]) == before
 
 
@@ -468,3 +468,23 @@ def test_shapes_with_their_tensors_at_other_places_each_keep_their_express_launc
         torch.testing.assert_close(z, x)
     assert returned == [True, True]
     assert sorted(positions for positions, _, _ in handle.calls.express.groups) == [(0, 1, 2), (0, 2)]
+
+
+@STANDS_IN
+def test_a_block_size_given_by_keyword_takes_the_express_launch_of_its_value(gpu, add):
+    tensors = Tensors()
+    handle = on_gpu(add, tensors)
+    x, y, z = tensors(torch.randn(300), torch.randn(300), torch.zeros(300))
+    warm(handle, x, y, z, BLOCK=64)
+    returned = counted(handle)
+    z.zero_()
+    handle(x, y, z, BLOCK=64)
+    torch.testing.assert_close(z, x + y)
+    assert returned == [True]
+    z.zero_()
+    handle(x, y, z, BLOCK=128)  # another value: not this shape's
+    handle(x, y, z, BLOCK=64, ntsym_options={"num_warps": 2})  # options: the general path
+    torch.testing.assert_close(z, x + y)
+    assert returned[1:] == [False, False]
+    with pytest.raises(LaunchError):
+        handle(x, y, z, BLOK=64)  # a keyword the kernel does not take: refused as before

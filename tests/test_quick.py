@@ -188,6 +188,24 @@ def test_a_call_shape_with_a_tensor_as_its_scalar_does_not_hide_the_others(keys)
     torch.testing.assert_close(z, x * 3.0)
 
 
+def test_block_sizes_given_by_keyword_are_matched_by_type_and_value(keys):
+    """As NineToothed's calls give their constexpr block sizes: ``kernel(x, y, z, BLOCK=64)``."""
+    kernel = _add_kernel()
+    x, y, z = torch.randn(300), torch.randn(300), torch.empty(300)
+    for _ in range(2):
+        kernel(x, y, z, BLOCK=64)
+    keys.clear()
+    kernel(x, y, z, BLOCK=64)
+    assert keys == []
+    torch.testing.assert_close(z, x + y)
+    for other in ({"BLOCK": 128}, {"BLOCK": 64.0}, {}, {"BLOCK": 64, "ntsym_options": {"num_warps": 4}}):
+        keys.clear()
+        z.zero_()
+        kernel(x, y, z, **other)  # another value, type, none given, options: the key decides
+        assert keys == [1], other
+        torch.testing.assert_close(z, x + y)
+
+
 def test_a_nested_tensor_after_quick_matching_is_refused_as_through_the_key():
     kernel = _add_kernel()
     _warm(kernel)

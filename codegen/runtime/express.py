@@ -44,6 +44,8 @@ DISABLED = os.environ.get("NTSYM_EXPRESS", "") == "0"
 # (``checks.scalar`` passes them through).
 _NUMBERS = (bool, int, float)
 
+_MISSING = object()  # a keyword not given (its value matches none)
+
 
 class Table:
     """A kernel handle's express functions, by the shapes of the call's
@@ -107,7 +109,7 @@ def build(facts, entry, direct):
         names[name] = value
         return name
 
-    lines = [f"if len(args) != {n_args}:", "    return False"]
+    lines = [f"if len(args) != {n_args}:", "    return False"] + _keyword_lines(spec, quick, bind)
     lines += [f"t{k} = args[{p}]" for k, p in enumerate(positions)]
     for i, (kind, value, by_value) in sorted(others.items()):
         lines += [f"a{i} = args[{i}]", f"if type(a{i}) is not {bind(kind, 'T')}:", "    return False"]
@@ -152,8 +154,8 @@ def build(facts, entry, direct):
               f"LAUNCH({', '.join(bind(g, 'G') for g in direct.grid)}, stream, FUNCTION, *PREFIX, PACKED, None, None, None, "
               f"{', '.join(values)})",
               "return True"]
-    source = "def express(args):\n" + "".join(f"    {line}\n" for line in lines)
-    namespace = dict(names, TENSOR=tensor_type, HASHABLE=hashable, TOKEN=_guard_token, GUARDS=quick.guards,
+    source = "def express(args, kwargs):\n" + "".join(f"    {line}\n" for line in lines)
+    namespace = dict(names, TENSOR=tensor_type, HASHABLE=hashable, TOKEN=_guard_token, MISSING=_MISSING, GUARDS=quick.guards,
                      GRAD_ENABLED=torch._C.is_grad_enabled, INCREMENT_VERSION=torch._C._increment_version,
                      COUNTS=facts.cache.counts, LAUNCH=direct.launch, PREFIX=direct.prefix,
                      FUNCTION=direct.compiled.function, PACKED=direct.compiled.packed_metadata)
@@ -161,6 +163,19 @@ def build(facts, entry, direct):
     function = namespace["express"]
     function.source = source  # what it does, for reading (``inspect`` cannot find it)
     return function
+
+
+def _keyword_lines(spec, quick, bind):
+    """The lines that match the call's keyword arguments: exactly the
+    compile-time values its shape was learned with (none: no keyword)."""
+    if quick.metas is None:
+        return ["if kwargs:", "    return False"]
+    names = [m.symbol.name for m in spec.metas]
+    given = [(name, value) for name, value in zip(names, quick.metas) if value != hashable(None)]
+    lines = [f"if len(kwargs) != {len(given)}:", "    return False"]
+    for name, value in given:
+        lines += [f"if HASHABLE(kwargs.get({name!r}, MISSING)) != {bind(value, 'M')}:", "    return False"]
+    return lines
 
 
 # Compiled sources: a function's numbers are names in its namespace, so the

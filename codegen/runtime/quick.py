@@ -1,8 +1,9 @@
 """Quick matching of a warm call: a call shape seen before, recognised
 without building its call key.
 
-A call given no compile-time values by keyword and no options is remembered
-(at the second call of its shape, the first that the call key finds) with
+A call given no options is remembered (at the second call of its shape, the
+first that the call key finds; compile-time values it gives by keyword, as
+NineToothed's calls give their block sizes, compared by type and value) with
 torch's tensor guards for its tensors (``torch._C._dynamo.guards.
 TensorGuards``, what torch.compile's graphs check their inputs with, in
 C++): Python type, dispatch keys (device type, the negative and conjugate
@@ -41,9 +42,10 @@ _VALUES = (bool, int, float, str, type(None))
 
 
 class Quick:
-    __slots__ = ("guards", "aligns", "entry", "positions", "others", "repeats", "distinct", "express", "tried")
+    __slots__ = ("guards", "aligns", "entry", "positions", "others", "repeats", "distinct", "metas", "express",
+                 "tried")
 
-    def __init__(self, guards, aligns, entry, positions, others, repeats=(), distinct=None):
+    def __init__(self, guards, aligns, entry, positions, others, repeats=(), distinct=None, metas=None):
         self.guards = guards
         self.aligns = aligns  # each tensor's data pointer modulo 16
         self.entry = entry
@@ -55,18 +57,23 @@ class Quick:
         # the guards check (None: every tensor is distinct).
         self.repeats = repeats
         self.distinct = distinct
+        self.metas = metas  # the compile-time values given by keyword (``_given``), or None
         # The express launch written for this shape (``runtime.express``), made at
         # its first launch through the compiled binary (tried: whether made yet).
         self.express = None
         self.tried = False
 
 
-def find(table, args):
+def find(table, args, metas=()):
     """The remembered entry this call matches and its tensors' data pointers
-    (in the order of the entry's ``tensor_positions``), or None."""
+    (in the order of the entry's ``tensor_positions``), or None.  ``metas``:
+    the compile-time values the call gave by keyword (None: not given)."""
+    given = _given(metas)
     positions = tensors = None
     plain = False
     for quick in table:
+        if quick.metas != given:
+            continue
         if tensors is None or quick.positions != positions:
             positions = quick.positions
             tensors = args if positions is None else [args[i] for i in positions]
@@ -112,13 +119,23 @@ def _others_match(quick, args):
     return True
 
 
-def learn(cache, entry, args, constexprs=()):
+def _given(metas):
+    """The compile-time values a call gave by keyword, as the match compares
+    them (by type and value); None where it gave none."""
+    if metas.count(None) == len(metas):
+        return None
+    return tuple(hashable(m) for m in metas)
+
+
+def learn(cache, entry, args, constexprs=(), metas=()):
     """Remember ``entry`` (the one the call key found for ``args``, whose
     launch went through) for quick matching, once, where its tensors are
     plain tensors and its compile-time values (the argument positions
     ``constexprs``) are numbers, strings or None.  A tensor given twice (in
     place) is matched by the same object given at the same places."""
     entry.learned = True
+    if any(m is not None and type(m) not in _VALUES for m in metas):
+        return  # keyed by more than a value compared here
     if entry.quick is not None:  # made before, forgotten since
         _remember(cache.quick, entry.quick)
         return
@@ -150,7 +167,8 @@ def learn(cache, entry, args, constexprs=()):
     except Exception:
         return
     every = len(positions) == len(args)
-    entry.quick = Quick(guards, aligns, entry, None if every else positions, tuple(others), repeats, distinct)
+    entry.quick = Quick(guards, aligns, entry, None if every else positions, tuple(others), repeats, distinct,
+                        _given(metas))
     _remember(cache.quick, entry.quick)
 
 
