@@ -5,7 +5,7 @@ for that shape, and declines wherever they would do anything but launch the
 compiled binary.
 
 A kernel handle keeps its express functions in a ``Table``, by the shapes
-of the call's tensors: its call without keywords computes that key and tries
+of the call's tensors: a call computes that key and tries
 the functions made for it (the one function directly, where there is one
 only), before its launcher (``Kernel.__call__``).  Each returns
 
