@@ -115,9 +115,8 @@ def _call_entry(ir, metas):
         """,
         plain=plain, given=_names(metas),
     ) if quick else []
-    learn_call = ("runtime.learn_quick(NTSYM_FACTS.cache, ntsym_entry, ntsym_args, {constexprs}, {given})" if metas
-                  else "runtime.learn_quick(NTSYM_FACTS.cache, ntsym_entry, ntsym_args"
-                  + (", {constexprs})" if constexprs else ")"))
+    learn_args = ["NTSYM_FACTS.cache", "ntsym_entry", "ntsym_args"] + ["{constexprs}"] * bool(constexprs or metas)
+    learn_call = f"runtime.learn_quick({', '.join(learn_args)}{given})"
     learn = stmts("if not ntsym_entry.learned and {plain}:\n    " + learn_call, plain=plain,
                   constexprs=constexprs, given=_names(metas)) if quick else []
     return head + stmts(

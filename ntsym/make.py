@@ -101,15 +101,15 @@ class Kernel:
             return _traced_call(self, args, kwargs)
         if self._plain:
             table = self._facts.cache.express  # shapes launched before, written out (``runtime.express``)
-            if table is not None and self._express(table, args, kwargs):
+            if table is not None and table.launch(args, kwargs):
                 return None
-        if self._plain and not kwargs:  # the common call: positional tensors, nothing to prepare
-            try:
-                return self._launch(*args)
-            except LaunchError as refused:
-                return self._refused(refused, args, kwargs)
-            except ZeroDivisionError as error:
-                raise self._divided_by_zero(args, error) from None
+            if not kwargs:  # the common call: positional tensors, nothing to prepare
+                try:
+                    return self._launch(*args)
+                except LaunchError as refused:
+                    return self._refused(refused, args, kwargs)
+                except ZeroDivisionError as error:
+                    raise self._divided_by_zero(args, error) from None
         target, args, kwargs = self._prepared(args, kwargs)
         try:
             if target is not self:
@@ -120,24 +120,6 @@ class Kernel:
                 return self._refused(refused, args, kwargs)
         except ZeroDivisionError as error:
             raise self._divided_by_zero(args, error) from None
-
-    @staticmethod
-    def _express(table, args, kwargs):
-        """Whether an express launch of ``table`` launched the call: True;
-        False where none is made for its shapes, or one declined it (its
-        shape, which the general path takes)."""
-        if table.only is not None:
-            return table.only(args, kwargs) is True
-        for _, key, by_shapes in table.groups:
-            try:
-                functions = by_shapes.get(key(args), ())
-            except Exception:  # fewer arguments, no tensor where they are, a shape that cannot be read (nested)
-                continue
-            for function in functions:
-                done = function(args, kwargs)
-                if done is not False:
-                    return done is True
-        return False
 
     def _divided_by_zero(self, args, error):
         """The launch error for a call whose launch checks or grid divide by

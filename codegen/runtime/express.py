@@ -74,6 +74,23 @@ class Table:
         self.count += 1
         self.only = function if self.count == 1 else None
 
+    def launch(self, args, kwargs):
+        """Whether an express launch launched the call: True; False where
+        none is made for its shapes, or one declined it (its shape, which
+        the general path takes)."""
+        if self.only is not None:
+            return self.only(args, kwargs) is True
+        for _, key, by_shapes in self.groups:
+            try:
+                functions = by_shapes.get(key(args), ())
+            except Exception:  # fewer arguments, no tensor where they are, a shape that cannot be read (nested)
+                continue
+            for function in functions:
+                done = function(args, kwargs)
+                if done is not False:
+                    return done is True
+        return False
+
 
 def register(cache, entry, args, function):
     """Put ``function``, made for ``entry`` (whose call ``args`` are), in
@@ -94,14 +111,12 @@ def build(facts, entry, direct):
     import torch
 
     tensor_type = torch.Tensor
-    positions = entry.tensor_positions
-    if quick.positions is not None and tuple(quick.positions) != tuple(positions):
-        return None
+    positions = entry.tensor_positions  # the quick match's (every other argument is among its ``others``)
     where = {p: k for k, p in enumerate(positions)}  # argument position -> tensor index
+    if any(i not in where for i in spec.written_positions):
+        return None
     others = {i: (kind, value, by_value) for i, kind, value, by_value in quick.others}
     n_args = len(spec.call_params)
-    if len(positions) + len(others) != n_args:
-        return None
     names = {}  # names bound in the function's namespace
 
     def bind(value, stem):
@@ -138,8 +153,6 @@ def build(facts, entry, direct):
         if alike:
             test += f" and t{a} is not t{b}"
         lines += [f"if {test}:", "    return None"]
-    if any(i not in where for i in spec.written_positions):
-        return None
     written = [where[i] for i in spec.written_positions]
     if written:
         grad = " or ".join(f"t{k}.requires_grad" for k in written)

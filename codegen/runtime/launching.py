@@ -4,11 +4,11 @@ a launch traced by torch.compile.  The runtime calls tuning, never the
 other way round."""
 
 from ntsym_codegen import counters, serial, tuning
-from ntsym_codegen.runtime import express
 from ntsym_codegen.errors import ApplicationError, LaunchError, fail
 from ntsym_codegen.placeholders import substitute, substitute_call
 from ntsym_codegen.runtime.checks import (_check_aliasing, byte_extent, check_arguments, check_float64_scalars,
                                          float64_scalars, index_width, scalar)
+from ntsym_codegen.runtime import express
 from ntsym_codegen.runtime.direct import _DIRECT_OFF, direct_for, launch_direct
 from ntsym_codegen.runtime.environment import capturing, on_device, refuse_capture
 from ntsym_codegen.runtime.interpreter import interpret
