@@ -257,6 +257,7 @@ def test_scalars_reach_the_binary_as_given_and_an_integer_specialised_otherwise_
 def test_a_call_of_another_shape_or_layout_is_not_matched(gpu, add):
     tensors, handle, (x, y, z) = warmed(add)
     express = express_of(handle)
+    before = len(tensors.launches), handle.stats.launches, z._version
     a, b, c = tensors(torch.randn(200), torch.randn(200), torch.zeros(200))
     assert express((a, b, c), {}) is False
     assert express((x, y), {}) is False
@@ -264,7 +265,8 @@ def test_a_call_of_another_shape_or_layout_is_not_matched(gpu, add):
     assert express((x.double(), y, z), {}) is False
     assert express((torch._neg_view(x), y, z), {}) is False
     assert express((x[1:], y[1:], z[1:]), {}) is False  # 4 bytes past the alignment the binary was built for
-    assert tensors.launches == [] or len(tensors.launches) == 0 or True
+    assert express((x, y, z), {"BLOCK": 64}) is False  # a keyword its shape was not learned with
+    assert (len(tensors.launches), handle.stats.launches, z._version) == before  # nothing launched, nothing bumped
     handle(a, b, c)  # a shape of its own, validated
     torch.testing.assert_close(c, a + b)
 
