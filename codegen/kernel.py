@@ -29,7 +29,7 @@ from ntsym_codegen import bounds, lane_writes
 from ntsym_codegen.access import AccessMixin
 from ntsym_codegen.pointer_writes import note_pointer_write, writes_through_pointer
 from ntsym_codegen.functions import FunctionValuesMixin
-from ntsym_codegen.reshaping import reshaped
+from ntsym_codegen.reshaping import parts_of, reshaped
 from ntsym_codegen.addressing import AddressingMixin
 from ntsym_codegen.analysis import (
     UNKNOWN,
@@ -365,14 +365,14 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
     def _unpacked_lanes(self, target, value_node):
         """The lanes of each name of ``a, b = x, y``: each element's own,
         where the elements read none of the names (a value a loop carries is
-        assigned alone, through ``carried``); else those of the whole."""
+        assigned alone, through ``carried``), a ``split``'s parts; else the whole's."""
         names = {e.id for e in target.elts}
         reads = any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value_node))
         if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts) and not reads \
                 and not any(isinstance(e, ast.Starred) for e in value_node.elts):
             return [self.lanes_of(e) for e in value_node.elts]
         whole = self.lanes_of(value_node)
-        return [whole if whole.clean else unknown()] * len(target.elts)
+        return parts_of(self, value_node, len(target.elts)) or [whole if whole.clean else unknown()] * len(target.elts)
 
     # -- expressions -----------------------------------------------------------
 

@@ -137,6 +137,8 @@ class PaddingMixin:
         if isinstance(node, ast.Attribute):
             if node.attr in ("shape", "dtype", "ndim", "source") or self.alias(node.value) in ("tl", "libdevice"):
                 return Lanes(None, (), 0)
+            if node.attr == "T":  # ``x.T``: ``trans(x)``
+                return self._permuted_lanes(node.value, [], ast.Call(func=node, args=[], keywords=[]))
             return Lanes(None, (), None) if self.lanes_of(node.value).clean else unknown()
         if isinstance(node, ast.Call):
             return self._call_lanes(node)
@@ -188,6 +190,11 @@ class PaddingMixin:
 
     def _subscript_lanes(self, node):
         """``v[:, None]`` and the like: the factors' axes and blocks follow."""
+        from ntsym_codegen.reshaping import parts_of
+
+        parts = parts_of(self, node.value)  # ``tl.split(x)[0]``
+        if parts is not None and isinstance(node.slice, ast.Constant) and node.slice.value in (0, 1, -1, -2):
+            return parts[node.slice.value]
         base = self.lanes_of(node.value)
         keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if base.clean:
@@ -395,9 +402,9 @@ class PaddingMixin:
             raise self.error(
                 f"`{what}` mixes the lanes of `{ast.unparse(node.args[0])}`, which may hold lanes outside the "
                 "tensor (from a tile padded to its block or past the tensor's end) that ntsym cannot follow "
-                "through the operations before it (a reshape that regroups its axes, `split`, `join`, a value "
-                "set in a branch); reduce before such an operation: after it, an `ntl.where` on the tile's offsets "
-                "does not make its lanes known again", node)
+                "through the operations before it (one that may reorder lanes, such as `cat`, or a call it does "
+                "not know); reduce before such an operation: after it, an `ntl.where` on the tile's offsets does "
+                "not make its lanes known again", node)
 
     # -- values a loop carries; paths that join ---------------------------------
 

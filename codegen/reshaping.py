@@ -14,6 +14,14 @@ keeps their order (one of the orders it allows) and followed as one, so a
 mixing operation after it reads through the mask reshaped alike.  Of a
 value whose lanes all lie inside it is emitted as written.
 
+``split``, ``join`` and ``interleave`` move lanes too: their masks are the
+operands' masks moved by the same call (``tl.split(tl.broadcast_to(mask,
+v.shape))[0]``; an operand without lanes outside gives a mask of ones), one
+factor each, varying along every axis.  So a block split into its even and
+odd columns, each computed on, and joined back, is read by a reduction
+through that mask: a ``where`` more where the user's own ``ntl.where`` may
+have set those lanes already, never a refusal.
+
 ``reshape`` is emitted as ``ntsym_reshape``: torch reshapes a 0-d value (a
 reduction's result) to any shape of one element, where Triton's reshape
 reads the operand's block shape, which a 0-d value lacks (an AttributeError
@@ -48,7 +56,11 @@ def ntsym_reshape(x, shape: tl.constexpr):
 
 def reshaped(em, node):
     """``reshape``/``broadcast_to`` of a value whose lanes outside are known
-    and not all inside: the call, its lanes noted; None for other calls."""
+    and not all inside: the call, its lanes noted; ``split``/``join``/
+    ``interleave`` likewise (``_parts``); None for other calls."""
+    moved = _parts(em, node)
+    if moved is not None:
+        return moved
     name, operand_node, shape = _form(em, node)
     if name is None:
         return None
@@ -83,6 +95,82 @@ def reshaped(em, node):
         result = Lanes(lanes.value, (Factor.of(mask, set(range(-rank, 0)), rank),), rank, (outside,))
     em.note_result(node, result)
     return call
+
+
+_PARTS = {"split": 1, "join": 2, "interleave": 2}  # the calls ``_parts`` follows: how many operands
+
+
+def _parts(em, node):
+    """``split(v)`` (``v.split()``), ``join(a, b)``, ``interleave(a, b)``
+    of values whose lanes outside are known, one of them not all inside: the
+    call with its operands named, the result's lanes noted (for ``split``, a
+    pair: ``parts_of``); None for other calls and keywords.  Of operands
+    without lanes outside, or whose lanes are not known, the call as
+    written (its lanes: ``_call_lanes``)."""
+    func = node.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _PARTS or node.keywords:
+        return None
+    if em.alias(func.value) == "tl":
+        operands, method = list(node.args), False
+    elif func.attr == "split" and em.alias(func.value) is None and not _is_module(em, func.value):
+        operands, method = [func.value] + list(node.args), True  # a tensor's member (``join`` is not one)
+    else:
+        return None
+    if len(operands) != _PARTS[func.attr] or any(isinstance(a, ast.Starred) for a in operands):
+        return None
+    emitted = [em.expr(a) for a in operands]  # loads the tiles they read, noting their lanes
+    lanes = [em.lanes_of(a) for a in operands]
+    if all(l.clean for l in lanes) or not all(l.known for l in lanes):
+        return _emitted_call(em, func, emitted, method)  # all inside, or unknown (``_call_lanes``)
+    emitted = [e if isinstance(e, ast.Name) else named(em, e) for e in emitted]  # the masks read their shapes
+    masks = [_mask_of(l, e) for l, e in zip(lanes, emitted)]
+    held = {v for l in lanes for v in (l.outside if l.factors else ())}
+    outside = held.pop() if len(held) == 1 else None
+    value = lanes[0].value if all(l.value == lanes[0].value for l in lanes) else None
+    ranks = [l.rank for l in lanes]
+    if func.attr == "split":
+        rank = None if ranks[0] is None else ranks[0] - 1
+        moved = expr("tl.split({mask})", mask=masks[0])
+        parts = [_one_factor(expr("{pair}[" + str(k) + "]", pair=copy.deepcopy(moved)), rank, outside, value)
+                 for k in (0, 1)]
+        pair = Lanes(None, None, rank)  # the pair itself, as a value: its parts are read through ``parts_of``
+        em.lanes.nodes[("parts", id(node))] = (node, parts)
+        em.lanes.nodes[("pair", id(pair))] = (pair, parts)  # a name holding the pair: the same object
+        em.note_result(node, pair)
+    else:
+        rank = None if None in ranks else max(ranks) + (func.attr == "join")
+        mask = expr(f"tl.{func.attr}({{a}}, {{b}})", a=masks[0], b=masks[1])
+        em.note_result(node, _one_factor(mask, rank, outside, value))
+    return _emitted_call(em, func, emitted, method)
+
+
+def parts_of(em, node, count=2):
+    """The lanes of each part of ``node``, a ``split`` that ``_parts``
+    followed or a name holding its pair (assigned since: another value);
+    None otherwise, or where ``count`` parts are asked for."""
+    held = em.lanes.locals.get(node.id) if isinstance(node, ast.Name) else node
+    entry = em.lanes.nodes.get(("pair" if isinstance(node, ast.Name) else "parts", id(held)))
+    return entry[1] if entry is not None and entry[0] is held and count == 2 else None
+
+
+def _mask_of(lanes, value):
+    """The block of ``value``'s shape that is true on its lanes inside."""
+    if lanes.clean:
+        return expr("tl.full({value}.shape, True, tl.int1)", value=copy.deepcopy(value))
+    return expr("tl.broadcast_to({mask}, {value}.shape)", mask=conjunction(copy.deepcopy(f.node) for f in lanes.factors),
+                value=copy.deepcopy(value))
+
+
+def _one_factor(mask, rank, outside, value):
+    axes = None if rank is None else set(range(-rank, 0))
+    return Lanes(value, (Factor.of(mask, axes, rank),), rank, (outside,))
+
+
+def _emitted_call(em, func, operands, method):
+    if method:
+        return ast.Call(func=ast.Attribute(value=operands[0], attr=func.attr, ctx=ast.Load()), args=operands[1:],
+                        keywords=[])
+    return ast.Call(func=em.expr(func), args=operands, keywords=[])
 
 
 def _form(em, node):
@@ -140,4 +228,4 @@ def named(em, value):
     return ast.Name(id=temp, ctx=ast.Load())
 
 
-__all__ = ["HELPERS", "named", "reshaped"]
+__all__ = ["HELPERS", "named", "parts_of", "reshaped"]

@@ -86,18 +86,3 @@ def test_the_tiles_of_an_unindexed_level_are_refused_at_make_with_the_fix():
                        match=r"(?s)`input`'s tiles of level 2 are read here without an index for level 1.*"
                              r"`input\[k\]\.dtype` or `input\.source\.dtype`.*line \d+"):
         ntsym.make(_fixed_mm_arrangement, _cast_to_the_level_below, (Tensor(2), Tensor(2), Tensor(2)))
-
-
-def _pairs_summed(x, y):
-    even, odd = ntl.split(ntl.reshape(x, (4, 4, 2)))
-    v = ntl.reshape(ntl.join(even * 2, odd), (4, 8))
-    v = ntl.where(x.offsets(1)[None, :] < x.source.shape[1], v, 0.0)
-    y = ntl.sum(v, 1)  # noqa: F841
-
-
-def test_a_reduction_after_a_split_and_join_is_refused_without_a_remedy_that_fails():
-    """Lanes are not followed through ``split`` and ``join``; the refusal says
-    so, and that a ``where`` after them does not help (it does not)."""
-    with pytest.raises(ntsym.ApplicationError, match=r"(?s)`sum` mixes the lanes of `v`.*`split`, `join`.*"
-                                                     r"reduce before such an operation.*does not make its lanes"):
-        ntsym.make(lambda x, y: (x.tile((4, 8)), y.tile((4,))), _pairs_summed, (Tensor(2), Tensor(1)))
