@@ -12,9 +12,9 @@ default SDPA beside them, every result checked against torch:
   polynomial (the running maxima's rescale keeps ``exp2``);
 - ``triton exp2`` / ``half`` / ``all`` (non-causal only): a hand-written kernel
   with ``exp2``, the odd columns of each block through the polynomial
-  (``reshape``, ``split``, ``join``: ntsym refuses that form in an application,
-  not following lanes through a reshape), or all of them; each at the fastest
-  of ``TRITON_CONFIGS``.
+  (``reshape``, ``split``, ``join``; written when ntsym refused that form in an
+  application, which it now follows: not measured in ntsym), or all of them;
+  each at the fastest of ``TRITON_CONFIGS``.
 
     python -m benchmarks.lab.sdpa_exp_split [--shapes B,H,S,D ...] [--dtype bfloat16] [--tune]
     TRITON_INTERPRET=1 python -m benchmarks.lab.sdpa_exp_split --cpu
@@ -121,8 +121,8 @@ def _application(exp):
                 s = ntl.dot(q_loaded, ntl.trans(k[i])) * scale_log2
                 s = ntl.where(key < k.source.shape[2], s, float("-inf"))
                 m_new = ntl.maximum(m, ntl.max(s, 1))
-                # Past the keys' end p is 0 already; said again for ntsym, which does
-                # not follow lanes through a reshape.
+                # Past the keys' end p is 0 already; said again, as written when ntsym
+                # did not follow lanes through a split.
                 p = ntl.where((key < k.source.shape[2]) & (q.offsets(2)[:, None] < q.source.shape[2]), exp(s - m_new[:, None]), 0.0)
                 alpha = ntl.exp2(m - m_new)
                 acc = acc * alpha[:, None] + ntl.dot(p.to(v[i].dtype), v[i])
