@@ -25,14 +25,13 @@ from ntsym_codegen.errors import fail
 _EXACT_LIMIT = 1 << 24
 
 
-def note_writes(spec, args, positions, matched=False):
+def note_writes(spec, args, positions):
     """Before a launch: refuse a written tensor autograd would get wrong, or
     an inference tensor outside inference mode (torch refuses to update one
     in place), then bump the version counter of every written one
     (``args[i]`` for ``i`` in ``positions``, the call's written tensors).
-    ``matched``: the call was matched by torch's tensor guards with a call
-    that passed the inference test (``runtime.quick``): its tensors have the
-    same dispatch keys under the same thread state, so the same answer."""
+    Calls matched by torch's tensor guards are tested too: guards made in
+    inference mode pass inference tensors outside it."""
     if _TORCH is None:
         _bind()
     written = [args[i] for i in positions]
@@ -40,12 +39,11 @@ def note_writes(spec, args, positions, matched=False):
         for i, t in zip(positions, written):
             if t.requires_grad:
                 _refuse_grad(spec.call_params[i][0], t)
-    if not matched and not _TORCH.inference_mode():
-        for i, t in zip(positions, written):
-            if t.is_inference():
-                fail(f"`{spec.call_params[i][0]}` is an inference tensor, written outside inference mode",
-                     "torch refuses to update an inference tensor in place outside torch.inference_mode()",
-                     "write a clone of it, or launch inside torch.inference_mode()")
+    for i, t in zip(positions, written):
+        if t.is_inference() and not _TORCH.inference_mode():
+            fail(f"`{spec.call_params[i][0]}` is an inference tensor, written outside inference mode",
+                 "torch refuses to update an inference tensor in place outside torch.inference_mode()",
+                 "write a clone of it, or launch inside torch.inference_mode()")
     _TORCH.increment_version(written)
 
 

@@ -40,8 +40,15 @@ class _Direct:
 
 
 def _int_facts(value):
-    """What Triton specializes an integer argument on."""
-    return (value == 1, value % 16 == 0, -(2**31) <= value < 2**31)
+    """What Triton specializes an integer argument on: 1, divisibility by
+    16, and its type (i32, i64, u64, or none: Triton refuses it)."""
+    if -(2**31) <= value < 2**31:
+        width = "i32"
+    elif -(2**63) <= value < 2**63:
+        width = "i64"
+    else:
+        width = "u64" if 0 <= value < 2**64 else None
+    return (value == 1, value % 16 == 0, width)
 
 
 def _guard_token(value, constexpr):

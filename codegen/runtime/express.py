@@ -74,6 +74,18 @@ class Table:
         self.count += 1
         self.only = function if self.count == 1 else None
 
+    def remove(self, function):
+        """Forget ``function`` (its shape's quick match was forgotten)."""
+        for group in self.groups:
+            for key, functions in list(group[2].items()):
+                if function in functions:
+                    functions.remove(function)
+                    if not functions:
+                        del group[2][key]
+                    self.count -= 1
+        left = [f for group in self.groups for functions in group[2].values() for f in functions]
+        self.only = left[0] if len(left) == 1 else None
+
     def launch(self, args, kwargs):
         """Whether an express launch launched the call: True; False where
         none is made for its shapes, or one declined it (its shape, which
@@ -156,7 +168,10 @@ def build(facts, entry, direct):
     written = [where[i] for i in spec.written_positions]
     if written:
         grad = " or ".join(f"t{k}.requires_grad" for k in written)
-        lines += [f"if GRAD_ENABLED() and ({grad}):", "    return None"]
+        lines += [f"if GRAD_ENABLED() and ({grad}):", "    return None",
+                  # guards made in inference mode pass inference tensors outside it
+                  f"if ({' or '.join(f't{k}.is_inference()' for k in written)}) and not INFERENCE_MODE():",
+                  "    return None"]
     values = _values(spec, entry, direct, where, others, lines, bind)
     if values is None:
         return None
@@ -169,7 +184,8 @@ def build(facts, entry, direct):
               "return True"]
     source = "def express(args, kwargs):\n" + "".join(f"    {line}\n" for line in lines)
     namespace = dict(names, TENSOR=tensor_type, HASHABLE=hashable, TOKEN=_guard_token, MISSING=_MISSING, GUARDS=quick.guards,
-                     GRAD_ENABLED=torch._C.is_grad_enabled, INCREMENT_VERSION=torch._C._increment_version,
+                     GRAD_ENABLED=torch._C.is_grad_enabled, INFERENCE_MODE=torch.is_inference_mode_enabled,
+                     INCREMENT_VERSION=torch._C._increment_version,
                      COUNTS=facts.cache.counts, LAUNCH=direct.launch, PREFIX=direct.prefix,
                      FUNCTION=direct.compiled.function, PACKED=direct.compiled.packed_metadata)
     exec(_compiled(source, spec.name), namespace)

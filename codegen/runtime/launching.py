@@ -109,7 +109,7 @@ def fast_launch(facts, entry, args, pointers=None, matched=False):
     if entry.float64:
         check_float64_scalars(spec, args)
     if spec.written_positions:
-        note_writes(spec, args, spec.written_positions, matched=matched)
+        note_writes(spec, args, spec.written_positions)
     if entry.grid is None:
         return None
     counts = facts.cache.counts

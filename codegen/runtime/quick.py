@@ -137,7 +137,7 @@ def learn(cache, entry, args, constexprs=(), metas=()):
     if any(m is not None and type(m) not in _VALUES for m in metas):
         return  # keyed by more than a value compared here
     if entry.quick is not None:  # made before, forgotten since
-        _remember(cache.quick, entry.quick)
+        _remember(cache, entry.quick)
         return
     guards_type = _guards()
     if guards_type is None:
@@ -169,15 +169,20 @@ def learn(cache, entry, args, constexprs=(), metas=()):
     every = len(positions) == len(args)
     entry.quick = Quick(guards, aligns, entry, None if every else positions, tuple(others), repeats, distinct,
                         _given(metas))
-    _remember(cache.quick, entry.quick)
+    _remember(cache, entry.quick)
 
 
-def _remember(table, quick):
-    """Put ``quick`` in front of ``table``; the oldest beyond ``LIMIT`` are
-    forgotten, their entries offered again at their next keyed call."""
+def _remember(cache, quick):
+    """Put ``quick`` in front of ``cache.quick``; the oldest beyond ``LIMIT``
+    are forgotten with their express launches, their entries offered again
+    at their next keyed call."""
+    table = cache.quick
     table.insert(0, quick)
     for forgotten in table[LIMIT:]:
         forgotten.entry.learned = False
+        if forgotten.express is not None:  # made again at its next launch, if learned again
+            cache.express.remove(forgotten.express)
+            forgotten.express, forgotten.tried = None, False
     del table[LIMIT:]
 
 
