@@ -133,21 +133,28 @@ def unknown(rank=None):
 STALE = "ntsym_stale_lanes"  # a stale factor's node, never emitted (``require_current``, codegen/emit.py)
 
 
-def stale(factor):
+def stale(factor, branch=False):
     """``factor`` of a value a loop carries, reading what the loop changes:
-    which lanes it excludes is not known in a later iteration, what they hold is."""
+    which lanes it excludes is not known in a later iteration, what they hold
+    is.  ``branch``: a factor of the value on some of the paths that meet
+    after a branch only; on the others its lanes may be elements."""
     if is_stale(factor):
         return factor
-    return Factor(ast.Name(id=STALE, ctx=ast.Load()), factor.axes, frozenset(), "stale:" + factor.key,
-                  factor.rank, None, factor.extents)
+    return Factor(ast.Name(id=STALE, ctx=ast.Load()), factor.axes, frozenset(),
+                  ("stale:branch:" if branch else "stale:") + factor.key, factor.rank, None, factor.extents)
 
 
 def is_stale(factor):
     return factor.key.startswith("stale:")
 
 
-def stale_refusal(what, operand):
+def stale_refusal(what, operand, branch=False):
     """Why an operation that must mask a stale factor's lanes is refused."""
+    if branch:
+        return (f"`{what}` mixes the lanes of `{operand}`, whose lanes outside the tensor differ between the paths "
+                "of an `if` before it: which lanes to leave out depends on the path taken, which ntsym does not "
+                "follow; set them to the operation's identity with `ntl.where` on the tile's offsets on each path, "
+                "or reduce on each path")
     return (f"`{what}` mixes the lanes of `{operand}`, which holds lanes outside the tensor taken from a tile "
             "of an earlier iteration of the loop around it; ntsym cannot tell in this iteration which lanes "
             "those are; where the value is made, set them to the operation's identity with `ntl.where` on the "
@@ -478,11 +485,15 @@ def cast(lanes, kind):
     return Lanes(value, lanes.factors, lanes.rank, outside, lanes.blocks)
 
 
-def join(states):
+def join(states, selectable=None, branch=False):
     """The lanes of a name after paths that leave it as ``states`` (None: not
     assigned on that path): a lane lies inside where it does on every path
     (every factor of each), what it holds outside kept where all agree;
-    unknown where one path's is."""
+    unknown where one path's is.  After a ``branch`` (an ``if``), a factor
+    of some paths only is stale; where every path without it holds one
+    number there, ``selectable`` (a dict) maps the stale factor's key to
+    (its mask, that number): a mixing operation whose identity it is may
+    mask by it on every path."""
     present = [s for s in states if s is not None]
     if not present:
         return None
@@ -493,7 +504,26 @@ def join(states):
     joined = present[0]
     for s in present[1:]:
         joined = widen(joined, s)
-    return Lanes(joined.value, joined.factors, rank, joined.outside)
+    # A factor of some paths only: on the others its lanes may be elements,
+    # so no mask by it is right on every path; what the paths that have it
+    # hold there decides whether a mixing operation needs none (stale).
+    if not branch:
+        return Lanes(joined.value, joined.factors, rank, joined.outside)
+    common = set.intersection(*({f.key for f in s.factors} for s in present))
+    factors, outside = [], []
+    for f, v in zip(joined.factors, joined.outside):
+        if f.key not in common and not is_stale(f):
+            held = [s.at(f) for s in present if _has(s, f)]
+            v = held[0] if held[0] is not None and all(h == held[0] for h in held) else None
+            lacking = {s.at(f) for s in present if not _has(s, f)}
+            number = lacking.pop() if len(lacking) == 1 else None
+            g, f = f, stale(f, branch=True)
+            if selectable is not None and getattr(number, "is_number", False) and not any(
+                    n.startswith("ntsym_") for n in g.names):  # no name made inside a path
+                selectable[f.key] = (g, number)
+        factors.append(f)
+        outside.append(v)
+    return Lanes(joined.value, tuple(factors), rank, tuple(outside))
 
 
 def widen(entry, end):

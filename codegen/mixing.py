@@ -175,6 +175,12 @@ def _last_inside(em, node, name, call, lanes):
     first in each row); refused where they do not."""
     axis_node = _argument(node, 1, "axis", ast.Constant(None))
     mixed, _ = _split(lanes, axis_node)
+    indices = name in ("argmax", "argmin") or not _is_constant(_argument(node, 2, "return_indices",
+                                                                         ast.Constant(False)), False)
+    if indices and any(_reordered(f) for f in mixed):
+        raise em.error(f"`{name}` over lanes outside the tensor that `split`, `join` or `interleave` moved: "
+                       "they may lie before the elements of a row and tie with them (they hold the identity); "
+                       "take the index before moving the lanes", node)
     if name in ("max", "min"):
         right = _argument(node, 3, "return_indices_tie_break_left", ast.Constant(True))
         indices = _argument(node, 2, "return_indices", ast.Constant(False))
@@ -257,6 +263,14 @@ def _sorted_lanes(lanes, mixed, axis):
                 m=conjunction(copy.deepcopy(f.node) for f in mixed), d=ast.Constant(rank + axis))
     factor = Factor.of(node, set().union(*(f.axes for f in mixed)), rank)
     return masked([f for f in lanes.factors if f not in mixed] + [factor], None, lanes.rank)
+
+
+def _reordered(factor):
+    """Whether ``factor`` is a mask moved by ``split``, ``join`` or
+    ``interleave`` (``reshaping._parts``): its lanes inside need not come
+    first in a row, as a reshape's or a transpose's of a tile's do."""
+    return any(isinstance(n, ast.Attribute) and n.attr in ("split", "join", "interleave")
+               and isinstance(n.value, ast.Name) and n.value.id == "tl" for n in ast.walk(factor.node))
 
 
 def _prefix(factor):

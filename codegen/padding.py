@@ -48,6 +48,7 @@ class LaneState:
     locals: dict = field(default_factory=dict)  # name -> Lanes
     keyed: list = field(default_factory=list)  # Lanes named by a value key (``value_key``): kept alive
     branches: int = 0  # how many branches (``if``, ``while``) enclose the statement being emitted
+    selectable: dict = field(default_factory=dict)  # a stale factor's key -> (factor, number): ``lanes.join``
 
 
 DESCRIPTOR = object()  # lanes loaded through a tensor descriptor: zeros past the tensor
@@ -383,6 +384,7 @@ class PaddingMixin:
                 "`Tensor(..., other=...)` that is the operation's identity, or use `ntl.where` with the tile's "
                 "offsets to set those lanes", node)
         factors = [f for f in factors if not (is_stale(f) and equals(lanes.at(f), identity, f.key, nan_ok))]
+        factors = [_selectable(self.lanes.selectable, f, identity, nan_ok) for f in factors]
         self.require_current(factors, node, what)
         mask = conjunction(copy.deepcopy(f.node) for f in factors)
         helper = _FILLS.get(identity)
@@ -395,7 +397,8 @@ class PaddingMixin:
     def require_current(self, factors, node, what):
         """Refuse to mask by a stale factor (``lanes.stale``)."""
         if any(is_stale(f) for f in factors):
-            raise self.error(stale_refusal(what, ast.unparse(node.args[0])), node)
+            branch = any(f.key.startswith("stale:branch:") for f in factors if is_stale(f))
+            raise self.error(stale_refusal(what, ast.unparse(node.args[0]), branch), node)
 
     def require_known(self, lanes, node, what):
         if not lanes.known:
@@ -514,17 +517,26 @@ class PaddingMixin:
     def lane_snapshot(self):
         return dict(self.lanes.locals)
 
-    def lane_join(self, names, snapshots, changing=()):
+    def lane_join(self, names, snapshots, changing=None):
         """After paths ending in ``snapshots``, what ``names`` hold; factors
-        that read ``changing`` names (a loop's variable) are stale there."""
+        that read ``changing`` names (a loop's variable) are stale there
+        (None: the paths of an ``if``)."""
         for name in names:
-            state = join([s.get(name) for s in snapshots])
-            if state is not None and state.factors and any(f.names & set(changing) for f in state.factors):
+            state = join([s.get(name) for s in snapshots], self.lanes.selectable, changing is None)
+            if state is not None and state.factors and any(f.names & set(changing or ()) for f in state.factors):
                 state = unknown(state.rank)
             if state is None:
                 self.lanes.locals.pop(name, None)
             else:
                 self.lanes.locals[name] = state
+
+
+def _selectable(table, factor, identity, nan_ok):
+    """A stale factor of some paths after a branch (``lanes.join``) as its
+    mask, where the paths without it hold ``identity`` there: masking by it
+    is then right on every path; else ``factor``."""
+    entry = table.get(factor.key)
+    return entry[0] if entry is not None and equals(entry[1], identity, factor.key, nan_ok) else factor
 
 
 def _blocks(address, rank, axes=None):

@@ -34,7 +34,7 @@ import copy
 
 from ntsym_codegen.astutil import generated_assign
 from ntsym_codegen.fresh_lanes import broadcast_lanes
-from ntsym_codegen.lanes import Factor, Lanes
+from ntsym_codegen.lanes import Factor, Lanes, is_stale, stale
 from ntsym_codegen.printer import conjunction
 from ntsym_codegen.template import expr
 
@@ -73,8 +73,8 @@ def reshaped(em, node):
     if reorders and not following:
         return None  # the lanes stay unknown: a mixing operation after it is refused
     name = "reshape" if name == "view" else name
-    if following and name in ("reshape", "ravel") and not isinstance(operand, ast.Name):
-        operand = named(em, operand)  # the mask reads its shape
+    if following and name in ("reshape", "ravel"):
+        operand = stable(em, operand)  # the mask reads its shape
     call = _call(em, node, operand)
     if not following:
         if name == "broadcast_to" and lanes.known:  # to a padded block: lanes past its extent
@@ -92,7 +92,7 @@ def reshaped(em, node):
         mask = expr(template, mask=conjunction(copy.deepcopy(f.node) for f in lanes.factors),
                     value=copy.deepcopy(operand), shape=copy.deepcopy(shape_node))
         outside = lanes.outside[0] if len(set(lanes.outside)) == 1 else None
-        result = Lanes(lanes.value, (Factor.of(mask, set(range(-rank, 0)), rank),), rank, (outside,))
+        result = _one_factor(mask, rank, outside, lanes.value, [lanes])
     em.note_result(node, result)
     return call
 
@@ -122,7 +122,7 @@ def _parts(em, node):
     lanes = [em.lanes_of(a) for a in operands]
     if all(l.clean for l in lanes) or not all(l.known for l in lanes):
         return _emitted_call(em, func, emitted, method)  # all inside, or unknown (``_call_lanes``)
-    emitted = [e if isinstance(e, ast.Name) else named(em, e) for e in emitted]  # the masks read their shapes
+    emitted = [stable(em, e) for e in emitted]  # the masks read their shapes
     masks = [_mask_of(l, e) for l, e in zip(lanes, emitted)]
     held = {v for l in lanes for v in (l.outside if l.factors else ())}
     outside = held.pop() if len(held) == 1 else None
@@ -131,7 +131,7 @@ def _parts(em, node):
     if func.attr == "split":
         rank = None if ranks[0] is None else ranks[0] - 1
         moved = expr("tl.split({mask})", mask=masks[0])
-        parts = [_one_factor(expr("{pair}[" + str(k) + "]", pair=copy.deepcopy(moved)), rank, outside, value)
+        parts = [_one_factor(expr("{pair}[" + str(k) + "]", pair=copy.deepcopy(moved)), rank, outside, value, lanes)
                  for k in (0, 1)]
         pair = Lanes(None, None, rank)  # the pair itself, as a value: its parts are read through ``parts_of``
         em.lanes.nodes[("parts", id(node))] = (node, parts)
@@ -140,7 +140,7 @@ def _parts(em, node):
     else:
         rank = None if None in ranks else max(ranks) + (func.attr == "join")
         mask = expr(f"tl.{func.attr}({{a}}, {{b}})", a=masks[0], b=masks[1])
-        em.note_result(node, _one_factor(mask, rank, outside, value))
+        em.note_result(node, _one_factor(mask, rank, outside, value, lanes))
     return _emitted_call(em, func, emitted, method)
 
 
@@ -161,9 +161,16 @@ def _mask_of(lanes, value):
                 value=copy.deepcopy(value))
 
 
-def _one_factor(mask, rank, outside, value):
+def _one_factor(mask, rank, outside, value, operands):
+    """Lanes of one factor, ``mask``, along every axis; stale where a factor
+    of the ``operands``' lanes is (its mask is not known here: the moved one
+    would read it)."""
     axes = None if rank is None else set(range(-rank, 0))
-    return Lanes(value, (Factor.of(mask, axes, rank),), rank, (outside,))
+    factor = Factor.of(mask, axes, rank)
+    moved = [f for lanes in operands for f in lanes.factors or () if is_stale(f)]
+    if moved:
+        factor = stale(factor, branch=any(f.key.startswith("stale:branch:") for f in moved))
+    return Lanes(value, (factor,), rank, (outside,))
 
 
 def _emitted_call(em, func, operands, method):
@@ -216,6 +223,15 @@ def _call(em, node, operand):
                         keywords=[])
     method = ast.Attribute(value=operand, attr=func.attr, ctx=ast.Load())
     return ast.Call(func=method, args=[em.shape_argument(a) for a in node.args], keywords=[])
+
+
+def stable(em, value):
+    """``value`` as a name that keeps it wherever a mask reading its shape
+    is emitted later: a fresh one, unless it is a name the application
+    cannot assign again (a loaded tile's)."""
+    if isinstance(value, ast.Name) and value.id not in em.names.locals and value.id not in em.facts.user_names:
+        return value
+    return named(em, value)
 
 
 def named(em, value):

@@ -130,3 +130,88 @@ def test_a_concatenation_of_a_padded_tile_is_refused_before_a_reduction():
 
     with pytest.raises(ntsym.ApplicationError, match=r"(?s)`sum` mixes the lanes of .*such as `cat`.*reduce before"):
         ntsym.make(_tiles, application, (Tensor(2, other=5.0), Tensor(1)))
+
+
+def test_an_index_over_lanes_a_join_moved_before_the_elements_is_refused():
+    """``join(odd, even)`` puts a lane past the row (holding -inf, argmax's
+    identity) before the row's elements: where they are all -inf it would
+    tie with them and win (the first index)."""
+    def application(x, y):
+        even, odd = ntl.split(ntl.reshape(x, (4, 4, 2)))
+        y = ntl.argmax(ntl.reshape(ntl.join(odd, even), (4, 8)), 1)  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match=r"`argmax` over lanes .* moved.*take the index before"):
+        ntsym.make(_tiles, application, (Tensor(2), Tensor(1)))
+
+
+def test_a_name_split_then_assigned_again_keeps_the_mask_of_what_was_split():
+    # The mask reads the split operand's shape: a copy is taken, `v` changes shape after.
+    def application(x, y):
+        v = ntl.reshape(x, (4, 4, 2))
+        even, odd = ntl.split(v)
+        v = ntl.reshape(ntl.join(even * 2, odd), (4, 8))
+        y = ntl.sum(v, 1)  # noqa: F841
+
+    x, y = _rows(application)
+    torch.testing.assert_close(y, (x * WEIGHTS[:7]).sum(1))
+
+
+def _by_sign(x, s, y):
+    a, b = ntl.split(ntl.reshape(x, (4, 4, 2)))
+    if s > 0:
+        v = ntl.join(a, b)  # lane 7 of a row outside
+    else:
+        v = ntl.join(b, a)  # lane 6 outside, lane 7 the row's column 6
+    y = ntl.sum(ntl.reshape(v, (4, 8)), 1)  # noqa: F841
+
+
+def _by_sign_reduced_on_each_path(x, s, y):
+    a, b = ntl.split(ntl.reshape(x, (4, 4, 2)))
+    if s > 0:
+        y = ntl.sum(ntl.reshape(ntl.join(a, b), (4, 8)), 1)  # noqa: F841
+    else:
+        y = ntl.sum(ntl.reshape(ntl.join(b, a), (4, 8)), 1)  # noqa: F841
+
+
+def _by_sign_transposed(x, s, y):
+    if s > 0:
+        v = x
+    else:
+        v = x.T
+    y = ntl.sum(v, 1)  # noqa: F841
+
+
+def _signed(block):
+    def arrangement(x, s, y):
+        return x.tile((block, 8)), s, y.tile((block,))
+
+    return arrangement
+
+
+@pytest.mark.parametrize("application, block", [(_by_sign, 4), (_by_sign_transposed, 8)])
+def test_a_value_whose_lanes_outside_differ_between_the_paths_of_an_if_is_not_reduced_through_either(application,
+                                                                                                       block):
+    """Masking by both paths' masks dropped an element on either path (a
+    wrong sum); which to use depends on the path taken."""
+    with pytest.raises(ntsym.ApplicationError, match=r"`sum` mixes the lanes of .*differ between the paths of an `if`"):
+        ntsym.make(_signed(block), application, (Tensor(2, other=5.0), Tensor(0), Tensor(1)))
+
+
+@pytest.mark.parametrize("other", [5.0, 0.0])
+def test_each_path_of_an_if_reduces_its_own_moved_lanes(other):
+    kernel = ntsym.make(_signed(4), _by_sign_reduced_on_each_path, (Tensor(2, other=other), Tensor(0), Tensor(1)))
+    x = torch.randn(6, 7)
+    for s in (1, -1):
+        y = torch.empty(6)
+        kernel(x, s, y)
+        torch.testing.assert_close(y, x.sum(1))
+
+
+def test_paths_of_an_if_whose_lanes_outside_hold_the_identity_need_no_mask():
+    # other=0 on both paths, the sum's identity: nothing to leave out on either.
+    kernel = ntsym.make(_signed(8), _by_sign_transposed, (Tensor(2), Tensor(0), Tensor(1)))
+    x = torch.randn(7, 7)
+    for s, expected in ((1, x.sum(1)), (-1, x.sum(0))):
+        y = torch.empty(7)
+        kernel(x, s, y)
+        torch.testing.assert_close(y, expected)
