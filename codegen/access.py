@@ -14,6 +14,7 @@ import copy
 import sympy
 
 from ntsym_codegen import data_races, lane_writes, template
+from ntsym_codegen.analysis import _is_scatter, data_locals
 from ntsym_codegen.astutil import constant_node, generated_assign, literal_int, masked_other
 from ntsym_codegen.lanes import masked, merge_factors, unknown
 from ntsym_codegen.printer import conjunction
@@ -78,9 +79,18 @@ class AccessMixin:
     def store(self, ref, value, node):
         """Write ``value`` to a tile, through the emitter's access strategy."""
         self.records.stored.add(ref.param.name)
-        data_races.note(self.records, ref.param.name, "written", node)
+        data_races.note(self.records, ref.param.name, "scattered" if self._chosen_by_data(node) else "written", node)
         lane_writes.check(self, ref, node)
         return self.access.write(self, ref, value, node)
+
+    def _chosen_by_data(self, stmt):
+        """Whether ``stmt`` stores to a tile chosen by data (``y[row] = v``,
+        ``row`` a value): a scatter, as ``y.source[...] = v`` is."""
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
+            getattr(stmt, "target", None)
+        if self.records.data_locals is None:
+            self.records.data_locals = data_locals(self.ir.application, set(self.tensors))
+        return _is_scatter(target, self.records.data_locals)
 
     # -- x.source[i, ...]: gathered and scattered elements ---------------------
 

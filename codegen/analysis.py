@@ -35,7 +35,7 @@ def assigned_names(stmts):
     return names
 
 
-def assigned_in(node, names, loops=False, tiles_only=False):
+def assigned_in(node, names, loops=False, tiles_only=False, data=frozenset()):
     """The ``names`` that the targets of statement ``node`` (``=``, ``+=``,
     annotated assignments, and with ``loops`` ``for``) assign, once per
     occurrence: a name, or the base of an indexed target (``y`` of ``y[k] =
@@ -46,33 +46,79 @@ def assigned_in(node, names, loops=False, tiles_only=False):
         targets = node.targets
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) or (loops and isinstance(node, ast.For)):
         targets = [node.target]
-    return [name for t in targets for name in _target_bases(t, tiles_only) if name in names]
+    return [name for t in targets for name in _target_bases(t, tiles_only, data) if name in names]
 
 
-def _is_scatter(target):
-    """``y.source[...]``: an element of the whole tensor, by data indices."""
-    return isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
-        and target.value.attr == "source"
+def _is_scatter(target, data=frozenset()):
+    """``y.source[...]``: an element of the whole tensor, by data indices;
+    or ``y[i] = v`` with an index reading a local in ``data``
+    (``data_locals``): a tile chosen by data."""
+    if not isinstance(target, ast.Subscript):
+        return False
+    if isinstance(target.value, ast.Attribute) and target.value.attr == "source":
+        return True
+    return any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(target.slice)) or \
+        _is_scatter(target.value, data)
 
 
-def _target_bases(target, tiles_only=False):
+def data_locals(func, params):
+    """The locals of the application that may hold data (a tile's value, a
+    call's result, a value computed from one) rather than index math
+    (integers, loop variables, ``x.shape[i]``, arithmetic of them)."""
+    loop_vars = {t.id for n in ast.walk(func) if isinstance(n, ast.For) for t in ast.walk(n.target)
+                 if isinstance(t, ast.Name)}
+    values = {}
+    for n in ast.walk(func):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                for name in (e.id for e in ast.walk(t) if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Store)):
+                    values.setdefault(name, []).append(n.value if isinstance(t, ast.Name) else None)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name):
+            values.setdefault(n.target.id, []).append(n.value)
+        elif isinstance(n, ast.NamedExpr):
+            values.setdefault(n.target.id, []).append(n.value)
+    data = set()
+    while True:
+        more = {name for name, held in values.items() if name not in data and name not in loop_vars
+                and any(v is None or not _index_math(v, data, params) for v in held)}
+        if not more:
+            return frozenset(data)
+        data |= more
+
+
+def _index_math(node, data, params):
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int)
+    if isinstance(node, ast.Name):
+        return node.id not in data and node.id not in params
+    if isinstance(node, ast.BinOp):
+        return _index_math(node.left, data, params) and _index_math(node.right, data, params)
+    if isinstance(node, ast.UnaryOp):
+        return _index_math(node.operand, data, params)
+    if isinstance(node, ast.Subscript):  # ``x.shape[i]``, ``x.source.shape[i]``
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+    return False
+
+
+def _target_bases(target, tiles_only=False, data=frozenset()):
     """The names an assignment target binds or writes into (with
-    ``tiles_only``, not the tensors of ``y.source[...]`` targets)."""
+    ``tiles_only``, not the tensors of ``y.source[...]`` targets, nor of
+    ``y[i]`` ones indexed by the ``data`` locals)."""
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in _target_bases(element, tiles_only)]
+        return [name for element in target.elts for name in _target_bases(element, tiles_only, data)]
     if isinstance(target, ast.Starred):
-        return _target_bases(target.value, tiles_only)
+        return _target_bases(target.value, tiles_only, data)
     if isinstance(target, ast.Subscript):  # and what a ``:=`` inside the index binds
         bound = [n.target.id for n in ast.walk(target.slice) if isinstance(n, ast.NamedExpr)]
-        if tiles_only and _is_scatter(target):
+        if tiles_only and _is_scatter(target, data):
             return bound
-        return _target_bases(target.value, tiles_only) + bound
+        return _target_bases(target.value, tiles_only, data) + bound
     if isinstance(target, ast.Attribute):
-        return _target_bases(target.value, tiles_only)
+        return _target_bases(target.value, tiles_only, data)
     return [target.id] if isinstance(target, ast.Name) else []
 
 
-def assigned_parameters(func, inline_functions, params, depth=0, tiles_only=False):
+def assigned_parameters(func, inline_functions, params, depth=0, tiles_only=False, data=frozenset()):
     """Parameters the application may write: assigned in it, or passed to an
     inlined function that may write the parameter they become.  With
     ``tiles_only``, those written through their tiles (not only through
@@ -80,7 +126,7 @@ def assigned_parameters(func, inline_functions, params, depth=0, tiles_only=Fals
     written = set()
     inlined = set(inline_functions)
     for node in ast.walk(func):
-        written.update(assigned_in(node, params, loops=True, tiles_only=tiles_only))
+        written.update(assigned_in(node, params, loops=True, tiles_only=tiles_only, data=data))
         if isinstance(node, ast.Call):
             callee = ast.unparse(node.func)
             if callee in inlined:

@@ -77,3 +77,11 @@ def generated_assign(name, value):
     """``name = value``, marked (line 0) as code of ntsym's, not of the
     application: errors are never reported at it."""
     return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value, lineno=0)
+
+
+def argument(node, position, keyword, default=None):
+    """The call ``node``'s argument at ``position`` or named ``keyword``, else ``default``."""
+    for k in node.keywords:
+        if k.arg == keyword:
+            return k.value
+    return node.args[position] if len(node.args) > position else default

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from ntsym_codegen.lane_values import _cast_value, apply, bounding, bounds, data, scalar_symbols
+from ntsym_codegen.lane_values import _cast_value, apply, bounding, bounds, data, equals, scalar_symbols
 
 
 @dataclass(frozen=True)
@@ -148,9 +148,10 @@ def is_stale(factor):
     return factor.key.startswith("stale:")
 
 
-def stale_refusal(what, operand, branch=False):
-    """Why an operation that must mask a stale factor's lanes is refused."""
-    if branch:
+def stale_refusal(what, operand, factors=()):
+    """Why an operation that must mask a stale factor's lanes (among
+    ``factors``) is refused."""
+    if any(f.key.startswith("stale:branch:") for f in factors):
         return (f"`{what}` mixes the lanes of `{operand}`, whose lanes outside the tensor differ between the paths "
                 "of an `if` before it: which lanes to leave out depends on the path taken, which ntsym does not "
                 "follow; set them to the operation's identity with `ntl.where` on the tile's offsets on each path, "
@@ -159,6 +160,14 @@ def stale_refusal(what, operand, branch=False):
             "of an earlier iteration of the loop around it; ntsym cannot tell in this iteration which lanes "
             "those are; where the value is made, set them to the operation's identity with `ntl.where` on the "
             "tile's offsets (or give the tensor an `other=` that is the identity)")
+
+
+def selectable_mask(table, factor, identity, nan_ok):
+    """A stale factor of some paths after a branch (``join``) as its
+    mask, where the paths without it hold ``identity`` there: masking by it
+    is then right on every path; else ``factor``."""
+    entry = table.get(factor.key)
+    return entry[0] if entry is not None and equals(entry[1], identity, factor.key, nan_ok) else factor
 
 
 def _has(lanes, factor):

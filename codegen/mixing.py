@@ -17,6 +17,7 @@ import dataclasses
 
 import sympy
 
+from ntsym_codegen.astutil import argument
 from ntsym_codegen.lane_values import bounding
 from ntsym_codegen.lanes import Factor, Lanes, combine, masked, same_everywhere, unknown
 from ntsym_codegen.printer import conjunction
@@ -98,8 +99,8 @@ def _gather(em, node):
     lane of ``src`` inside (``codegen/debug_checks.py``)."""
     from ntsym_codegen import debug_checks
 
-    src, index = _argument(node, 0, "src", None), _argument(node, 1, "index", None)
-    axis = _argument(node, 2, "axis", None)
+    src, index = argument(node, 0, "src", None), argument(node, 1, "index", None)
+    axis = argument(node, 2, "axis", None)
     if src is None or index is None or axis is None or not debug_checks.enabled():
         return
     value = em.expr(src)  # loads the tile it reads, noting its lanes
@@ -142,12 +143,12 @@ def _mix(em, node, name):
         return _histogram(em, node, operand, lanes)
     if not lanes.clean:
         em.require_known(lanes, node, name)
-    if name == "reduce" and _split(lanes, _argument(node, 1, "axis", ast.Constant(None)))[0]:
+    if name == "reduce" and _split(lanes, argument(node, 1, "axis", ast.Constant(None)))[0]:
         return _user_reduction(em, node, operand, lanes)
     if name in REDUCTIONS:
         operand, result = _reduction(em, node, name, operand, lanes)
     elif name in SCANS:
-        axis = _argument(node, 1, "axis", ast.Constant(0))
+        axis = argument(node, 1, "axis", ast.Constant(0))
         mixed, _ = _split(lanes, axis)
         operand = em.select(operand, lanes, mixed, SCANS[name], node, name)
         result = masked(lanes.factors, None, lanes.rank)
@@ -157,7 +158,7 @@ def _mix(em, node, name):
         operand = _flip(em, node, operand, lanes)
         return _record(em, node, operand, lanes)
     else:  # softmax
-        mixed, _ = _split(lanes, _argument(node, 1, "dim", ast.Constant(None)))
+        mixed, _ = _split(lanes, argument(node, 1, "dim", ast.Constant(None)))
         operand = em.select(operand, lanes, mixed, -sympy.oo, node, name)
         result = masked(lanes.factors, None, lanes.rank)
     call = ast.Call(func=em.module_function(name), args=[operand] + [em.expr(a) for a in node.args[1:]],
@@ -173,26 +174,26 @@ def _last_inside(em, node, name, call, lanes):
     lanes outside, which hold the identity and tie with elements equal to it:
     the last lane inside where it points past them (the lanes inside come
     first in each row); refused where they do not."""
-    axis_node = _argument(node, 1, "axis", ast.Constant(None))
+    axis_node = argument(node, 1, "axis", ast.Constant(None))
     mixed, _ = _split(lanes, axis_node)
-    indices = name in ("argmax", "argmin") or not _is_constant(_argument(node, 2, "return_indices",
+    indices = name in ("argmax", "argmin") or not _is_constant(argument(node, 2, "return_indices",
                                                                          ast.Constant(False)), False)
     if indices and any(_reordered(f) for f in mixed):
         raise em.error(f"`{name}` over lanes outside the tensor that `split`, `join` or `interleave` moved: "
                        "they may lie before the elements of a row and tie with them (they hold the identity); "
                        "take the index before moving the lanes", node)
     if name in ("max", "min"):
-        right = _argument(node, 3, "return_indices_tie_break_left", ast.Constant(True))
-        indices = _argument(node, 2, "return_indices", ast.Constant(False))
+        right = argument(node, 3, "return_indices_tie_break_left", ast.Constant(True))
+        indices = argument(node, 2, "return_indices", ast.Constant(False))
         if mixed and not (_is_constant(right, True) or _is_constant(indices, False)):
             raise em.error(f"`{name}(..., return_indices_tie_break_left=False)` over lanes outside the tensor is "
                            "not supported: a lane outside could tie; use `argmax`/`argmin` for the index", node)
         return call
-    right = _argument(node, 2, "tie_break_left", ast.Constant(True))
+    right = argument(node, 2, "tie_break_left", ast.Constant(True))
     if not mixed or _is_constant(right, True):
         return call
     axis = _axis(axis_node, lanes.rank)
-    keep = _argument(node, 3, "keep_dims", ast.Constant(False))
+    keep = argument(node, 3, "keep_dims", ast.Constant(False))
     if not _is_constant(right, False) or axis is None or axis is _UNKNOWN_AXIS or lanes.rank is None \
             or not isinstance(keep, ast.Constant) or any(not _prefix(f) for f in mixed):
         raise em.error(f"`{name}` with ties broken to the right over lanes outside the tensor needs a constant "
@@ -217,14 +218,14 @@ def _sort(em, node, name, operand, lanes):
     direction (the end for ``sort``, where they were; never among the ``k``
     largest of ``topk`` while the row holds ``k`` elements)."""
     default = ast.Constant(name == "topk")  # topk's descending is True, sort's False
-    descending = _argument(node, 2 if name == "sort" else 3, "descending", default)
+    descending = argument(node, 2 if name == "sort" else 3, "descending", default)
     if not isinstance(descending, ast.Constant):
         descending = em.expr(descending)  # a global constant becomes a literal
     if not isinstance(descending, ast.Constant):
         descending = ast.Constant(True) if lanes.clean else None
     if descending is None:
         raise em.error(f"`{name}` of a tile with lanes outside the tensor needs a constant `descending`", node)
-    dim = _argument(node, 1 if name == "sort" else 2, "dim", ast.Constant(-1))
+    dim = argument(node, 1 if name == "sort" else 2, "dim", ast.Constant(-1))
     if isinstance(dim, ast.Constant) and dim.value is None:
         dim = ast.Constant(-1)  # the last axis
     mixed, passing = _split(lanes, dim)
@@ -293,7 +294,7 @@ def _histogram(em, node, operand, lanes):
     if not lanes.clean:
         em.require_known(lanes, node, "histogram")
     keywords = [em.keyword(k) for k in node.keywords if k.arg != "mask"]
-    given = _argument(node, 2, "mask", None)
+    given = argument(node, 2, "mask", None)
     masks = [copy.deepcopy(f.node) for f in lanes.factors] + ([em.expr(given)] if given is not None else [])
     if masks:
         keywords.append(ast.keyword(arg="mask", value=conjunction(masks)))
@@ -305,13 +306,6 @@ def _histogram(em, node, operand, lanes):
 def _record(em, node, call, lanes):
     em.lanes.nodes[("result", id(node))] = (node, lanes)
     return call
-
-
-def _argument(node, position, keyword, default):
-    for k in node.keywords:
-        if k.arg == keyword:
-            return k.value
-    return node.args[position] if len(node.args) > position else default
 
 
 def _axis(node, rank):
@@ -345,8 +339,8 @@ def _user_reduction(em, node, operand, lanes):
     from ntsym_codegen.functions import masked_reduce
     from ntsym_codegen.reshaping import named
 
-    axis_node = _argument(node, 1, "axis", ast.Constant(None))
-    combine_node = _argument(node, 2, "combine_fn", None)
+    axis_node = argument(node, 1, "axis", ast.Constant(None))
+    combine_node = argument(node, 2, "combine_fn", None)
     mixed, _ = _split(lanes, axis_node)
     if isinstance(node.args[0], ast.Tuple) or combine_node is None:
         em.select(operand, lanes, mixed, None, node, "reduce")  # refused, with the reason
@@ -355,7 +349,7 @@ def _user_reduction(em, node, operand, lanes):
         raise em.error("`reduce` over lanes outside the tensor needs its combine as a function of the "
                        "application (`@triton.jit def combine(a, b): ...`)", combine_node)
     _, result = _reduction(em, node, "reduce", operand, lanes, select=False)
-    keep = _argument(node, 3, "keep_dims", ast.Constant(False))
+    keep = argument(node, 3, "keep_dims", ast.Constant(False))
     value = operand if isinstance(operand, ast.Name) else named(em, operand)
     call = masked_reduce(em, value, conjunction(copy.deepcopy(f.node) for f in mixed), em.expr(axis_node),
                          combine, em.expr(keep))
@@ -365,15 +359,15 @@ def _user_reduction(em, node, operand, lanes):
 
 def _reduction(em, node, name, operand, lanes, select=True):
     identity, keep_position = REDUCTIONS[name]
-    axis_node = _argument(node, 1, "axis", ast.Constant(None))
+    axis_node = argument(node, 1, "axis", ast.Constant(None))
     if name == "reduce":
         identity = None
     mixed, passing = _split(lanes, axis_node)
     if select:
         operand = em.select(operand, lanes, mixed, identity, node, name)
     axis = _axis(axis_node, lanes.rank)
-    keep = _argument(node, keep_position, "keep_dims", ast.Constant(False))
-    indices = _argument(node, 2, "return_indices", ast.Constant(False)) if name in ("max", "min") else None
+    keep = argument(node, keep_position, "keep_dims", ast.Constant(False))
+    indices = argument(node, 2, "return_indices", ast.Constant(False)) if name in ("max", "min") else None
     source = em.value_key(node.args[0]) if name in ("max", "min") and mixed and node.args else None
     bound = (name, frozenset((f.key, source) for f in mixed)) if source is not None else None
     if axis is None:
@@ -426,12 +420,12 @@ def _reduced(factor, axis, across=False):
 def _flip(em, node, operand, lanes):
     """``flip`` of the lanes inside each row: ``ntsym_flip`` where lanes
     outside lie along the flipped axis."""
-    mixed, _ = _split(lanes, _argument(node, 1, "dim", ast.Constant(-1)))
+    mixed, _ = _split(lanes, argument(node, 1, "dim", ast.Constant(-1)))
     call = ast.Call(func=em.module_function("flip"), args=[operand] + [em.expr(a) for a in node.args[1:]],
                     keywords=[em.keyword(k) for k in node.keywords])
     if not mixed:
         return call
-    axis = _axis(_argument(node, 1, "dim", ast.Constant(-1)), lanes.rank)
+    axis = _axis(argument(node, 1, "dim", ast.Constant(-1)), lanes.rank)
     if axis is None or axis is _UNKNOWN_AXIS or lanes.rank is None:
         raise em.error("`flip` of a tile with lanes outside the tensor needs a constant `dim` of a tile "
                        "of known rank", node)

@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 import sympy
 
 from ntsym_codegen.accumulation import accumulation, scaled_parts
-from ntsym_codegen.astutil import constant_node
+from ntsym_codegen.astutil import argument, constant_node
 from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEMENTWISE, FILLS as _FILLS,
                                        FRESH as _FRESH, FUNCTIONS as _FUNCTIONS, NAN_PASSING as _NAN_PASSING,
                                        OPERATORS as _OPERATORS, OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
 from ntsym_codegen.fresh_lanes import broadcast_call_lanes, fresh_lanes
 from ntsym_codegen.lane_values import OPERANDS, equals
 from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, is_stale,
-                                 join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
+                                 join, masked, meeting, same_everywhere, selectable_mask, stale_refusal, unknown,
+                                 widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -270,7 +271,7 @@ class PaddingMixin:
         if name == "where" and len(node.args) == 3 and not node.keywords:
             return self._where_lanes(node)
         if name == "gather" or (method and func.attr == "gather"):  # each lane is the lane its index names
-            index = _argument(node, 1 if name == "gather" else 0, "index")
+            index = argument(node, 1 if name == "gather" else 0, "index")
             lanes = self.lanes_of(index) if index is not None else unknown()
             return masked(lanes.factors, None, lanes.rank) if lanes.known else lanes
         if name == "broadcast_to" or (method and func.attr == "broadcast_to"):
@@ -384,7 +385,7 @@ class PaddingMixin:
                 "`Tensor(..., other=...)` that is the operation's identity, or use `ntl.where` with the tile's "
                 "offsets to set those lanes", node)
         factors = [f for f in factors if not (is_stale(f) and equals(lanes.at(f), identity, f.key, nan_ok))]
-        factors = [_selectable(self.lanes.selectable, f, identity, nan_ok) for f in factors]
+        factors = [selectable_mask(self.lanes.selectable, f, identity, nan_ok) for f in factors]
         self.require_current(factors, node, what)
         mask = conjunction(copy.deepcopy(f.node) for f in factors)
         helper = _FILLS.get(identity)
@@ -397,8 +398,7 @@ class PaddingMixin:
     def require_current(self, factors, node, what):
         """Refuse to mask by a stale factor (``lanes.stale``)."""
         if any(is_stale(f) for f in factors):
-            branch = any(f.key.startswith("stale:branch:") for f in factors if is_stale(f))
-            raise self.error(stale_refusal(what, ast.unparse(node.args[0]), branch), node)
+            raise self.error(stale_refusal(what, ast.unparse(node.args[0]), factors), node)
 
     def require_known(self, lanes, node, what):
         if not lanes.known:
@@ -531,14 +531,6 @@ class PaddingMixin:
                 self.lanes.locals[name] = state
 
 
-def _selectable(table, factor, identity, nan_ok):
-    """A stale factor of some paths after a branch (``lanes.join``) as its
-    mask, where the paths without it hold ``identity`` there: masking by it
-    is then right on every path; else ``factor``."""
-    entry = table.get(factor.key)
-    return entry[0] if entry is not None and equals(entry[1], identity, factor.key, nan_ok) else factor
-
-
 def _blocks(address, rank, axes=None):
     """A tile's block extent along each axis (counted from the last), or
     each of ``axes``, as SymPy, or None where one is not known."""
@@ -601,11 +593,3 @@ def _offsets_rank(ref, node):
 
 
 __all__ = ["DESCRIPTOR", "LaneState", "PaddingMixin", "literal"]
-
-
-def _argument(node, position, keyword):
-    """The call's argument at ``position`` or named ``keyword``, else None."""
-    for k in node.keywords:
-        if k.arg == keyword:
-            return k.value
-    return node.args[position] if len(node.args) > position else None

@@ -13,7 +13,8 @@ import ast
 import sympy
 
 from ntsym_codegen.ir import KernelIR, TensorParam
-from ntsym_codegen.analysis import assigned_parameters, named_parameters, program_dependent_calls, read_parameters
+from ntsym_codegen.analysis import (assigned_parameters, data_locals, named_parameters, program_dependent_calls,
+                                   read_parameters)
 from ntsym.application import _resolve_globals, parse_application
 from ntsym.arranging import arrange
 from ntsym.disjoint import overlap_checks
@@ -117,7 +118,8 @@ def _refuse_overlapping_writes(proof, params, app_def, inline):
     tensors = {p.name for p in params if p.kind == "tensor"}
     # Written through their tiles: a tensor only scattered into (``y.source[i] =
     # v``) stores no tile, whatever its arrangement (data_races rules on it).
-    written = assigned_parameters(app_def, inline, tensors, tiles_only=True)
+    # A tile chosen by data (``y[row] = v``, ``row`` a value) is a scatter too.
+    written = assigned_parameters(app_def, inline, tensors, tiles_only=True, data=data_locals(app_def, tensors))
     jagged = {name for name, src in zip(proof.names, proof.sources) if src.tensor.jagged_dim is not None}
     varying = set()
     for p in params:
