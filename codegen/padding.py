@@ -139,7 +139,7 @@ class PaddingMixin:
         if isinstance(node, ast.Attribute):
             if node.attr in ("shape", "dtype", "ndim", "source") or self.alias(node.value) in ("tl", "libdevice"):
                 return Lanes(None, (), 0)
-            if node.attr == "T":  # ``x.T``: ``trans(x)``
+            if node.attr == "T" and self.lanes_of(node.value).rank == 2:  # ``x.T``: ``trans(x)`` (Triton's, of 2 axes)
                 return self._permuted_lanes(node.value, [], ast.Call(func=node, args=[], keywords=[]))
             return Lanes(None, (), None) if self.lanes_of(node.value).clean else unknown()
         if isinstance(node, ast.Call):
@@ -335,8 +335,8 @@ class PaddingMixin:
         dims = [literal(a) for a in dim_nodes]
         if len(dims) == 1 and isinstance(dim_nodes[0], (ast.Tuple, ast.List)):
             dims = [literal(e) for e in dim_nodes[0].elts]
-        if not dims and base.rank == 2:
-            dims = [1, 0]
+        if not dims and base.rank is not None and base.rank >= 2:  # ``trans(x)``: the last two axes swapped
+            dims = list(range(base.rank - 2)) + [base.rank - 1, base.rank - 2]
         if not base.known or base.rank is None or sorted(dims) != list(range(base.rank)) or node.keywords:
             return unknown(base.rank)
         rank = base.rank

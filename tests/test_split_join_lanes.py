@@ -215,3 +215,17 @@ def test_paths_of_an_if_whose_lanes_outside_hold_the_identity_need_no_mask():
         y = torch.empty(7)
         kernel(x, s, y)
         torch.testing.assert_close(y, expected)
+
+
+def test_trans_without_dims_of_a_3d_tile_swaps_the_last_two_axes_and_is_followed():
+    def arrangement(x, y):
+        return x.tile((2, 4, 8)), y.tile((2, 8))
+
+    def application(x, y):
+        y = ntl.sum(ntl.trans(x), 2)  # (2, 8, 4): over the 4 rows of each column  # noqa: F841
+
+    kernel = ntsym.make(arrangement, application, (Tensor(3, other=5.0), Tensor(2)))
+    x = torch.randn(2, 3, 7)
+    y = torch.empty(2, 7)
+    kernel(x, y)
+    torch.testing.assert_close(y, x.sum(1))
