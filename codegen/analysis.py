@@ -62,41 +62,40 @@ def _is_scatter(target, data=frozenset()):
 
 
 def data_locals(func, params):
-    """The locals of the application that may hold data (a tile's value, a
-    call's result, a value computed from one) rather than index math
-    (integers, loop variables, ``x.shape[i]``, arithmetic of them)."""
-    loop_vars = {t.id for n in ast.walk(func) if isinstance(n, ast.For) for t in ast.walk(n.target)
-                 if isinstance(t, ast.Name)}
-    values = {}
+    """The locals of the application that hold data wherever they are read:
+    assigned once, by a statement of the application's own body (not in a
+    branch or a loop), from a value that reads a tensor's elements or calls
+    ``program_id`` (``row = index``, ``pid = ntl.program_id(0)``).  A local
+    assigned twice, or from index math, is not one: its value at a store may
+    be the same for every program."""
+    counts = {}
     for n in ast.walk(func):
-        if isinstance(n, ast.Assign):
-            for t in n.targets:
-                for name in (e.id for e in ast.walk(t) if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Store)):
-                    values.setdefault(name, []).append(n.value if isinstance(t, ast.Name) else None)
-        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name):
-            values.setdefault(n.target.id, []).append(n.value)
-        elif isinstance(n, ast.NamedExpr):
-            values.setdefault(n.target.id, []).append(n.value)
+        if isinstance(n, ast.NamedExpr):
+            counts[n.target.id] = counts.get(n.target.id, 0) + 1
+            continue
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+            n, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+        for e in (e for t in targets for e in ast.walk(t)):
+            if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Store):
+                counts[e.id] = counts.get(e.id, 0) + 1
     data = set()
-    while True:
-        more = {name for name, held in values.items() if name not in data and name not in loop_vars
-                and any(v is None or not _index_math(v, data, params) for v in held)}
-        if not more:
-            return frozenset(data)
-        data |= more
+    for stmt in func.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and counts.get(stmt.targets[0].id) == 1 and _reads_data(stmt.value, set(params) | data):
+            data.add(stmt.targets[0].id)
+    return frozenset(data)
 
 
-def _index_math(node, data, params):
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, int)
-    if isinstance(node, ast.Name):
-        return node.id not in data and node.id not in params
-    if isinstance(node, ast.BinOp):
-        return _index_math(node.left, data, params) and _index_math(node.right, data, params)
-    if isinstance(node, ast.UnaryOp):
-        return _index_math(node.operand, data, params)
-    if isinstance(node, ast.Subscript):  # ``x.shape[i]``, ``x.source.shape[i]``
-        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+def _reads_data(node, sources):
+    """Whether ``node`` reads the elements of one of ``sources`` (tensor
+    parameters, data locals) or calls ``program_id``."""
+    meta = {id(p.value) for p in ast.walk(node) if isinstance(p, ast.Attribute)
+            and p.attr in ("shape", "dtype", "ndim", "offsets", "source")}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "program_id":
+            return True
+        if isinstance(n, ast.Name) and n.id in sources and id(n) not in meta:
+            return True
     return False
 
 

@@ -191,7 +191,8 @@ def emit(ir):
     if persistent is not None:
         kernel_src += "\n\n\n" + persistent.source
     if STALE in kernel_src:  # a stale mask (codegen/lanes.py) is never emitted
-        raise EmitError(stale_refusal("an operation", "a value"), None, emitter.filename, emitter.source_lines)
+        raise EmitError(stale_refusal("an operation", "a value", unnamed=True), None, emitter.filename,
+                        emitter.source_lines)
     launcher_src = launcher(ir, emitter, checks, persistent)
     helpers = [HELPERS[h].strip() for h in sorted(_helpers_called(kernel_src))]
     if any("libdevice." in h for h in helpers):  # ntsym_fmod: exact on a GPU

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from ntsym_codegen.lane_values import _cast_value, apply, bounding, bounds, data, equals, scalar_symbols
+from ntsym_codegen.lane_values import _cast_value, apply, bounding, bounds, data, scalar_symbols
 
 
 @dataclass(frozen=True)
@@ -148,9 +148,15 @@ def is_stale(factor):
     return factor.key.startswith("stale:")
 
 
-def stale_refusal(what, operand, factors=()):
+def stale_refusal(what, operand, factors=(), unnamed=False):
     """Why an operation that must mask a stale factor's lanes (among
-    ``factors``) is refused."""
+    ``factors``; ``unnamed``: a mask built from one, found in the kernel)
+    is refused."""
+    if unnamed:
+        return (f"`{what}` mixes the lanes of `{operand}` whose lanes outside the tensor ntsym cannot name there: "
+                "they come from a tile of an earlier iteration of a loop, or differ between the paths of an `if`; "
+                "set them to the operation's identity with `ntl.where` on the tile's offsets where the value is "
+                "made (or give the tensor an `other=` that is the identity)")
     if any(f.key.startswith("stale:branch:") for f in factors):
         return (f"`{what}` mixes the lanes of `{operand}`, whose lanes outside the tensor differ between the paths "
                 "of an `if` before it: which lanes to leave out depends on the path taken, which ntsym does not "
@@ -160,14 +166,6 @@ def stale_refusal(what, operand, factors=()):
             "of an earlier iteration of the loop around it; ntsym cannot tell in this iteration which lanes "
             "those are; where the value is made, set them to the operation's identity with `ntl.where` on the "
             "tile's offsets (or give the tensor an `other=` that is the identity)")
-
-
-def selectable_mask(table, factor, identity, nan_ok):
-    """A stale factor of some paths after a branch (``join``) as its
-    mask, where the paths without it hold ``identity`` there: masking by it
-    is then right on every path; else ``factor``."""
-    entry = table.get(factor.key)
-    return entry[0] if entry is not None and equals(entry[1], identity, factor.key, nan_ok) else factor
 
 
 def _has(lanes, factor):
@@ -494,15 +492,15 @@ def cast(lanes, kind):
     return Lanes(value, lanes.factors, lanes.rank, outside, lanes.blocks)
 
 
-def join(states, selectable=None, branch=False):
+def join(states, branch=False):
     """The lanes of a name after paths that leave it as ``states`` (None: not
     assigned on that path): a lane lies inside where it does on every path
     (every factor of each), what it holds outside kept where all agree;
     unknown where one path's is.  After a ``branch`` (an ``if``), a factor
-    of some paths only is stale; where every path without it holds one
-    number there, ``selectable`` (a dict) maps the stale factor's key to
-    (its mask, that number): a mixing operation whose identity it is may
-    mask by it on every path."""
+    of some paths only is stale: on the paths without it its lanes may be
+    elements, so no mask by it is right on every path; a mixing operation
+    needs none where the paths with it hold the identity there (what they
+    hold is kept), and is refused otherwise."""
     present = [s for s in states if s is not None]
     if not present:
         return None
@@ -524,12 +522,7 @@ def join(states, selectable=None, branch=False):
         if f.key not in common and not is_stale(f):
             held = [s.at(f) for s in present if _has(s, f)]
             v = held[0] if held[0] is not None and all(h == held[0] for h in held) else None
-            lacking = {s.at(f) for s in present if not _has(s, f)}
-            number = lacking.pop() if len(lacking) == 1 else None
-            g, f = f, stale(f, branch=True)
-            if selectable is not None and getattr(number, "is_number", False) and not any(
-                    n.startswith("ntsym_") for n in g.names):  # no name made inside a path
-                selectable[f.key] = (g, number)
+            f = stale(f, branch=True)
         factors.append(f)
         outside.append(v)
     return Lanes(joined.value, tuple(factors), rank, tuple(outside))

@@ -32,8 +32,7 @@ from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEM
 from ntsym_codegen.fresh_lanes import broadcast_call_lanes, fresh_lanes
 from ntsym_codegen.lane_values import OPERANDS, equals
 from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, is_stale,
-                                 join, masked, meeting, same_everywhere, selectable_mask, stale_refusal, unknown,
-                                 widen)
+                                 join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -49,7 +48,6 @@ class LaneState:
     locals: dict = field(default_factory=dict)  # name -> Lanes
     keyed: list = field(default_factory=list)  # Lanes named by a value key (``value_key``): kept alive
     branches: int = 0  # how many branches (``if``, ``while``) enclose the statement being emitted
-    selectable: dict = field(default_factory=dict)  # a stale factor's key -> (factor, number): ``lanes.join``
 
 
 DESCRIPTOR = object()  # lanes loaded through a tensor descriptor: zeros past the tensor
@@ -385,7 +383,6 @@ class PaddingMixin:
                 "`Tensor(..., other=...)` that is the operation's identity, or use `ntl.where` with the tile's "
                 "offsets to set those lanes", node)
         factors = [f for f in factors if not (is_stale(f) and equals(lanes.at(f), identity, f.key, nan_ok))]
-        factors = [selectable_mask(self.lanes.selectable, f, identity, nan_ok) for f in factors]
         self.require_current(factors, node, what)
         mask = conjunction(copy.deepcopy(f.node) for f in factors)
         helper = _FILLS.get(identity)
@@ -522,7 +519,7 @@ class PaddingMixin:
         that read ``changing`` names (a loop's variable) are stale there
         (None: the paths of an ``if``)."""
         for name in names:
-            state = join([s.get(name) for s in snapshots], self.lanes.selectable, changing is None)
+            state = join([s.get(name) for s in snapshots], changing is None)
             if state is not None and state.factors and any(f.names & set(changing or ()) for f in state.factors):
                 state = unknown(state.rank)
             if state is None:

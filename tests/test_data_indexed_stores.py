@@ -56,11 +56,15 @@ def test_rows_stored_at_the_program_s_id():
     torch.testing.assert_close(output, 2 * input)
 
 
-@pytest.mark.parametrize("row", ["0", "input.shape[0] - 1"])
+@pytest.mark.parametrize("row", ["row = 0", "row = input.shape[0] - 1", "row = min(0, 1)",
+                                 "row = 0 if input.shape[0] > 0 else 1",
+                                 "row = ntl.program_id(0)\n    row = 0",
+                                 "row = 0\n    if input.shape[0] > 100:\n        row = ntl.program_id(0)"])
 def test_a_tile_chosen_by_index_math_on_an_output_every_program_has_is_refused(row):
-    """Every program writes the same tile: the overlap rule refuses it."""
+    """Every program writes the same tile: the overlap rule refuses it.  A
+    local is data only where assigned once, in the body, from a value."""
     application = application_from("def application(input, output):\n"
-                                   f"    row = {row}\n"
+                                   f"    {row}\n"
                                    "    output[row] = input  # noqa: F841\n")
     kernel = ntsym.make(_rows, application, (Tensor(2, shape_options=CONSTANT), Tensor(2, shape_options=CONSTANT)))
     with pytest.raises(ntsym.LaunchError, match="overlap across the programs"):

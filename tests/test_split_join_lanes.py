@@ -229,3 +229,23 @@ def test_trans_without_dims_of_a_3d_tile_swaps_the_last_two_axes_and_is_followed
     y = torch.empty(2, 7)
     kernel(x, y)
     torch.testing.assert_close(y, x.sum(1))
+
+
+def test_a_tile_on_one_path_of_an_if_and_data_on_the_other_is_not_reduced_through_the_tile_s_mask():
+    """On the path without the tile every lane of ``w`` is an element: the
+    tile's mask would drop one of them (a sum of -7 where -8 is right)."""
+    def arrangement(x, s, a, b):
+        return x.tile((8, 8)), s, a.tile((8,)), b.tile((8,))
+
+    def application(x, s, a, b):
+        if s > 0:
+            v = x
+            w = x
+        else:
+            v = 0.0
+            w = ntl.zeros((8, 8), ntl.float32) + s
+        a = ntl.sum(v, 1)  # noqa: F841
+        b = ntl.sum(w, 1)  # noqa: F841
+
+    with pytest.raises(ntsym.ApplicationError, match=r"`sum` mixes the lanes of `v`.*differ between the paths"):
+        ntsym.make(arrangement, application, (Tensor(2, other=5.0), Tensor(0), Tensor(1), Tensor(1)))
