@@ -378,23 +378,26 @@ def test_2d(gpu):
 def test_inference_tensor_learned_in_inference_mode(gpu):
     """Guards learned inside inference mode pass an inference tensor outside it."""
     def script(run):
-        x, y, z = run.reg(torch.randn(300), torch.randn(300), torch.zeros(300))  # normal tensors
+        _warmed_in_inference_mode(run)
         with torch.inference_mode():
-            for _ in range(3):
-                run(x, y, z)
             xi, yi, zi = run.reg(torch.randn(300), torch.randn(300), torch.zeros(300))
         run(xi, yi, zi)  # outside inference mode: an inference tensor written
         run(xi, yi, zi)
     same(_add, script)
 
 
+def _warmed_in_inference_mode(run):
+    """Shape 300 of the add learned inside inference mode, on normal tensors."""
+    x, y, z = run.reg(torch.randn(300), torch.randn(300), torch.zeros(300))
+    with torch.inference_mode():
+        for _ in range(3):
+            run(x, y, z)
+
+
 @STANDS_IN
 def test_inference_tensor_after_the_quick_match_is_forgotten(gpu):
     def script(run):
-        x, y, z = run.reg(torch.randn(300), torch.randn(300), torch.zeros(300))  # normal tensors
-        with torch.inference_mode():
-            for _ in range(3):
-                run(x, y, z)
+        _warmed_in_inference_mode(run)
         for n in range(1, runtime.quick.LIMIT + 1):  # as many other shapes: shape 300's quick match is forgotten
             a, b, c = run.reg(torch.randn(n), torch.randn(n), torch.zeros(n))
             run(a, b, c)
