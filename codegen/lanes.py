@@ -159,9 +159,9 @@ def stale_refusal(what, operand, factors=(), unnamed=False):
                 "made (or give the tensor an `other=` that is the identity)")
     if any(f.key.startswith("stale:branch:") for f in factors):
         return (f"`{what}` mixes the lanes of `{operand}`, whose lanes outside the tensor differ between the paths "
-                "of an `if` before it: which lanes to leave out depends on the path taken, which ntsym does not "
-                "follow; set them to the operation's identity with `ntl.where` on the tile's offsets on each path, "
-                "or reduce on each path")
+                "before it (the branches of an `if`, a loop that may run no iteration): which lanes to leave out "
+                "depends on the path taken, which ntsym does not follow; set them to the operation's identity with "
+                "`ntl.where` on the tile's offsets on each path, or reduce on each path")
     return (f"`{what}` mixes the lanes of `{operand}`, which holds lanes outside the tensor taken from a tile "
             "of an earlier iteration of the loop around it; ntsym cannot tell in this iteration which lanes "
             "those are; where the value is made, set them to the operation's identity with `ntl.where` on the "
@@ -492,12 +492,11 @@ def cast(lanes, kind):
     return Lanes(value, lanes.factors, lanes.rank, outside, lanes.blocks)
 
 
-def join(states, branch=False):
+def join(states):
     """The lanes of a name after paths that leave it as ``states`` (None: not
     assigned on that path): a lane lies inside where it does on every path
     (every factor of each), what it holds outside kept where all agree;
-    unknown where one path's is.  After a ``branch`` (an ``if``), a factor
-    of some paths only is stale: on the paths without it its lanes may be
+    unknown where one path's is.  A factor of some paths only is stale: on the paths without it its lanes may be
     elements, so no mask by it is right on every path; a mixing operation
     needs none where the paths with it hold the identity there (what they
     hold is kept), and is refused otherwise."""
@@ -514,8 +513,6 @@ def join(states, branch=False):
     # A factor of some paths only: on the others its lanes may be elements,
     # so no mask by it is right on every path; what the paths that have it
     # hold there decides whether a mixing operation needs none (stale).
-    if not branch:
-        return Lanes(joined.value, joined.factors, rank, joined.outside)
     common = set.intersection(*({f.key for f in s.factors} for s in present))
     factors, outside = [], []
     for f, v in zip(joined.factors, joined.outside):

@@ -514,13 +514,13 @@ class PaddingMixin:
     def lane_snapshot(self):
         return dict(self.lanes.locals)
 
-    def lane_join(self, names, snapshots, changing=None):
-        """After paths ending in ``snapshots``, what ``names`` hold; factors
-        that read ``changing`` names (a loop's variable) are stale there
-        (None: the paths of an ``if``)."""
+    def lane_join(self, names, snapshots, changing=()):
+        """After paths ending in ``snapshots`` (an ``if``'s branches; a loop's
+        ends and its not running), what ``names`` hold; factors that read
+        ``changing`` names (a loop's variable) are stale there."""
         for name in names:
-            state = join([s.get(name) for s in snapshots], changing is None)
-            if state is not None and state.factors and any(f.names & set(changing or ()) for f in state.factors):
+            state = join([s.get(name) for s in snapshots])
+            if state is not None and state.factors and any(f.names & set(changing) for f in state.factors):
                 state = unknown(state.rank)
             if state is None:
                 self.lanes.locals.pop(name, None)
