@@ -37,6 +37,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     app_def, app_globals = parse_application(application)
     app_names = [a.arg for a in app_def.args.args]
     _drop_bare_parameters(app_def, set(app_names))
+    _name_program_ids(app_def)
     # Entries of ``tensors`` that are not Tensors (a tuple of slices, a
     # number) go to the arrangement as they are, as in NineToothed; they are
     # no parameter of the kernel.
@@ -110,6 +111,37 @@ def _drop_bare_parameters(app_def, params):
                                          and s.value.id in params)]
         if len(kept) != len(block):
             setattr(node, field, kept or [ast.copy_location(ast.Pass(), block[0])])
+
+
+def _name_program_ids(app_def):
+    """``y[ntl.program_id(0)] = v``: the id named first (``ntsym_program_id_0
+    = ntl.program_id(0)`` at the top of the body), as a store's index is a
+    name or index math, and a store to a tile chosen by the program's id is
+    a scatter (``analysis.data_locals``)."""
+    named = {}
+    for node in ast.walk(app_def):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, ast.AugAssign) else []
+        for target in targets:
+            for sub in [t for t in ast.walk(target) if isinstance(t, ast.Subscript)]:
+                sub.slice = _ProgramIds(named).visit(sub.slice)
+    app_def.body[:0] = [ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=call),
+                                          app_def.body[0]) for name, call in named.values()]
+    ast.fix_missing_locations(app_def)
+
+
+class _ProgramIds(ast.NodeTransformer):
+    def __init__(self, named):
+        self.named = named
+
+    def visit_Call(self, node):
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "program_id" and len(node.args) == 1 \
+                and not node.keywords and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int):
+            axis = node.args[0].value
+            name = f"ntsym_program_id_{axis}"
+            self.named.setdefault(axis, (name, node))
+            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+        return self.generic_visit(node)
 
 
 def _refuse_overlapping_writes(proof, params, app_def, inline):

@@ -45,10 +45,17 @@ def test_rows_stored_at_indices_read_from_a_tensor():
     torch.testing.assert_close(output, expected)
 
 
-def test_rows_stored_at_the_program_s_id():
-    def application(input, output):
-        pid = ntl.program_id(0)
-        output[pid] = input * 2
+def _at_the_program_s_id_named(input, output):
+    pid = ntl.program_id(0)
+    output[pid] = input * 2
+
+
+def _at_the_program_s_id(input, output):
+    output[ntl.program_id(0)] = input * 2  # as NineToothed runs it
+
+
+@pytest.mark.parametrize("application", [_at_the_program_s_id_named, _at_the_program_s_id])
+def test_rows_stored_at_the_program_s_id(application):
 
     kernel = ntsym.make(_rows, application, (Tensor(2, shape_options=CONSTANT), Tensor(2, shape_options=CONSTANT)))
     input, output = torch.randn(4, 6), torch.zeros(4, 6)
