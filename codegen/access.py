@@ -14,7 +14,7 @@ import copy
 import sympy
 
 from ntsym_codegen import data_races, lane_writes, template
-from ntsym_codegen.analysis import _is_scatter, data_locals
+from ntsym_codegen.analysis import _is_scatter
 from ntsym_codegen.astutil import constant_node, generated_assign, literal_int, masked_other
 from ntsym_codegen.lanes import masked, merge_factors, unknown
 from ntsym_codegen.printer import conjunction
@@ -88,9 +88,7 @@ class AccessMixin:
         ``row`` a value): a scatter, as ``y.source[...] = v`` is."""
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
             getattr(stmt, "target", None)
-        if self.records.data_locals is None:
-            self.records.data_locals = data_locals(self.ir.application, set(self.tensors))
-        return _is_scatter(target, self.records.data_locals)
+        return _is_scatter(target, self.ir.data_locals)
 
     # -- x.source[i, ...]: gathered and scattered elements ---------------------
 

@@ -5,6 +5,7 @@ and how, which loops run at run time, and which names a loop reads after it
 ends; the module assembly asks which loops a kernel has."""
 
 import ast
+import collections
 
 import sympy
 
@@ -68,16 +69,9 @@ def data_locals(func, params):
     ``program_id`` (``row = index``, ``pid = ntl.program_id(0)``).  A local
     assigned twice, or from index math, is not one: its value at a store may
     be the same for every program."""
-    counts = {}
-    for n in ast.walk(func):
-        if isinstance(n, ast.NamedExpr):
-            counts[n.target.id] = counts.get(n.target.id, 0) + 1
-            continue
-        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
-            n, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
-        for e in (e for t in targets for e in ast.walk(t)):
-            if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Store):
-                counts[e.id] = counts.get(e.id, 0) + 1
+    names = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
+    counts = collections.Counter(name for n in ast.walk(func) for name in assigned_in(n, names, loops=True))
+    counts.update(n.target.id for n in ast.walk(func) if isinstance(n, ast.NamedExpr))
     data = set()
     for stmt in func.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \

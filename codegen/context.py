@@ -74,7 +74,6 @@ class ModuleRecords:
     addressed: set = field(default_factory=set)
     pointer_writes: bool = False  # a store or atomic through a pointer held by a local (``kernel``)
     accesses: dict = field(default_factory=dict)  # tensor -> kind of access -> node (codegen/data_races.py)
-    data_locals: frozenset = None  # the application's locals that may hold data (``analysis.data_locals``)
     uses_libdevice: bool = False
     helpers: set = field(default_factory=set)
     functions: dict = field(default_factory=dict)

@@ -138,6 +138,9 @@ class KernelIR:
     # have more tiles (the front end launches that variant where this
     # kernel's checks refuse a call).
     read_apart: tuple = ()
+    # Locals of the application holding data at every read (``analysis.data_locals``):
+    # a store to a tile they choose is a scatter.
+    data_locals: frozenset = frozenset()
 
     # The name messages, caches and progress lines show (``name`` where
     # empty): where the application's name is a generic one, ntsym.kernel_names

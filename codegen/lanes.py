@@ -148,6 +148,11 @@ def is_stale(factor):
     return factor.key.startswith("stale:")
 
 
+def from_branch(factor):
+    """Whether ``factor`` is stale for paths that meet (``stale(..., branch=True)``)."""
+    return factor.key.startswith("stale:branch:")
+
+
 def stale_refusal(what, operand, factors=(), unnamed=False):
     """Why an operation that must mask a stale factor's lanes (among
     ``factors``; ``unnamed``: a mask built from one, found in the kernel)
@@ -157,7 +162,7 @@ def stale_refusal(what, operand, factors=(), unnamed=False):
                 "they come from a tile of an earlier iteration of a loop, or differ between the paths of an `if`; "
                 "set them to the operation's identity with `ntl.where` on the tile's offsets where the value is "
                 "made (or give the tensor an `other=` that is the identity)")
-    if any(f.key.startswith("stale:branch:") for f in factors):
+    if any(from_branch(f) for f in factors):
         return (f"`{what}` mixes the lanes of `{operand}`, whose lanes outside the tensor differ between the paths "
                 "before it (the branches of an `if`, a loop that may run no iteration): which lanes to leave out "
                 "depends on the path taken, which ntsym does not follow; set them to the operation's identity with "
@@ -496,10 +501,11 @@ def join(states):
     """The lanes of a name after paths that leave it as ``states`` (None: not
     assigned on that path): a lane lies inside where it does on every path
     (every factor of each), what it holds outside kept where all agree;
-    unknown where one path's is.  A factor of some paths only is stale: on the paths without it its lanes may be
-    elements, so no mask by it is right on every path; a mixing operation
-    needs none where the paths with it hold the identity there (what they
-    hold is kept), and is refused otherwise."""
+    unknown where one path's is.  A factor of some paths only is stale: on
+    the paths without it its lanes may be elements, so no mask by it is right
+    on every path; a mixing operation needs none where the paths with it
+    hold the identity there (what they hold is kept), and is refused
+    otherwise."""
     present = [s for s in states if s is not None]
     if not present:
         return None
@@ -510,9 +516,6 @@ def join(states):
     joined = present[0]
     for s in present[1:]:
         joined = widen(joined, s)
-    # A factor of some paths only: on the others its lanes may be elements,
-    # so no mask by it is right on every path; what the paths that have it
-    # hold there decides whether a mixing operation needs none (stale).
     common = set.intersection(*({f.key for f in s.factors} for s in present))
     factors, outside = [], []
     for f, v in zip(joined.factors, joined.outside):

@@ -176,15 +176,13 @@ def _last_inside(em, node, name, call, lanes):
     first in each row); refused where they do not."""
     axis_node = argument(node, 1, "axis", ast.Constant(None))
     mixed, _ = _split(lanes, axis_node)
-    indices = name in ("argmax", "argmin") or not _is_constant(argument(node, 2, "return_indices",
-                                                                         ast.Constant(False)), False)
-    if indices and any(_reordered(f) for f in mixed):
+    indices = argument(node, 2, "return_indices", ast.Constant(False)) if name in ("max", "min") else None
+    if (indices is None or not _is_constant(indices, False)) and any(_reordered(f) for f in mixed):
         raise em.error(f"`{name}` over lanes outside the tensor that `split`, `join` or `interleave` moved: "
                        "they may lie before the elements of a row and tie with them (they hold the identity); "
                        "take the index before moving the lanes", node)
     if name in ("max", "min"):
         right = argument(node, 3, "return_indices_tie_break_left", ast.Constant(True))
-        indices = argument(node, 2, "return_indices", ast.Constant(False))
         if mixed and not (_is_constant(right, True) or _is_constant(indices, False)):
             raise em.error(f"`{name}(..., return_indices_tie_break_left=False)` over lanes outside the tensor is "
                            "not supported: a lane outside could tie; use `argmax`/`argmin` for the index", node)

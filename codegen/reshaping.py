@@ -34,7 +34,7 @@ import copy
 
 from ntsym_codegen.astutil import generated_assign
 from ntsym_codegen.fresh_lanes import broadcast_lanes
-from ntsym_codegen.lanes import Factor, Lanes, is_stale, stale
+from ntsym_codegen.lanes import Factor, Lanes, from_branch, is_stale, stale
 from ntsym_codegen.printer import conjunction
 from ntsym_codegen.template import expr
 
@@ -169,7 +169,7 @@ def _one_factor(mask, rank, outside, value, operands):
     factor = Factor.of(mask, axes, rank)
     moved = [f for lanes in operands for f in lanes.factors or () if is_stale(f)]
     if moved:
-        factor = stale(factor, branch=any(f.key.startswith("stale:branch:") for f in moved))
+        factor = stale(factor, branch=any(from_branch(f) for f in moved))
     return Lanes(value, (factor,), rank, (outside,))
 
 

@@ -66,7 +66,8 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
     proof.unused = frozenset(names) - named_parameters(app_def, set(names))
     proof.run()
     params = proof.params()
-    _refuse_overlapping_writes(proof, params, app_def, inline)
+    data = data_locals(app_def, {p.name for p in params if p.kind == "tensor"})
+    _refuse_overlapping_writes(proof, params, app_def, inline, data)
     jagged = proof.jagged_params(app_def)
     params += tuple(TensorParam(name=j.offsets, kind="offsets", ndim=1) for j in jagged)
     metas = meta_params(proof)
@@ -96,6 +97,7 @@ def lower(arrangement, application, tensors, kernel_name=None, num_warps=None,
         jagged=jagged,
         same_rows=proof.same_rows(jagged),
         read_apart=tuple(proof.apart_pairs),
+        data_locals=data,
     )
 
 
@@ -144,14 +146,15 @@ class _ProgramIds(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-def _refuse_overlapping_writes(proof, params, app_def, inline):
+def _refuse_overlapping_writes(proof, params, app_def, inline, data):
     """A launch check (a refusal, where it can never hold) for each written
-    tensor whose tiles overlap across programs (``ntsym.disjoint``)."""
+    tensor whose tiles overlap across programs (``ntsym.disjoint``); ``data``:
+    the application's data locals (``analysis.data_locals``)."""
     tensors = {p.name for p in params if p.kind == "tensor"}
     # Written through their tiles: a tensor only scattered into (``y.source[i] =
     # v``) stores no tile, whatever its arrangement (data_races rules on it).
     # A tile chosen by data (``y[row] = v``, ``row`` a value) is a scatter too.
-    written = assigned_parameters(app_def, inline, tensors, tiles_only=True, data=data_locals(app_def, tensors))
+    written = assigned_parameters(app_def, inline, tensors, tiles_only=True, data=data)
     jagged = {name for name, src in zip(proof.names, proof.sources) if src.tensor.jagged_dim is not None}
     varying = set()
     for p in params:
