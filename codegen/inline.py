@@ -52,10 +52,13 @@ class InliningMixin:
                 renames[name] = prefix + name
         _, scope = self.ir.inline_functions[key]  # the names the function sees: its own module's
         body = _own_constants(copy.deepcopy(sub_def.body), sub_def, assigned, scope)
-        result = None
+        if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]  # its docstring says nothing in the kernel
+        result = returned = None
         if body and isinstance(body[-1], ast.Return) and body[-1].value is not None:
-            result = prefix + "result"
-            body[-1] = ast.Assign(targets=[ast.Name(id=result, ctx=ast.Store())], value=body[-1].value, lineno=body[-1].lineno)
+            result, returned = prefix + "result", body[-1].value
+            body[-1] = ast.Assign(targets=[ast.Name(id=result, ctx=ast.Store())], value=returned, lineno=body[-1].lineno)
         for n in ast.walk(ast.Module(body=body, type_ignores=[])):
             if isinstance(n, ast.Name) and n.id in renames:
                 n.id = renames[n.id]
@@ -70,6 +73,9 @@ class InliningMixin:
         if result is None:
             raise self.error(f"`{key}` returns nothing but its value is used", call)
         self.note_result(call, self.lanes.locals.get(result))  # the lanes of what it returns
+        if isinstance(returned, ast.Tuple) and all(isinstance(e, ast.Name) for e in returned.elts):
+            # `return m, l, acc`: unpacked at the call, each name has its own lanes.
+            self.lanes.nodes[("parts", id(call))] = (call, [self.lanes_of(e) for e in returned.elts])
         return ast.Name(id=result, ctx=ast.Load())
 
 

@@ -146,11 +146,12 @@ def _parts(em, node):
 
 def parts_of(em, node, count=2):
     """The lanes of each part of ``node``, a ``split`` that ``_parts``
-    followed or a name holding its pair (assigned since: another value);
-    None otherwise, or where ``count`` parts are asked for."""
+    followed, a name holding its pair (assigned since: another value) or an
+    inlined call returning a tuple of names; None otherwise, or where another
+    number of parts than ``count`` is asked for."""
     held = em.lanes.locals.get(node.id) if isinstance(node, ast.Name) else node
     entry = em.lanes.nodes.get(("pair" if isinstance(node, ast.Name) else "parts", id(held)))
-    return entry[1] if entry is not None and entry[0] is held and count == 2 else None
+    return entry[1] if entry is not None and entry[0] is held and len(entry[1]) == count else None
 
 
 def _mask_of(lanes, value):

@@ -318,6 +318,30 @@ def test_the_result_of_an_inlined_function_keeps_its_lanes():
     torch.testing.assert_close(out, (2 * x).max(1, keepdim=True).values.expand(3, 5))
 
 
+def _doubled_and_exp(v):
+    """Two values of ``v``'s lanes, each with its own outside value."""
+    doubled = v * 2.0
+    exponentials = ntl.exp(v)
+    return doubled, exponentials
+
+
+def test_each_name_an_inlined_function_returns_keeps_its_own_lanes():
+    """Unpacked from the call, each value is masked for what it holds past
+    the row: 0 (above the negatives: a max would take it) and exp(0) = 1 (a
+    sum would add it)."""
+    def app(x, out):
+        doubled, exponentials = _doubled_and_exp(x)
+        high = ntl.max(doubled, axis=1, keep_dims=True)
+        total = ntl.sum(exponentials, axis=1, keep_dims=True)
+        out = high + total + ntl.zeros(out.shape, ntl.float32)  # noqa: F841
+
+    x = _negatives()
+    out = torch.empty(3, 5)
+    _row_kernel(app)(x, out)
+    expected = (2 * x).max(1, keepdim=True).values + x.exp().sum(1, keepdim=True)
+    torch.testing.assert_close(out, expected.expand(3, 5))
+
+
 def test_a_sum_over_zero_padded_chunks_needs_no_select():
     def app(x, out):
         acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
