@@ -400,10 +400,37 @@ def test_sdpa_scale_of_either_sign_and_zero(is_causal, scale):
     if is_causal:
         s = s.masked_fill(~torch.ones(24, 40, dtype=torch.bool).tril(), float("-inf"))
     reference = torch.softmax(s, -1) @ v
-    for kernel in (sdpa.kernel, sdpa.kernel_pow2_head):
+    for kernel in (sdpa.kernel, sdpa.kernel_pow2_head, sdpa.kernel_pairs):
         o = torch.empty_like(q)
         kernel(q, k, v, scale, is_causal, o, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16)
         check(o, reference, torch.float32, GEMM_TOL)
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("lengths", [(40, 40), (24, 40), (80, 40), (17, 33), (50, 16)])
+@pytest.mark.parametrize("blocks", [(16, 16), (16, 32), (32, 16)])
+def test_sdpa_pairs(lengths, blocks, is_causal):
+    """Two query blocks a program: the second one partial, or wholly past the
+    queries (17 and 50 queries in blocks of 16 and 32); more queries than keys
+    and fewer; each block's diagonal its own."""
+    sq, sk = lengths
+    q, k, v = randn(2, 1, sq, 16), randn(2, 1, sk, 16), randn(2, 1, sk, 16)
+    o = torch.empty_like(q)
+    sdpa.kernel_pairs(q, k, v, 0.3, is_causal, o, BLOCK_SIZE_M=blocks[0], BLOCK_SIZE_N=blocks[1])
+    check(o, sdpa_reference(q, k, v, is_causal, scale=0.3), torch.float32, GEMM_TOL)
+
+
+def test_sdpa_head_dim_128_takes_the_pairs():
+    q, k, v = randn(1, 2, 20, 128), randn(1, 2, 24, 128), randn(1, 2, 24, 128)
+    calls = []
+    original = sdpa.kernel_pairs
+    sdpa.kernel_pairs = lambda *args: calls.append(args) or original(*args)
+    try:
+        result = sdpa.sdpa(q, k, v)
+    finally:
+        sdpa.kernel_pairs = original
+    assert len(calls) == 1
+    check(result, sdpa_reference(q, k, v, False), torch.float32, GEMM_TOL)
 
 
 def test_sdpa_transposed_and_odd_head_dim():

@@ -47,6 +47,7 @@ KERNELS = {
     "rope_interleaved_12_halves": (rope_interleaved, lambda: rope_interleaved.premake(12, False)),
     "sdpa": (sdpa, lambda: sdpa.kernel),
     "sdpa_pow2_head": (sdpa, lambda: sdpa.kernel_pow2_head),
+    "sdpa_pairs": (sdpa, lambda: sdpa.kernel_pairs),
     "silu": (silu, lambda: silu.kernel),
     "softmax": (softmax, lambda: softmax.kernel),
     "varlen_sdpa": (varlen_sdpa, lambda: varlen_sdpa.kernel),
