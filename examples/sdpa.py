@@ -13,8 +13,8 @@ their length, which may differ from ``q``'s; all share ``D``, a compile-time siz
 (``constexpr``, at most 256, checked at launch) padded to a power of two (at
 least 16 on a GPU: ``dot``'s minimum); power-of-two head dimensions take an
 unpadded, unmasked kernel.  ``scale`` defaults to ``1/sqrt(D)``; ``is_causal`` is a compile-time flag.
-At head dimension 128, non-causal, each program takes two blocks of queries
-(``kernel_pairs``), their steps interleaved.
+At head dimension 128, non-causal, from 1024 queries, each program takes two
+blocks of queries (``kernel_pairs``), their steps interleaved.
 """
 
 import math
@@ -140,7 +140,9 @@ kernel_pow2_head = ntsym.make(
 # order of the instructions does it).  On an H200, bf16, head dim 128,
 # non-causal: 7-11 % less time than one tile a program from 1k to 16k tokens.
 # Not taken elsewhere: no gain at head dim 64, 2.3x the time at 256 (registers),
-# and causal it lost at 1k-2k tokens (benchmarks/lab/sdpa_halves.py).
+# and causal it lost at 1k-2k tokens (benchmarks/lab/sdpa_halves.py).  Nor for
+# fewer than 1024 queries, not measured: a decode step's one query would take
+# two blocks, the second wholly past it, with half the programs.
 def arrangement_pairs(
     q,
     k,
@@ -251,7 +253,7 @@ def sdpa(q, k, v, is_causal=False, scale=None):
     if k.shape[-2] == 0:  # no keys: torch's product over them is 0
         return o.zero_()
     d = q.shape[-1]
-    if d == 128 and not is_causal:
+    if d == 128 and not is_causal and q.shape[-2] >= 1024:  # where the pairs were measured faster
         chosen = kernel_pairs
     else:
         chosen = kernel_pow2_head if d & (d - 1) == 0 else kernel

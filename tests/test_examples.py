@@ -420,17 +420,18 @@ def test_sdpa_pairs(lengths, blocks, is_causal):
     check(o, sdpa_reference(q, k, v, is_causal, scale=0.3), torch.float32, GEMM_TOL)
 
 
-def test_sdpa_head_dim_128_takes_the_pairs():
-    q, k, v = randn(1, 2, 20, 128), randn(1, 2, 24, 128), randn(1, 2, 24, 128)
+@pytest.mark.parametrize("queries, is_causal, pairs", [(1024, False, True), (1023, False, False), (1024, True, False)])
+def test_sdpa_takes_the_pairs_at_head_dim_128_non_causal_from_1024_queries(queries, is_causal, pairs):
+    q, k, v = randn(1, 1, queries, 128), randn(1, 1, 24, 128), randn(1, 1, 24, 128)
     calls = []
     original = sdpa.kernel_pairs
     sdpa.kernel_pairs = lambda *args: calls.append(args) or original(*args)
     try:
-        result = sdpa.sdpa(q, k, v)
+        result = sdpa.sdpa(q, k, v, is_causal)
     finally:
         sdpa.kernel_pairs = original
-    assert len(calls) == 1
-    check(result, sdpa_reference(q, k, v, False), torch.float32, GEMM_TOL)
+    assert len(calls) == (1 if pairs else 0)
+    check(result, sdpa_reference(q, k, v, is_causal), torch.float32, GEMM_TOL)
 
 
 def test_sdpa_transposed_and_odd_head_dim():
