@@ -136,6 +136,22 @@ def assigned_parameters(func, inline_functions, params, depth=0, tiles_only=Fals
     return written
 
 
+def inline_written(stmts, inline_functions):
+    """The caller's names that the inlined calls in ``stmts`` may assign: a
+    name passed to a parameter the function may assign becomes it."""
+    written = set()
+    for node in (n for stmt in stmts for n in ast.walk(stmt)):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func) in inline_functions):
+            continue
+        target = inline_functions[ast.unparse(node.func)][0]
+        bound = _bound_arguments(node, target)
+        if bound is None:
+            bound = [(None, a) for a in node.args] + [(None, k.value) for k in node.keywords]
+        inner = assigned_parameters(target, inline_functions, {a.arg for a in target.args.args})
+        written |= {a.id for name, a in bound if (name is None or name in inner) and isinstance(a, ast.Name)}
+    return written
+
+
 def _bound_arguments(call, target):
     """(parameter, argument) pairs of ``call`` to the inlined function
     ``target``, positional and by keyword; None where the binding is not

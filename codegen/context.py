@@ -202,6 +202,9 @@ class LoopState:
       by a peeled loop's two bodies.
     - ``lanes_before``/``lanes_after``: per loop being emitted, the lanes of
       locals before it and at the end of each of its bodies (``padding``).
+    - ``inline_writes``: per loop being emitted, the names the inlined calls
+      of its body assigned (their locals, renamed apart, and the caller's
+      names their parameters became; ``inline``).
     """
 
     ranges: dict = field(default_factory=dict)
@@ -210,6 +213,7 @@ class LoopState:
     pointer_names: dict = field(default_factory=dict)
     lanes_before: list = field(default_factory=list)
     lanes_after: list = field(default_factory=list)
+    inline_writes: list = field(default_factory=list)
 
 
 @dataclass

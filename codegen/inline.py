@@ -64,6 +64,9 @@ class InliningMixin:
                 n.id = renames[n.id]
             if isinstance(n, ast.Return) and n.value is not None:
                 raise self.error(f"inlined function `{key}` may return only at its end", n)
+        written = {renames.get(n, n) for n in assigned} | {a.targets[0].id for a in pre} | ({result} if result else set())
+        for found in self.loops.inline_writes:  # what the loops around see change
+            found |= written
         outer_pre = self.blocks.pre
         stmts = self.statements(pre + body)
         self.blocks.pre = outer_pre

@@ -21,7 +21,7 @@ import copy
 import sympy
 
 from ntsym_codegen.addressing import distributed_terms, names_key
-from ntsym_codegen.analysis import assigned_names
+from ntsym_codegen.analysis import assigned_names, inline_written
 from ntsym_codegen import bounds, template
 from ntsym_codegen.astutil import broadcast, generated_assign
 from ntsym_codegen.emit_error import EmitError
@@ -62,14 +62,25 @@ class LoopsMixin:
         self.loops.lanes_before.append(self.lane_snapshot())
         self.loops.lanes_after.append([])
         saved = dict(self.loops.ranges), dict(self.loops.trips), self.names.counter
+        extra = body_assigned - assigned_names(stmt.body)  # the caller's names inlined calls assign
         try:
-            for _ in range(4):
-                loop = self._for_loop(stmt, it, args, var, start, step, assigned, ceiling, new_iter)
+            for _ in range(6):
+                self.loops.inline_writes.append(set())
+                try:
+                    loop = self._for_loop(stmt, it, args, var, start, step, assigned, ceiling, new_iter, extra)
+                finally:
+                    found = self.loops.inline_writes.pop()
                 # A value the loop carries may leave an iteration with lanes
                 # outside the tensor it entered without: the body is emitted
-                # again from the wider state, until none widens.
+                # again from the wider state, until none widens.  So it is
+                # where inlined calls assign names the body's text does not
+                # (their locals): a mask reading one changes with the iteration.
                 widened = self.lane_widened(assigned, self.loops.lanes_before[-1], self.loops.lanes_after[-1])
-                if widened is None:
+                if not found <= assigned:
+                    extra, widened = extra | found, widened or self.loops.lanes_before[-1]
+                    assigned = assigned | found
+                    self._forget(found)
+                elif widened is None:
                     return loop
                 self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
                 self.loops.ranges, self.loops.trips = dict(saved[0]), dict(saved[1])
@@ -123,7 +134,7 @@ class LoopsMixin:
         # What proofs know of the variable's range holds only where the body
         # leaves the variable to the loop: no `k = k - 2`, no inner loop over
         # `k` (so no enclosing loop's range is ever that of an inner `k`).
-        body_assigned = assigned_names(stmt.body)
+        body_assigned = assigned_names(stmt.body) | self._inline_written(stmt.body)
         rebound = stmt.target.id in body_assigned
         ceiling = None  # the cdiv(n, b) the loop's stop is (or is at most)
         if len(args) == 1 and not rebound:
@@ -142,7 +153,7 @@ class LoopsMixin:
                 ceiling = _ceiling_of(stop)
         return body_assigned, ceiling
 
-    def _for_loop(self, stmt, it, args, var, start, step, assigned, ceiling, new_iter):
+    def _for_loop(self, stmt, it, args, var, start, step, assigned, ceiling, new_iter, extra):
         """``for_loop`` once the loop's range is known: peeled or not."""
         # A loop over the blocks of a size, cdiv(n, b) of them, is peeled:
         # the first n // b iterations see whole blocks, where masks and
@@ -165,11 +176,11 @@ class LoopsMixin:
             counter = self.names.counter
             stop = self.loops.ranges[var]
             self.loops.ranges[var] = FloorDiv(*ceiling.args)
-            main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step)
+            main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step, extra)
             self._forget(assigned)
             self.names.counter = counter  # the same temporaries in both bodies
             self.loops.ranges[var] = stop
-        frame, body = self._loop_body(stmt.body, var, start, step)
+        frame, body = self._loop_body(stmt.body, var, start, step, extra)
         self.loops.ranges.pop(var, None)
         self.loops.trips.pop(var, None)
         self._forget(assigned)
@@ -227,10 +238,10 @@ class LoopsMixin:
             return None, None
         return start, step
 
-    def _loop_body(self, stmts, var, start, step):
+    def _loop_body(self, stmts, var, start, step, extra):
         """Emit a loop body (its advances appended), collecting the pointer
-        blocks the loop carries."""
-        frame = _LoopFrame(var, start, step, assigned_names(stmts))
+        blocks the loop carries; ``extra``: names inlined calls assign."""
+        frame = _LoopFrame(var, start, step, assigned_names(stmts) | extra)
         frame.defined = set(self.loops.lanes_before[-1])  # names whose value an iteration may carry
         frame.written, frame.branches = set(), self.lanes.branches  # names this iteration assigned so far
         self.lanes.locals = dict(self.loops.lanes_before[-1])
@@ -265,16 +276,24 @@ class LoopsMixin:
         if stmt.orelse:
             raise self.error("`while ... else` is not supported in applications", stmt)
         self._enter_loop()
-        assigned = assigned_names(stmt.body)
+        assigned = assigned_names(stmt.body) | self._inline_written(stmt.body + [stmt.test])
         self._forget(assigned)
         self.loops.lanes_before.append(self.lane_snapshot())
         self.loops.lanes_after.append([])
         counter = self.names.counter
         try:
-            for _ in range(4):
-                loop = self._while_body(stmt, assigned)
+            for _ in range(6):
+                self.loops.inline_writes.append(set())
+                try:
+                    loop = self._while_body(stmt, assigned)
+                finally:
+                    found = self.loops.inline_writes.pop()
                 widened = self.lane_widened(assigned, self.loops.lanes_before[-1], self.loops.lanes_after[-1])
-                if widened is None:
+                if not found <= assigned:  # as in `for_loop`
+                    widened = widened or self.loops.lanes_before[-1]
+                    assigned = assigned | found
+                    self._forget(found)
+                elif widened is None:
                     return loop
                 self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
                 self.names.counter = counter
@@ -318,6 +337,9 @@ class LoopsMixin:
         for name in self.facts.maybe_written:
             self.invalidate(name)
 
+    def _inline_written(self, stmts):
+        return inline_written(stmts, self.ir.inline_functions)
+
     def _forget(self, names):
         """What ``names`` hold is not known here: they are assigned in a loop
         (a later iteration sees the new value, even where the assignment comes
@@ -335,7 +357,7 @@ class LoopsMixin:
         after them (nor before them, in a loop).  Inside, an assignment
         dominates what follows it in its own block; the caller forgets it
         before a block that does not follow it (``else``)."""
-        assigned = assigned_names(stmts)
+        assigned = assigned_names(stmts) | self._inline_written(stmts)
         self._forget(assigned)
         self.lanes.branches += 1
         try:

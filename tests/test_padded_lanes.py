@@ -342,6 +342,77 @@ def test_each_name_an_inlined_function_returns_keeps_its_own_lanes():
     torch.testing.assert_close(out, expected.expand(3, 5))
 
 
+def _add_chunk(acc, x, k):
+    j = k * 1  # the helper's own local: renamed apart where it is inlined
+    acc = acc + x[0, j]
+    return acc, j
+
+
+def _add_chunk_only(acc, x, k):
+    j = k * 1
+    acc = acc + x[0, j]
+    return acc
+
+
+def _load_chunk(x, k):
+    j = k * 1
+    chunk = x[0, j]
+    return chunk
+
+
+def _raise(acc, chunk):
+    higher = ntl.maximum(acc, chunk)
+    acc = higher  # the caller's `acc`: a name passed is the parameter itself
+    return higher
+
+
+def _chunks_summed_through_a_helper(x, out):
+    acc = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc, j = _add_chunk(acc, x, k)
+    out = ntl.sum(acc)  # noqa: F841
+
+
+def _chunks_summed_through_a_helper_returning_one_value(x, out):
+    acc = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc = _add_chunk_only(acc, x, k)
+    out = ntl.sum(acc)  # noqa: F841
+
+
+def _previous_chunk_summed(x, out):
+    previous = ntl.zeros((1, 4), dtype=ntl.float32)
+    total = 0.0
+    for k in range(x.shape[1]):
+        chunk = _load_chunk(x, k)
+        total += ntl.sum(previous)  # the previous chunk: its own lanes, not this one's
+        previous = chunk
+    out = total  # noqa: F841
+
+
+def _running_max_through_a_parameter(x, out):
+    acc = ntl.full((1, 4), float("-inf"), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        _raise(acc, x[0, k])
+    out = ntl.max(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("application", [
+    _chunks_summed_through_a_helper, _chunks_summed_through_a_helper_returning_one_value,
+    _previous_chunk_summed, _running_max_through_a_parameter])
+def test_what_inlined_calls_assign_in_a_loop_changes_with_its_iterations(application):
+    """Rows of 11 in chunks of 4: a mask reading a helper's local (the chunk
+    index) or a value a helper assigns through its parameter changes from one
+    iteration to the next, as the same names assigned in the loop's own text
+    do; these were reduced through the last chunk's mask (or none). Written
+    without the helper, ntsym refuses them; so it does with it."""
+    def arrangement(x, out):
+        return x.tile((1, 4)).tile((1, -1)), out.tile((1,))
+
+    with pytest.raises(ntsym.ApplicationError, match="earlier iteration|do not settle"):
+        ntsym.make(arrangement, application, (Tensor(2), Tensor(1)))
+
+
 def test_a_sum_over_zero_padded_chunks_needs_no_select():
     def app(x, out):
         acc = ntl.zeros((1, x.dtype.shape[1]), dtype=ntl.float32)  # x[0, k] is a (1, B) tile
