@@ -117,10 +117,13 @@ class Names:
     - ``counter``: numbers inlined calls' temporaries.  Written by
       ``inline``; ``loops`` rewinds it so a peeled loop's two bodies use the
       same temporaries.
+    - ``conditional``: how many operands Python may not evaluate the walk is
+      in (``b`` of ``a and b``, the branches of ``x if c else y``); ``inline``.
     """
 
     locals: set = field(default_factory=set)
     counter: int = 0
+    conditional: int = 0
 
 
 @dataclass

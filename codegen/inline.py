@@ -4,9 +4,10 @@ locals renamed apart (``<function>_<n>_<name>``), its result in a local.
 """
 
 import ast
+import contextlib
 import copy
 
-from ntsym_codegen.analysis import assigned_names
+from ntsym_codegen.analysis import assigned_names, assigned_parameters
 from ntsym_codegen.astutil import literal
 
 
@@ -37,6 +38,8 @@ class InliningMixin:
             self.names.counter += 1
             prefix = f"{sub_def.name}_{self.names.counter}_"
         assigned = assigned_names(sub_def.body)
+        if self.names.conditional:
+            self._refuse_conditional_writes(key, call, sub_def)
         renames, pre = {}, []
         for param, arg in zip(sub_def.args.args, call.args):
             # A name passed is the parameter itself: assigning the parameter assigns it (as
@@ -80,6 +83,46 @@ class InliningMixin:
             # `return m, l, acc`: unpacked at the call, each name has its own lanes.
             self.lanes.nodes[("parts", id(call))] = (call, [self.lanes_of(e) for e in returned.elts])
         return ast.Name(id=result, ctx=ast.Load())
+
+
+    def _refuse_conditional_writes(self, key, call, sub_def):
+        """An inlined body runs before the statement: where Python would call
+        it only on some paths of the expression, what it writes of the
+        caller's would be written on all of them."""
+        params = {a.arg for a in sub_def.args.args}
+        written = assigned_parameters(sub_def, self.ir.inline_functions, params)
+        bound = dict((p, a) for p, a in zip((a.arg for a in sub_def.args.args), call.args))
+        bound.update((k.arg, k.value) for k in call.keywords)
+        caller = sorted(a.id for p, a in bound.items() if p in written and isinstance(a, ast.Name))
+        if caller:
+            raise self.error(
+                f"`{key}` writes `{'`, `'.join(caller)}` (a parameter passed a name is that name) but Python calls "
+                "it here only on some paths (the right of `and`/`or`, a branch of `x if c else y`); ntsym runs an "
+                "inlined call before its statement, on every path: call it in a statement of its own, under an "
+                "`if`", call)
+
+    def conditional_operands(self, node):
+        """``a and b`` as ``a & b`` (every operand evaluated); ``x if c else
+        y`` as it is.  An inlined call in an operand Python may not evaluate
+        must not write the caller's names."""
+        if isinstance(node, ast.IfExp):
+            test = self.expr(node.test)
+            with self._maybe_evaluated():
+                return ast.IfExp(test=test, body=self.expr(node.body), orelse=self.expr(node.orelse))
+        op = ast.BitAnd() if isinstance(node.op, ast.And) else ast.BitOr()
+        result = self.expr(node.values[0])
+        with self._maybe_evaluated():
+            for value in node.values[1:]:
+                result = ast.BinOp(left=result, op=op, right=self.expr(value))
+        return result
+
+    @contextlib.contextmanager
+    def _maybe_evaluated(self):
+        self.names.conditional += 1
+        try:
+            yield
+        finally:
+            self.names.conditional -= 1
 
 
 class _Constants(ast.NodeTransformer):

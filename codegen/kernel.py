@@ -405,13 +405,8 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return self.attribute(node)
         if isinstance(node, ast.Call):
             return self.call(node)
-        if isinstance(node, ast.BoolOp):
-            op = ast.BitAnd() if isinstance(node.op, ast.And) else ast.BitOr()
-            values = [self.expr(v) for v in node.values]
-            result = values[0]
-            for v in values[1:]:
-                result = ast.BinOp(left=result, op=op, right=v)
-            return result
+        if isinstance(node, (ast.BoolOp, ast.IfExp)):
+            return self.conditional_operands(node)
         if isinstance(node, ast.Tuple):
             return ast.Tuple(elts=[self.expr(e) for e in node.elts], ctx=ast.Load())
         if isinstance(node, ast.List):

@@ -59,7 +59,8 @@ class LoopsMixin:
         start, step = self._range_start_step(it, assigned)
         self._forget(assigned)
         self._enter_loop()
-        self.loops.lanes_before.append(self.lane_snapshot())
+        entry = self.lane_snapshot()
+        self.loops.lanes_before.append(entry)
         self.loops.lanes_after.append([])
         saved = dict(self.loops.ranges), dict(self.loops.trips), self.names.counter
         extra = body_assigned - assigned_names(stmt.body)  # the caller's names inlined calls assign
@@ -74,10 +75,11 @@ class LoopsMixin:
                 # outside the tensor it entered without: the body is emitted
                 # again from the wider state, until none widens.  So it is
                 # where inlined calls assign names the body's text does not
-                # (their locals): a mask reading one changes with the iteration.
+                # (their locals): a mask reading one changes with the iteration,
+                # and what the bodies widened without knowing it starts over.
                 widened = self.lane_widened(assigned, self.loops.lanes_before[-1], self.loops.lanes_after[-1])
                 if not found <= assigned:
-                    extra, widened = extra | found, widened or self.loops.lanes_before[-1]
+                    extra, widened = extra | found, entry
                     assigned = assigned | found
                     self._forget(found)
                 elif widened is None:
@@ -278,7 +280,8 @@ class LoopsMixin:
         self._enter_loop()
         assigned = assigned_names(stmt.body) | self._inline_written(stmt.body + [stmt.test])
         self._forget(assigned)
-        self.loops.lanes_before.append(self.lane_snapshot())
+        entry = self.lane_snapshot()
+        self.loops.lanes_before.append(entry)
         self.loops.lanes_after.append([])
         counter = self.names.counter
         try:
@@ -290,7 +293,7 @@ class LoopsMixin:
                     found = self.loops.inline_writes.pop()
                 widened = self.lane_widened(assigned, self.loops.lanes_before[-1], self.loops.lanes_after[-1])
                 if not found <= assigned:  # as in `for_loop`
-                    widened = widened or self.loops.lanes_before[-1]
+                    widened = entry
                     assigned = assigned | found
                     self._forget(found)
                 elif widened is None:
@@ -312,13 +315,20 @@ class LoopsMixin:
             frame.defined = set(self.loops.lanes_before[-1])
             frame.written, frame.branches = set(), self.lanes.branches
             self.loops.frames.append(frame)
+            outer = self.blocks.pre
             try:
+                self.blocks.pre = []
                 test = self.expr(stmt.test)
+                test_pre, self.blocks.pre = self.blocks.pre, outer
                 body = self.block(stmt.body)
             finally:
+                self.blocks.pre = outer
                 self.loops.frames.pop()
         self.loops.lanes_after[-1].append(self.lane_snapshot())
-        return ast.copy_location(ast.While(test=test, body=body, orelse=[]), stmt)
+        # What the test needs computed first (an inlined call's body) runs
+        # before the loop and again at the end of each iteration.
+        loop = ast.While(test=test, body=body + copy.deepcopy(test_pre), orelse=[])
+        return test_pre + [ast.copy_location(loop, stmt)]
 
     def _whole_flag(self, size, block):
         for name, key in self.records.whole.items():

@@ -397,20 +397,41 @@ def _running_max_through_a_parameter(x, out):
     out = ntl.max(acc)  # noqa: F841
 
 
-@pytest.mark.parametrize("application", [
-    _chunks_summed_through_a_helper, _chunks_summed_through_a_helper_returning_one_value,
-    _previous_chunk_summed, _running_max_through_a_parameter])
-def test_what_inlined_calls_assign_in_a_loop_changes_with_its_iterations(application):
-    """Rows of 11 in chunks of 4: a mask reading a helper's local (the chunk
-    index) or a value a helper assigns through its parameter changes from one
-    iteration to the next, as the same names assigned in the loop's own text
-    do; these were reduced through the last chunk's mask (or none). Written
-    without the helper, ntsym refuses them; so it does with it."""
-    def arrangement(x, out):
-        return x.tile((1, 4)).tile((1, -1)), out.tile((1,))
+def _running_max_of_chunks_a_helper_loads(x, out):
+    best = ntl.full((1, 4), float("-inf"), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        best = ntl.maximum(best, _load_chunk(x, k))
+    out = ntl.max(best)  # noqa: F841
 
+
+@pytest.mark.parametrize("other", [None, 5.0])
+@pytest.mark.parametrize("application", [
+    _chunks_summed_through_a_helper, _chunks_summed_through_a_helper_returning_one_value])
+def test_a_chunk_index_a_helper_computes_in_a_loop_masks_each_chunk(application, other):
+    """Rows of 11 in chunks of 4: the chunk index is the helper's local; each
+    iteration's chunk is masked by its own lanes (the sum after the loop was
+    masked by the last chunk's only)."""
+    x = torch.randn(2, 11)
+    out = torch.empty(2)
+    _chunks_of_four(application, other)(x, out)
+    torch.testing.assert_close(out, x.sum(1))
+
+
+@pytest.mark.parametrize("other", [None, 100.0])
+def test_a_running_max_of_chunks_a_helper_loads(other):
+    x = -(torch.rand(3, 11) + 1.0)
+    out = torch.empty(3)
+    _chunks_of_four(_running_max_of_chunks_a_helper_loads, other)(x, out)
+    torch.testing.assert_close(out, x.max(1).values)
+
+
+@pytest.mark.parametrize("application, other", [(_previous_chunk_summed, 100.0), (_running_max_through_a_parameter, None)])
+def test_what_inlined_calls_assign_in_a_loop_changes_with_its_iterations(application, other):
+    """A previous chunk is not reduced through this chunk's mask, and a running
+    max a helper assigns through its parameter is not taken after the loop as
+    its clean fill: refused, as their spellings without the helper are."""
     with pytest.raises(ntsym.ApplicationError, match="earlier iteration|do not settle"):
-        ntsym.make(arrangement, application, (Tensor(2), Tensor(1)))
+        _chunks_of_four(application, other)
 
 
 def test_a_sum_over_zero_padded_chunks_needs_no_select():
