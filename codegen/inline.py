@@ -70,9 +70,12 @@ class InliningMixin:
         written = {renames.get(n, n) for n in assigned} | {a.targets[0].id for a in pre} | ({result} if result else set())
         for found in self.loops.inline_writes:  # what the loops around see change
             found |= written
-        outer_pre = self.blocks.pre
-        stmts = self.statements(pre + body)
-        self.blocks.pre = outer_pre
+        outer_pre, conditional = self.blocks.pre, self.names.conditional
+        self.names.conditional = 0  # its own statements run on every path of its body
+        try:
+            stmts = self.statements(pre + body)
+        finally:
+            self.blocks.pre, self.names.conditional = outer_pre, conditional
         if statement:
             return stmts
         self.blocks.pre.extend(stmts)
@@ -97,18 +100,25 @@ class InliningMixin:
         if caller:
             raise self.error(
                 f"`{key}` writes `{'`, `'.join(caller)}` (a parameter passed a name is that name) but Python calls "
-                "it here only on some paths (the right of `and`/`or`, a branch of `x if c else y`); ntsym runs an "
+                "it here only on some paths (the right of `and`/`or`, a branch of `x if c else y`, a chained "
+                "comparison's later operands); ntsym runs an "
                 "inlined call before its statement, on every path: call it in a statement of its own, under an "
                 "`if`", call)
 
     def conditional_operands(self, node):
         """``a and b`` as ``a & b`` (every operand evaluated); ``x if c else
-        y`` as it is.  An inlined call in an operand Python may not evaluate
-        must not write the caller's names."""
+        y`` and ``a < b < c`` as they are.  An inlined call in an operand
+        Python may not evaluate must not write the caller's names."""
         if isinstance(node, ast.IfExp):
             test = self.expr(node.test)
             with self._maybe_evaluated():
-                return ast.IfExp(test=test, body=self.expr(node.body), orelse=self.expr(node.orelse))
+                value = ast.IfExp(test=test, body=self.expr(node.body), orelse=self.expr(node.orelse))
+            return ast.copy_location(value, node)
+        if isinstance(node, ast.Compare):
+            left, first = self.expr(node.left), self.expr(node.comparators[0])
+            with self._maybe_evaluated():
+                rest = [self.expr(c) for c in node.comparators[1:]]
+            return ast.copy_location(ast.Compare(left=left, ops=node.ops, comparators=[first] + rest), node)
         op = ast.BitAnd() if isinstance(node.op, ast.And) else ast.BitOr()
         result = self.expr(node.values[0])
         with self._maybe_evaluated():

@@ -189,7 +189,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         return emitted
 
     def statements(self, stmts):
-        out = []
+        out, saved = [], (self.blocks.pre, self.blocks.top_pre)  # an inlined body's: the caller's after it
         for stmt in stmts:
             pre = []
             self.blocks.pre = pre
@@ -201,6 +201,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 out.extend(result)
             elif result is not None:
                 out.append(result)
+        self.blocks.pre, self.blocks.top_pre = saved
         return out
 
     def block(self, stmts):
@@ -268,9 +269,9 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 body = self.block(stmt.body)
                 then = self.lane_snapshot()
                 self.lanes.locals = dict(before)
-                self._forget(assigned_names(stmt.body))
+                self._forget(self.written_in(stmt.body))
                 orelse = self.block(stmt.orelse) if stmt.orelse else []
-            self.lane_join(assigned_names(stmt.body + stmt.orelse), [then, self.lane_snapshot()])
+            self.lane_join(self.written_in(stmt.body + stmt.orelse), [then, self.lane_snapshot()])
             return ast.copy_location(ast.If(test=test, body=body, orelse=orelse), stmt)
         if isinstance(stmt, ast.While):
             return self.while_loop(stmt)
@@ -405,7 +406,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return self.attribute(node)
         if isinstance(node, ast.Call):
             return self.call(node)
-        if isinstance(node, (ast.BoolOp, ast.IfExp)):
+        if isinstance(node, (ast.BoolOp, ast.IfExp)) or (isinstance(node, ast.Compare) and len(node.ops) > 1):
             return self.conditional_operands(node)
         if isinstance(node, ast.Tuple):
             return ast.Tuple(elts=[self.expr(e) for e in node.elts], ctx=ast.Load())

@@ -136,7 +136,7 @@ class LoopsMixin:
         # What proofs know of the variable's range holds only where the body
         # leaves the variable to the loop: no `k = k - 2`, no inner loop over
         # `k` (so no enclosing loop's range is ever that of an inner `k`).
-        body_assigned = assigned_names(stmt.body) | self._inline_written(stmt.body)
+        body_assigned = self.written_in(stmt.body)
         rebound = stmt.target.id in body_assigned
         ceiling = None  # the cdiv(n, b) the loop's stop is (or is at most)
         if len(args) == 1 and not rebound:
@@ -277,8 +277,17 @@ class LoopsMixin:
         a body left."""
         if stmt.orelse:
             raise self.error("`while ... else` is not supported in applications", stmt)
+        if any(isinstance(n, ast.Call) and ast.unparse(n.func) in self.ir.inline_functions for n in ast.walk(stmt.test)):
+            # An inlined body runs before its statement: the test, with it,
+            # is assigned before the loop and again at the end of each
+            # iteration, and the loop tests what it holds.
+            self.names.counter += 1
+            held = ast.Name(id=f"ntsym_test_{self.names.counter}", ctx=ast.Store())
+            test = ast.copy_location(ast.Assign(targets=[held], value=stmt.test), stmt.test)
+            loop = ast.While(test=ast.Name(id=held.id, ctx=ast.Load()), body=stmt.body + [copy.deepcopy(test)], orelse=[])
+            return self.statements([test, ast.copy_location(loop, stmt)])
         self._enter_loop()
-        assigned = assigned_names(stmt.body) | self._inline_written(stmt.body + [stmt.test])
+        assigned = self.written_in(stmt.body)
         self._forget(assigned)
         entry = self.lane_snapshot()
         self.loops.lanes_before.append(entry)
@@ -315,20 +324,13 @@ class LoopsMixin:
             frame.defined = set(self.loops.lanes_before[-1])
             frame.written, frame.branches = set(), self.lanes.branches
             self.loops.frames.append(frame)
-            outer = self.blocks.pre
             try:
-                self.blocks.pre = []
                 test = self.expr(stmt.test)
-                test_pre, self.blocks.pre = self.blocks.pre, outer
                 body = self.block(stmt.body)
             finally:
-                self.blocks.pre = outer
                 self.loops.frames.pop()
         self.loops.lanes_after[-1].append(self.lane_snapshot())
-        # What the test needs computed first (an inlined call's body) runs
-        # before the loop and again at the end of each iteration.
-        loop = ast.While(test=test, body=body + copy.deepcopy(test_pre), orelse=[])
-        return test_pre + [ast.copy_location(loop, stmt)]
+        return ast.copy_location(ast.While(test=test, body=body, orelse=[]), stmt)
 
     def _whole_flag(self, size, block):
         for name, key in self.records.whole.items():
@@ -347,8 +349,10 @@ class LoopsMixin:
         for name in self.facts.maybe_written:
             self.invalidate(name)
 
-    def _inline_written(self, stmts):
-        return inline_written(stmts, self.ir.inline_functions)
+    def written_in(self, stmts):
+        """The names ``stmts`` assign, those their inlined calls assign of the
+        caller's included (a name passed to a parameter the function assigns)."""
+        return assigned_names(stmts) | inline_written(stmts, self.ir.inline_functions)
 
     def _forget(self, names):
         """What ``names`` hold is not known here: they are assigned in a loop
@@ -367,7 +371,7 @@ class LoopsMixin:
         after them (nor before them, in a loop).  Inside, an assignment
         dominates what follows it in its own block; the caller forgets it
         before a block that does not follow it (``else``)."""
-        assigned = assigned_names(stmts) | self._inline_written(stmts)
+        assigned = self.written_in(stmts)
         self._forget(assigned)
         self.lanes.branches += 1
         try:

@@ -127,3 +127,102 @@ def test_an_inlined_call_that_writes_nothing_of_the_caller_s_may_stand_right_of_
     _chunks(_positive_in_and)(x, out)
     chunks = [x[:, s:s + 4].max(1).values for s in range(0, 11, 4)]
     torch.testing.assert_close(out, sum(((m < 0) & (m > -2)).float() for m in chunks))
+
+
+def _peek(x, k, c, last):
+    c = x[0, k]  # the caller's `c`: chunk 2 has a lane past the row
+    return k < last
+
+
+def _last_chunk_peeked_in_the_test(x, out):
+    c = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    k = 0
+    while _peek(x, k, c, x.shape[1] - 1):
+        c = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+        k += 1
+    out = ntl.max(c)  # noqa: F841
+
+
+def _raise(acc, chunk):
+    higher = ntl.maximum(acc, chunk)
+    acc = higher  # the caller's `acc`
+    return higher
+
+
+def _raised_in_a_branch(x, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    top = ntl.max(x[0, 0])
+    if top < 0.0:
+        _raise(acc, x[0, 2])
+    out = ntl.max(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("application", [_last_chunk_peeked_in_the_test, _raised_in_a_branch])
+def test_what_an_inlined_call_writes_on_one_path_joins_the_other_paths(application):
+    """After the loop (its test ran last) or the `if`, the value holds the
+    last chunk's lane past the row on one path only: refused, as the same
+    program written without the helper is (both read 0 or `other` there)."""
+    with pytest.raises(ntsym.ApplicationError, match="differ between the paths"):
+        _chunks(application)
+
+
+def _count_in_a_chained_comparison(x, out):
+    c = 0.0
+    for k in range(x.shape[1]):
+        top = ntl.max(x[0, k])
+        if 0.0 < top < _count(c, top):
+            c += 100.0
+    out = c  # noqa: F841
+
+
+def test_an_inlined_call_in_a_chained_comparison_python_may_skip_must_not_write_the_caller_s_names():
+    with pytest.raises(ntsym.ApplicationError, match="`_count` writes `c`"):
+        _chunks(_count_in_a_chained_comparison)
+
+
+def _increment(a):
+    a = a + 1.0
+    return a
+
+
+def _above(t, threshold):
+    s = t * 1.0
+    _increment(s)  # writes the helper's own `s`, none of the caller's
+    return s > threshold
+
+
+def _count_above(x, out):
+    c = 0.0
+    for k in range(x.shape[1]):
+        top = ntl.max(x[0, k])
+        if top < 0.0 and _above(top, -1.5):
+            c += 1.0
+    out = c  # noqa: F841
+
+
+def test_a_helper_right_of_and_may_call_one_that_writes_its_own_locals():
+    x = -(torch.rand(3, 11) + 1.0)
+    out = torch.empty(3)
+    _chunks(_count_above)(x, out)
+    chunks = [x[:, s:s + 4].max(1).values for s in range(0, 11, 4)]
+    torch.testing.assert_close(out, sum((m + 1.0 > -1.5).float() for m in chunks))
+
+
+def _max_plus_a_tile_while_less(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    k = 0
+    while _less(k, x.shape[1]):
+        acc = ntl.maximum(acc, x[0, k] + w)  # `w` is read once, before the loop
+        k += 1
+    out = ntl.max(acc)  # noqa: F841
+
+
+def test_an_inlined_while_test_keeps_what_is_hoisted_before_the_loop():
+    """Code hoisted out of the loop after an inlined call went to a list
+    already emitted: the kernel named a tile it never loaded."""
+    def arrangement(x, w, out):
+        return x.tile((1, 4)).tile((1, -1)), w.tile((1, 4)), out.tile((1,))
+
+    x, w, out = -(torch.rand(3, 12) + 1.0), torch.rand(3, 4), torch.empty(3)
+    ntsym.make(arrangement, _max_plus_a_tile_while_less, (Tensor(2), Tensor(2), Tensor(1)))(x, w, out)
+    torch.testing.assert_close(out, (x.reshape(3, 3, 4) + w[:, None, :]).amax((1, 2)))
