@@ -238,6 +238,11 @@ def meeting():
         _MEET.reset(token)
 
 
+def meets():
+    """Whether ``combine`` is within ``meeting``."""
+    return _MEET.get()
+
+
 def combine(fn, lanes, rank=None):
     """The lanes of an elementwise function of values with ``lanes``.
 

@@ -63,6 +63,7 @@ class LoopsMixin:
         self.loops.lanes_before.append(entry)
         self.loops.lanes_after.append([])
         saved = dict(self.loops.ranges), dict(self.loops.trips), self.names.counter
+        written = [set(f.written) for f in self.loops.frames]  # the loops around: as before each attempt
         extra = body_assigned - assigned_names(stmt.body)  # the caller's names inlined calls assign
         try:
             for _ in range(6):
@@ -87,6 +88,8 @@ class LoopsMixin:
                 self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
                 self.loops.ranges, self.loops.trips = dict(saved[0]), dict(saved[1])
                 self.names.counter = saved[2]
+                for frame, names in zip(self.loops.frames, written):
+                    frame.written = set(names)
             raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
         finally:
             # After the loop, which may not have run: what it found or what
@@ -178,9 +181,12 @@ class LoopsMixin:
             counter = self.names.counter
             stop = self.loops.ranges[var]
             self.loops.ranges[var] = FloorDiv(*ceiling.args)
+            written = [set(f.written) for f in self.loops.frames]
             main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step, extra)
             self._forget(assigned)
             self.names.counter = counter  # the same temporaries in both bodies
+            for frame, names in zip(self.loops.frames, written):
+                frame.written = set(names)
             self.loops.ranges[var] = stop
         frame, body = self._loop_body(stmt.body, var, start, step, extra)
         self.loops.ranges.pop(var, None)
@@ -293,6 +299,7 @@ class LoopsMixin:
         self.loops.lanes_before.append(entry)
         self.loops.lanes_after.append([])
         counter = self.names.counter
+        written = [set(f.written) for f in self.loops.frames]
         try:
             for _ in range(6):
                 self.loops.inline_writes.append(set())
@@ -309,6 +316,8 @@ class LoopsMixin:
                     return loop
                 self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
                 self.names.counter = counter
+                for frame, names in zip(self.loops.frames, written):
+                    frame.written = set(names)
             raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
         finally:
             before = self.loops.lanes_before.pop()

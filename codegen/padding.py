@@ -32,7 +32,7 @@ from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEM
 from ntsym_codegen.fresh_lanes import broadcast_call_lanes, fresh_lanes
 from ntsym_codegen.lane_values import OPERANDS, equals
 from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, is_stale,
-                                 join, masked, meeting, same_everywhere, stale_refusal, unknown, widen)
+                                 join, masked, meeting, meets, same_everywhere, stale_refusal, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
 from ntsym_codegen.refs import TileRef
 from ntsym_codegen.template import expr
@@ -229,7 +229,8 @@ class PaddingMixin:
         func = node.func
         entry = self.lanes.nodes.get(("result", id(node)))
         if entry is not None and entry[0] is node:
-            return entry[1]
+            returned = self.lanes.nodes.get(("returned", id(node)))  # read again where lanes meet
+            return self.lanes_of(returned[1]) if meets() and returned is not None and returned[0] is node else entry[1]
         if isinstance(func, ast.Attribute) and func.attr == "to" and self._tl_function(func) is None:
             return cast(self.lanes_of(func.value), cast_kind(node, 0))
         name = self._tl_function(func)

@@ -425,6 +425,43 @@ def test_a_running_max_of_chunks_a_helper_loads(other):
     torch.testing.assert_close(out, x.max(1).values)
 
 
+def _raise_returned(acc, chunk):
+    return ntl.maximum(acc, chunk)
+
+
+def _raise_in_place(acc, chunk):
+    acc = ntl.maximum(acc, chunk)  # the caller's `acc`
+
+
+def _nested_running_max_through_a_parameter(x, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        for j in range(2):
+            _raise_in_place(acc, x[0, k] + j)
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _nested_running_max_returned(x, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        for j in range(2):
+            acc = _raise_returned(acc, x[0, k] + j)
+    out = ntl.max(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("other", [None, 5.0])
+@pytest.mark.parametrize("application", [_nested_running_max_through_a_parameter, _nested_running_max_returned])
+def test_a_running_max_a_helper_keeps_in_nested_loops(application, other):
+    """The inner loop is emitted again (its helper's locals change with it):
+    each attempt starts from what the outer iteration had written before it
+    (the carried value still reads the outer chunk's mask), and a value a
+    helper returns is read again as the carried value it is."""
+    x = -(torch.rand(3, 11) + 1.0)
+    out = torch.empty(3)
+    _chunks_of_four(application, other)(x, out)
+    torch.testing.assert_close(out, x.max(1).values + 1.0)
+
+
 @pytest.mark.parametrize("application, other", [(_previous_chunk_summed, 100.0), (_running_max_through_a_parameter, None)])
 def test_what_inlined_calls_assign_in_a_loop_changes_with_its_iterations(application, other):
     """A previous chunk is not reduced through this chunk's mask, and a running
