@@ -63,7 +63,7 @@ class LoopsMixin:
         self.loops.lanes_before.append(entry)
         self.loops.lanes_after.append([])
         saved = dict(self.loops.ranges), dict(self.loops.trips), self.names.counter
-        written = [set(f.written) for f in self.loops.frames]  # the loops around: as before each attempt
+        written = self._written_around()  # the loops around: as before each attempt
         extra = body_assigned - assigned_names(stmt.body)  # the caller's names inlined calls assign
         try:
             for _ in range(6):
@@ -88,8 +88,7 @@ class LoopsMixin:
                 self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
                 self.loops.ranges, self.loops.trips = dict(saved[0]), dict(saved[1])
                 self.names.counter = saved[2]
-                for frame, names in zip(self.loops.frames, written):
-                    frame.written = set(names)
+                self._rewind_written(written)
             raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
         finally:
             # After the loop, which may not have run: what it found or what
@@ -181,12 +180,11 @@ class LoopsMixin:
             counter = self.names.counter
             stop = self.loops.ranges[var]
             self.loops.ranges[var] = FloorDiv(*ceiling.args)
-            written = [set(f.written) for f in self.loops.frames]
+            written = self._written_around()
             main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step, extra)
             self._forget(assigned)
             self.names.counter = counter  # the same temporaries in both bodies
-            for frame, names in zip(self.loops.frames, written):
-                frame.written = set(names)
+            self._rewind_written(written)
             self.loops.ranges[var] = stop
         frame, body = self._loop_body(stmt.body, var, start, step, extra)
         self.loops.ranges.pop(var, None)
@@ -299,7 +297,7 @@ class LoopsMixin:
         self.loops.lanes_before.append(entry)
         self.loops.lanes_after.append([])
         counter = self.names.counter
-        written = [set(f.written) for f in self.loops.frames]
+        written = self._written_around()
         try:
             for _ in range(6):
                 self.loops.inline_writes.append(set())
@@ -316,8 +314,7 @@ class LoopsMixin:
                     return loop
                 self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
                 self.names.counter = counter
-                for frame, names in zip(self.loops.frames, written):
-                    frame.written = set(names)
+                self._rewind_written(written)
             raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
         finally:
             before = self.loops.lanes_before.pop()
@@ -357,6 +354,16 @@ class LoopsMixin:
         iteration must read."""
         for name in self.facts.maybe_written:
             self.invalidate(name)
+
+    def _written_around(self):
+        """What the loops around have written so far in their iterations."""
+        return [set(f.written) for f in self.loops.frames]
+
+    def _rewind_written(self, written):
+        """The loops around as ``_written_around`` found them: a body emitted
+        again (or a peeled loop's second body) writes what the first did."""
+        for frame, names in zip(self.loops.frames, written):
+            frame.written = set(names)
 
     def written_in(self, stmts):
         """The names ``stmts`` assign, those their inlined calls assign of the
