@@ -7,7 +7,7 @@ import ast
 import contextlib
 import copy
 
-from ntsym_codegen.analysis import assigned_names, assigned_parameters
+from ntsym_codegen.analysis import assigned_names, inline_written
 from ntsym_codegen.astutil import literal
 
 
@@ -39,7 +39,7 @@ class InliningMixin:
             prefix = f"{sub_def.name}_{self.names.counter}_"
         assigned = assigned_names(sub_def.body)
         if self.names.conditional:
-            self._refuse_conditional_writes(key, call, sub_def)
+            self._refuse_conditional_writes(key, call)
         renames, pre = {}, []
         for param, arg in zip(sub_def.args.args, call.args):
             # A name passed is the parameter itself: assigning the parameter assigns it (as
@@ -90,18 +90,16 @@ class InliningMixin:
         return ast.Name(id=result, ctx=ast.Load())
 
 
-    def _refuse_conditional_writes(self, key, call, sub_def):
+    def _refuse_conditional_writes(self, key, call):
         """An inlined body runs before the statement: where Python would call
-        it only on some paths of the expression, what it writes of the
-        caller's would be written on all of them."""
-        params = {a.arg for a in sub_def.args.args}
-        written = assigned_parameters(sub_def, self.ir.inline_functions, params)
-        bound = dict((p, a) for p, a in zip((a.arg for a in sub_def.args.args), call.args))
-        bound.update((k.arg, k.value) for k in call.keywords)
-        caller = sorted(a.id for p, a in bound.items() if p in written and isinstance(a, ast.Name))
+        it only on some paths of the expression, what it (or a call in its
+        arguments) writes of the caller's would be written on all of them."""
+        caller = sorted(inline_written([call], self.ir.inline_functions))
         if caller:
+            writer = f"`{key}`" if set(caller) - inline_written(call.args, self.ir.inline_functions) \
+                else f"a call in the arguments of `{key}`"
             raise self.error(
-                f"`{key}` writes `{'`, `'.join(caller)}` (a parameter passed a name is that name) but Python calls "
+                f"{writer} writes `{'`, `'.join(caller)}` (a parameter passed a name is that name) but Python calls "
                 "it here only on some paths (the right of `and`/`or`, a branch of `x if c else y`, a chained "
                 "comparison's later operands); ntsym runs an "
                 "inlined call before its statement, on every path: call it in a statement of its own, under an "

@@ -112,6 +112,26 @@ def test_an_inlined_call_python_may_skip_must_not_write_the_caller_s_names(appli
         _chunks(application)
 
 
+def _is_positive(t):
+    return t > 0.0
+
+
+def _count_in_an_argument_right_of_and(x, out):
+    c = 0.0
+    for k in range(x.shape[1]):
+        top = ntl.max(x[0, k])
+        if top > 0.0 and _is_positive(_count(c, top)):  # never true: Python never counts
+            c += 100.0
+    out = c  # noqa: F841
+
+
+def test_a_call_in_the_arguments_of_one_python_may_skip_must_not_write_the_caller_s_names():
+    """`_count` is an argument of `_is_positive`, emitted among its
+    parameters: it ran for every chunk (3 where Python leaves 0)."""
+    with pytest.raises(ntsym.ApplicationError, match="a call in the arguments of `_is_positive` writes `c`"):
+        _chunks(_count_in_an_argument_right_of_and)
+
+
 def _positive_in_and(x, out):
     c = 0.0
     for k in range(x.shape[1]):
