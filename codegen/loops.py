@@ -59,37 +59,13 @@ class LoopsMixin:
         start, step = self._range_start_step(it, assigned)
         self._forget(assigned)
         self._enter_loop()
-        entry = self.lane_snapshot()
-        self.loops.lanes_before.append(entry)
+        self.loops.lanes_before.append(self.lane_snapshot())
         self.loops.lanes_after.append([])
-        saved = dict(self.loops.ranges), dict(self.loops.trips), self.names.counter
-        written = self._written_around()  # the loops around: as before each attempt
-        extra = body_assigned - assigned_names(stmt.body)  # the caller's names inlined calls assign
+        own = {stmt.target.id} - body_assigned  # the variable, where only the loop assigns it
         try:
-            for _ in range(6):
-                self.loops.inline_writes.append(set())
-                try:
-                    loop = self._for_loop(stmt, it, args, var, start, step, assigned, ceiling, new_iter, extra)
-                finally:
-                    found = self.loops.inline_writes.pop()
-                # A value the loop carries may leave an iteration with lanes
-                # outside the tensor it entered without: the body is emitted
-                # again from the wider state, until none widens.  So it is
-                # where inlined calls assign names the body's text does not
-                # (their locals): a mask reading one changes with the iteration,
-                # and what the bodies widened without knowing it starts over.
-                widened = self.lane_widened(assigned, self.loops.lanes_before[-1], self.loops.lanes_after[-1])
-                if not found <= assigned:
-                    extra, widened = extra | found, entry
-                    assigned = assigned | found
-                    self._forget(found)
-                elif widened is None:
-                    return loop
-                self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
-                self.loops.ranges, self.loops.trips = dict(saved[0]), dict(saved[1])
-                self.names.counter = saved[2]
-                self._rewind_written(written)
-            raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
+            loop, assigned = self._settled(stmt, assigned, lambda names: self._for_loop(
+                stmt, it, args, var, start, step, names, ceiling, new_iter, names - own))
+            return loop
         finally:
             # After the loop, which may not have run: what it found or what
             # the bodies leave, those factors that read the loop's variable or
@@ -157,7 +133,7 @@ class LoopsMixin:
                 ceiling = _ceiling_of(stop)
         return body_assigned, ceiling
 
-    def _for_loop(self, stmt, it, args, var, start, step, assigned, ceiling, new_iter, extra):
+    def _for_loop(self, stmt, it, args, var, start, step, assigned, ceiling, new_iter, body_names):
         """``for_loop`` once the loop's range is known: peeled or not."""
         # A loop over the blocks of a size, cdiv(n, b) of them, is peeled:
         # the first n // b iterations see whole blocks, where masks and
@@ -181,12 +157,12 @@ class LoopsMixin:
             stop = self.loops.ranges[var]
             self.loops.ranges[var] = FloorDiv(*ceiling.args)
             written = self._written_around()
-            main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step, extra)
+            main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step, body_names)
             self._forget(assigned)
             self.names.counter = counter  # the same temporaries in both bodies
             self._rewind_written(written)
             self.loops.ranges[var] = stop
-        frame, body = self._loop_body(stmt.body, var, start, step, extra)
+        frame, body = self._loop_body(stmt.body, var, start, step, body_names)
         self.loops.ranges.pop(var, None)
         self.loops.trips.pop(var, None)
         self._forget(assigned)
@@ -244,10 +220,11 @@ class LoopsMixin:
             return None, None
         return start, step
 
-    def _loop_body(self, stmts, var, start, step, extra):
+    def _loop_body(self, stmts, var, start, step, assigned):
         """Emit a loop body (its advances appended), collecting the pointer
-        blocks the loop carries; ``extra``: names inlined calls assign."""
-        frame = _LoopFrame(var, start, step, assigned_names(stmts) | extra)
+        blocks the loop carries; ``assigned``: the names it assigns, those
+        of its inlined calls included."""
+        frame = _LoopFrame(var, start, step, assigned)
         frame.defined = set(self.loops.lanes_before[-1])  # names whose value an iteration may carry
         frame.written, frame.branches = set(), self.lanes.branches  # names this iteration assigned so far
         self.lanes.locals = dict(self.loops.lanes_before[-1])
@@ -293,29 +270,11 @@ class LoopsMixin:
         self._enter_loop()
         assigned = self.written_in(stmt.body)
         self._forget(assigned)
-        entry = self.lane_snapshot()
-        self.loops.lanes_before.append(entry)
+        self.loops.lanes_before.append(self.lane_snapshot())
         self.loops.lanes_after.append([])
-        counter = self.names.counter
-        written = self._written_around()
         try:
-            for _ in range(6):
-                self.loops.inline_writes.append(set())
-                try:
-                    loop = self._while_body(stmt, assigned)
-                finally:
-                    found = self.loops.inline_writes.pop()
-                widened = self.lane_widened(assigned, self.loops.lanes_before[-1], self.loops.lanes_after[-1])
-                if not found <= assigned:  # as in `for_loop`
-                    widened = entry
-                    assigned = assigned | found
-                    self._forget(found)
-                elif widened is None:
-                    return loop
-                self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
-                self.names.counter = counter
-                self._rewind_written(written)
-            raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
+            loop, assigned = self._settled(stmt, assigned, lambda names: self._while_body(stmt, names))
+            return loop
         finally:
             before = self.loops.lanes_before.pop()
             self.lanes.locals = dict(before)
@@ -354,6 +313,36 @@ class LoopsMixin:
         iteration must read."""
         for name in self.facts.maybe_written:
             self.invalidate(name)
+
+    def _settled(self, stmt, names, emit):
+        """A loop emitted by ``emit(names)`` from ``loops.lanes_before[-1]``,
+        again until it settles; returns the loop and the names its body
+        assigns.  A value the loop carries may leave an iteration with lanes
+        outside the tensor it entered without: the body is emitted again from
+        the wider state, until none widens.  So it is where inlined calls
+        assign names beyond ``names`` (their locals): a mask reading one
+        changes with the iteration, and what the bodies widened without
+        knowing it starts over from the loop's entry.  Each attempt starts
+        from the same temporaries, ranges and names written by the loops
+        around."""
+        entry = self.loops.lanes_before[-1]
+        saved = dict(self.loops.ranges), dict(self.loops.trips), self.names.counter, self._written_around()
+        for _ in range(6):
+            self.loops.inline_writes.append(set())
+            try:
+                loop = emit(names)
+            finally:
+                found = self.loops.inline_writes.pop()
+            widened = self.lane_widened(names, self.loops.lanes_before[-1], self.loops.lanes_after[-1])
+            if not found <= names:
+                widened, names = entry, names | found
+                self._forget(found)
+            elif widened is None:
+                return loop, names
+            self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
+            self.loops.ranges, self.loops.trips, self.names.counter = dict(saved[0]), dict(saved[1]), saved[2]
+            self._rewind_written(saved[3])
+        raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
 
     def _written_around(self):
         """What the loops around have written so far in their iterations."""
