@@ -13,7 +13,7 @@ their length, which may differ from ``q``'s; all share ``D``, a compile-time siz
 (``constexpr``, at most 256, checked at launch) padded to a power of two (at
 least 16 on a GPU: ``dot``'s minimum); power-of-two head dimensions take an
 unpadded, unmasked kernel.  ``scale`` defaults to ``1/sqrt(D)``; ``is_causal`` is a compile-time flag.
-At head dimension 128, non-causal, from 1024 queries, each program takes two
+At head dimension 128, from 1024 queries (4096 causal), each program takes two
 blocks of queries (``kernel_pairs``), their steps interleaved.
 """
 
@@ -138,11 +138,13 @@ kernel_pow2_head = ntsym.make(
 # first tile's softmax, so the tensor cores have independent work beside each
 # softmax (FlashAttention-3 overlaps the two by specializing warps; here the
 # order of the instructions does it).  On an H200, bf16, head dim 128,
-# non-causal: 7-11 % less time than one tile a program from 1k to 16k tokens.
-# Not taken elsewhere: no gain at head dim 64, 2.3x the time at 256 (registers),
-# and causal it lost at 1k-2k tokens (benchmarks/lab/sdpa_halves.py).  Nor for
-# fewer than 1024 queries, not measured: a decode step's one query would take
-# two blocks, the second wholly past it, with half the programs.
+# non-causal: 7-11 % less time than one tile a program from 1k to 16k tokens;
+# causal, 1-5 % less from 4k (bf16 and fp16), 1-5 % more at 2k and 10 % more
+# at 1k, where the diagonals are a larger part of the work.  Not taken
+# elsewhere: no gain at head dim 64, 2.3x the time at 256 (registers)
+# (benchmarks/lab/sdpa_halves.py).  Nor for fewer than 1024 queries, not
+# measured: a decode step's one query would take two blocks, the second
+# wholly past it, with half the programs.
 def arrangement_pairs(
     q,
     k,
@@ -199,10 +201,17 @@ def application_pairs(q, k, v, scale, is_causal, o):
             m_a, l_a, acc_a = online_step(s_a, m_a, l_a, acc_a, value)
             m_b, l_b, acc_b = online_step(s_b, m_b, l_b, acc_b, value)
     else:
-        # From the first block of the pair's first query to the block of its
-        # last query, as in `application`.
+        # Key blocks before the pair's first query: neither tile masked.  Then
+        # the first tile's diagonal (the second tile wholly after it, so not
+        # masked), the blocks both tiles cross (none where the key blocks are
+        # no larger than the query tiles), and the second tile's diagonal,
+        # where the first has no keys left: the pair visits each tile's keys
+        # once, the masks where its own diagonal lies.  mid <= last_a <= last.
+        nk = k.shape[0]
         first = ntl.minimum(ntl.min(q[0].offsets(2), 0), k.source.shape[2]) // k[0].shape[0]
-        last = ntl.minimum(ntl.max(q[1].offsets(2), 0) // k[0].shape[0] + 1, k.shape[0])
+        mid = ntl.minimum(ntl.min(q[1].offsets(2), 0), k.source.shape[2]) // k[0].shape[0]
+        last_a = ntl.minimum(ntl.max(q[0].offsets(2), 0) // k[0].shape[0] + 1, nk)
+        last = ntl.minimum(ntl.max(q[1].offsets(2), 0) // k[0].shape[0] + 1, nk)
         for i in range(first):
             key_t = ntl.trans(k[i])
             value = v[i]
@@ -210,7 +219,17 @@ def application_pairs(q, k, v, scale, is_causal, o):
             s_b = ntl.dot(qb, key_t) * scale_log2
             m_a, l_a, acc_a = online_step(s_a, m_a, l_a, acc_a, value)
             m_b, l_b, acc_b = online_step(s_b, m_b, l_b, acc_b, value)
-        for j in range(first, last):
+        for j in range(first, mid):
+            key = k[j].offsets(2)[None, :]
+            key_t = ntl.trans(k[j])
+            value = v[j]
+            s_a = ntl.dot(qa, key_t) * scale_log2
+            s_b = ntl.dot(qb, key_t) * scale_log2
+            s_a = ntl.where(key < k.source.shape[2], s_a, float("-inf"))
+            s_a = ntl.where(q[0].offsets(2)[:, None] >= key, s_a, float("-inf"))
+            m_a, l_a, acc_a = online_step(s_a, m_a, l_a, acc_a, value)
+            m_b, l_b, acc_b = online_step(s_b, m_b, l_b, acc_b, value)
+        for j in range(mid, last_a):
             key = k[j].offsets(2)[None, :]
             key_t = ntl.trans(k[j])
             value = v[j]
@@ -222,6 +241,12 @@ def application_pairs(q, k, v, scale, is_causal, o):
             s_b = ntl.where(q[1].offsets(2)[:, None] >= key, s_b, float("-inf"))
             m_a, l_a, acc_a = online_step(s_a, m_a, l_a, acc_a, value)
             m_b, l_b, acc_b = online_step(s_b, m_b, l_b, acc_b, value)
+        for j in range(last_a, last):
+            key = k[j].offsets(2)[None, :]
+            s_b = ntl.dot(qb, ntl.trans(k[j])) * scale_log2
+            s_b = ntl.where(key < k.source.shape[2], s_b, float("-inf"))
+            s_b = ntl.where(q[1].offsets(2)[:, None] >= key, s_b, float("-inf"))
+            m_b, l_b, acc_b = online_step(s_b, m_b, l_b, acc_b, v[j])
 
     o[0] = acc_a / l_a[:, None]
     o[1] = acc_b / l_b[:, None]
@@ -253,7 +278,7 @@ def sdpa(q, k, v, is_causal=False, scale=None):
     if k.shape[-2] == 0:  # no keys: torch's product over them is 0
         return o.zero_()
     d = q.shape[-1]
-    if d == 128 and not is_causal and q.shape[-2] >= 1024:  # where the pairs were measured faster
+    if d == 128 and q.shape[-2] >= (4096 if is_causal else 1024):  # where the pairs were measured faster
         chosen = kernel_pairs
     else:
         chosen = kernel_pow2_head if d & (d - 1) == 0 else kernel

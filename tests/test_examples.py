@@ -408,7 +408,7 @@ def test_sdpa_scale_of_either_sign_and_zero(is_causal, scale):
 
 @pytest.mark.parametrize("is_causal", [False, True])
 @pytest.mark.parametrize("lengths", [(40, 40), (24, 40), (80, 40), (17, 33), (50, 16)])
-@pytest.mark.parametrize("blocks", [(16, 16), (16, 32), (32, 16)])
+@pytest.mark.parametrize("blocks", [(16, 16), (16, 32), (32, 16), (16, 64)])
 def test_sdpa_pairs(lengths, blocks, is_causal):
     """Two query blocks a program: the second one partial, or wholly past the
     queries (17 and 50 queries in blocks of 16 and 32); more queries than keys
@@ -420,8 +420,9 @@ def test_sdpa_pairs(lengths, blocks, is_causal):
     check(o, sdpa_reference(q, k, v, is_causal, scale=0.3), torch.float32, GEMM_TOL)
 
 
-@pytest.mark.parametrize("queries, is_causal, pairs", [(1024, False, True), (1023, False, False), (1024, True, False)])
-def test_sdpa_takes_the_pairs_at_head_dim_128_non_causal_from_1024_queries(queries, is_causal, pairs):
+@pytest.mark.parametrize("queries, is_causal, pairs",
+                         [(1024, False, True), (1023, False, False), (2048, True, False), (4096, True, True)])
+def test_sdpa_takes_the_pairs_at_head_dim_128_from_1024_queries_4096_causal(queries, is_causal, pairs):
     q, k, v = randn(1, 1, queries, 128), randn(1, 1, 24, 128), randn(1, 1, 24, 128)
     calls = []
     original = sdpa.kernel_pairs
