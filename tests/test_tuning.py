@@ -273,7 +273,8 @@ def test_products_of_few_rows_time_skinny_tiles():
 
 def test_a_product_is_recognised_by_its_two_operands_tiles():
     """(rows, reduction) and (reduction, columns) tiles make a product whatever
-    their order; a third streamed tile must span the blocks of one operand."""
+    their order; a third tile of more levels must span the blocks of one
+    operand or of the output (an output in pairs of tiles)."""
     from types import SimpleNamespace
 
     def spec(*tiles):
@@ -286,7 +287,8 @@ def test_a_product_is_recognised_by_its_two_operands_tiles():
     assert roles(spec(b, a), free) == ("M", "N", "K")
     assert roles(spec(a, ((), ("K",)), b), free) == ("M", "N", "K")
     assert tuning.space.gemm_operands(spec(((), ("K",)), a, b), free) == (1, 2)
-    assert roles(spec(a, b, (("M",), ("N",))), free) is None  # spans rows and columns: not a prologue's operand
+    assert roles(spec(a, b, (("M",), ("N",))), free) == ("M", "N", "K")  # the output's blocks
+    assert roles(spec(a, b, (("M",), ("N", "K"))), free) is None  # all three: neither operand's nor the output's
     assert roles(spec(a, (("N",), ("K",))), free) is None
 
 

@@ -158,9 +158,10 @@ def gemm_roles(spec, free):
     """For a matrix-product-like kernel: the meta names of (rows, columns,
     reduction), else None.  Such a kernel streams a (rows, reduction) tile
     and a (reduction, columns) tile whose three block sizes are the free
-    ones; any other tile it streams (an operand of a prologue, such as a
-    second (rows, reduction) tile or a row of scales along the reduction)
-    spans only blocks of one of the two."""
+    ones; any other tile of more than two levels spans only blocks of one of
+    the two (an operand of a prologue, such as a second (rows, reduction)
+    tile or a row of scales along the reduction) or of the output (a
+    (rows, columns) tile: an output in pairs of tiles, an addend)."""
     found = _gemm_match(spec, free)
     return None if found is None else found[0]
 
@@ -186,7 +187,7 @@ def _gemm_match(spec, free):
             if a1 != b0 or {a0, a1, b1} != names:
                 continue
             others = [{n for d in dims for n in d} for p, dims in tiles if p not in (position_a, position_b)]
-            if all(o <= {a0, a1} or o <= {a1, b1} for o in others):
+            if all(o <= {a0, a1} or o <= {a1, b1} or o <= {a0, b1} for o in others):
                 return (a0, b1, a1), (position_a, position_b)
     return None
 
