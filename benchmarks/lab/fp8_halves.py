@@ -36,16 +36,21 @@ MODES = {PLAIN: "plain", DEFERRED: "deferred", HALVES: "halves", SKEWED: "skewed
 
 
 @triton.jit
-def _fp8_halves(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm,
-                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, MODE: tl.constexpr):
+def _tile(M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+    """This program's output tile (row and column block), in groups of GROUP row blocks."""
     pid = tl.program_id(0)
     grid_m = tl.cdiv(M, BM)
     grid_n = tl.cdiv(N, BN)
     in_group = GROUP * grid_n
     first_m = pid // in_group * GROUP
     size_m = min(grid_m - first_m, GROUP)
-    pid_m = first_m + (pid % in_group) % size_m
-    pid_n = (pid % in_group) // size_m
+    return first_m + (pid % in_group) % size_m, (pid % in_group) // size_m
+
+
+@triton.jit
+def _fp8_halves(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm,
+                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, MODE: tl.constexpr):
+    pid_m, pid_n = _tile(M, N, BM, BN, GROUP)
     HB: tl.constexpr = BN // 2
     acc0 = tl.zeros((BM, HB), dtype=tl.float32)  # columns [0, BN/2) of the tile
     acc1 = tl.zeros((BM, HB), dtype=tl.float32)  # columns [BN/2, BN)
@@ -79,14 +84,7 @@ def _fp8_halves(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm,
 @triton.jit
 def _fp8_one(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm,
              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, MODE: tl.constexpr):
-    pid = tl.program_id(0)
-    grid_m = tl.cdiv(M, BM)
-    grid_n = tl.cdiv(N, BN)
-    in_group = GROUP * grid_n
-    first_m = pid // in_group * GROUP
-    size_m = min(grid_m - first_m, GROUP)
-    pid_m = first_m + (pid % in_group) % size_m
-    pid_n = (pid % in_group) // size_m
+    pid_m, pid_n = _tile(M, N, BM, BN, GROUP)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     prev = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
