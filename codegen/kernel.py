@@ -371,7 +371,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         reads = any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value_node))
         if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts) and not reads \
                 and not any(isinstance(e, ast.Starred) for e in value_node.elts):
-            return [self.lanes_of(e) for e in value_node.elts]
+            return [self.held(e, self.lanes_of(e)) for e in value_node.elts]
         whole = self.lanes_of(value_node)
         return parts_of(self, value_node, len(target.elts)) or [whole if whole.clean else unknown()] * len(target.elts)
 

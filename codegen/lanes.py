@@ -14,7 +14,8 @@ import ast
 import contextlib
 import contextvars
 import copy
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 import sympy
 
@@ -104,6 +105,9 @@ class Lanes:
     outside: tuple = ()
     blocks: tuple = None  # ((axis, extent), ...): a tile's block, where known (``_joined``)
     bound: tuple = None  # ("max" | "min", {(mask key, value key)}): a maximum (minimum) of values (``Bound``)
+    # A local's lanes where operands meet (``meeting``), where they differ: a value a loop
+    # carries reads a name through them as it reads the expression the name holds.
+    met: object = field(default=None, compare=False, repr=False)
 
     @property
     def known(self):
@@ -530,7 +534,12 @@ def join(states):
             f = stale(f, branch=True)
         factors.append(f)
         outside.append(v)
-    return Lanes(joined.value, tuple(factors), rank, tuple(outside))
+    result = Lanes(joined.value, tuple(factors), rank, tuple(outside))
+    if any(s.met is not None for s in present):  # the paths' lanes where operands meet, joined alike
+        met = join([s if s is None or s.met is None else s.met for s in states])
+        if met.known and [f.key for f in met.factors] != [f.key for f in result.factors]:
+            result = dataclasses.replace(result, met=met)
+    return result
 
 
 def widen(entry, end):

@@ -20,6 +20,7 @@ elements of the arranged tensor: they read ``other`` and are mixed in.
 
 import ast
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 
 import sympy
@@ -100,7 +101,23 @@ class PaddingMixin:
             return None
 
     def note_local(self, name, value_node):
-        self.lanes.locals[name] = self.lanes_of(value_node)
+        self.lanes.locals[name] = self.held(value_node, self.lanes_of(value_node))
+
+    def held(self, value_node, lanes):
+        """``lanes``, the lanes of ``value_node``, as a local holds them: in a
+        loop, with the value's lanes where operands meet (``Lanes.met``), so
+        that a carried value reading the local through a name
+        (``t = x[0, k] + w; acc = maximum(acc, t)``) leaves out what it
+        leaves out of ``maximum(acc, x[0, k] + w)``: the lanes outside this
+        iteration's tile, which a full block of ``w`` beside it makes
+        elements outside a loop."""
+        if not self.loops.frames or meets() or not lanes.known:
+            return lanes
+        with meeting():
+            met = self.lanes_of(value_node)
+        if not met.known or [f.key for f in met.factors] == [f.key for f in lanes.factors]:
+            return lanes
+        return dataclasses.replace(lanes, met=met)
 
     def lanes_of(self, node):
         """The ``Lanes`` of the application's expression ``node``."""
@@ -164,7 +181,8 @@ class PaddingMixin:
 
     def _name_lanes(self, node):
         if node.id in self.lanes.locals:
-            return self.lanes.locals[node.id]
+            held = self.lanes.locals[node.id]
+            return held.met if held.met is not None and meets() else held
         ref = self.resolve(node)
         if isinstance(ref, TileRef):
             return self.lanes.tiles.get(ref.param.name, unknown())
@@ -420,7 +438,7 @@ class PaddingMixin:
         self.wrote(name)
         unchanged = None if augmented else value
         if not frames or not reads or not lanes.known:
-            self.lanes.locals[name] = lanes
+            self.lanes.locals[name] = self.held(value_node, lanes)
             return unchanged
         wide, prior = lanes, self.lanes.locals.get(name)
         with meeting():  # a lane outside this iteration's tiles keeps the carried value

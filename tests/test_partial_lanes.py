@@ -246,3 +246,95 @@ def test_a_block_of_one_beside_a_full_row_keeps_the_lanes_outside_the_row_out():
     out = torch.empty(1, 1)
     ntsym.make(arrangement, application, (Tensor(shape=(1, 5)), Tensor(shape=(1, 1)), Tensor(2)))(x, y, out)
     torch.testing.assert_close(out, (x + y).max().reshape(1, 1))
+
+
+def _summed_through_a_temporary(x, z, out):
+    acc = ntl.zeros((1, 4), ntl.float32)
+    for k in range(x.shape[1]):
+        t = x[0, k] + z
+        acc += t
+    out = ntl.sum(acc, 1, keep_dims=True)  # noqa: F841
+
+
+def test_a_loop_over_chunks_plus_a_shorter_vector_through_a_temporary_keeps_the_chunks_elements():
+    out, combined = _chunks_and_a_shorter_vector(_summed_through_a_temporary, 4)
+    torch.testing.assert_close(out, combined.sum().reshape(1, 1))
+
+
+def _chunks_beside_a_full_block(x, w, out):
+    return x.tile((1, 4)).tile((1, -1)), w.tile((1, 4)), out.tile((1,))
+
+
+def _max_direct(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc = ntl.maximum(acc, x[0, k] + w)
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _max_through_a_temporary(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        t = x[0, k] + w
+        acc = ntl.maximum(acc, t)
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _plus(a, b):
+    return a + b
+
+
+def _max_through_a_helper(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc = ntl.maximum(acc, _plus(x[0, k], w))
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _step(acc, chunk, w):
+    t = chunk + w
+    return ntl.maximum(acc, t)
+
+
+def _max_through_a_helper_with_a_temporary(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc = _step(acc, x[0, k], w)
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _max_through_a_tuple(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        t, u = x[0, k] + w, w
+        acc = ntl.maximum(acc, t)
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _max_through_a_branch(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        if k > 100:
+            t = x[0, k] + w * 2.0
+        else:
+            t = x[0, k] + w
+        acc = ntl.maximum(acc, t)
+    out = ntl.max(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("application", [_max_direct, _max_through_a_temporary, _max_through_a_helper,
+                                         _max_through_a_helper_with_a_temporary, _max_through_a_tuple,
+                                         _max_through_a_branch])
+def test_a_carried_value_leaves_out_the_lanes_past_the_row_however_it_is_spelled(application):
+    """Rows of 11 in chunks of 4 beside a full block of ``w``: outside a loop
+    a lane inside ``w`` is an element of ``x[0, k] + w``, but the running max
+    keeps its value on the lanes outside this iteration's chunk, whether the
+    sum is written in the call, through a temporary (assigned alone, in a
+    tuple or on both paths of an ``if``), or in a helper.  Through a
+    temporary (and a helper's) the lane past the row was taken, holding x's
+    ``other`` (5) plus w: 5.2 where the row's maximum is -0.9."""
+    x, w = -(torch.rand(3, 11) + 1.0), torch.rand(3, 4)
+    out = torch.empty(3)
+    ntsym.make(_chunks_beside_a_full_block, application, (Tensor(2, other=5.0), Tensor(2), Tensor(1)))(x, w, out)
+    expected = (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).amax((1, 2))
+    torch.testing.assert_close(out, expected)
