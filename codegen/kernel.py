@@ -242,7 +242,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             if isinstance(target, ast.Name):
                 self.names.locals.add(target.id)
                 self.note_local(target.id, stmt.value)
-                self.wrote(target.id)
+                self.wrote(target.id, stmt.value)
                 self._rebound(target.id)
             return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=value, simple=1), stmt)
         if isinstance(stmt, ast.AugAssign):
@@ -358,7 +358,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                     raise self.error(f"unpacking into the parameter `{e.id}` is not supported; assign it alone", stmt)
                 self.names.locals.add(e.id)
                 self.lanes.locals[e.id] = unpacked
-                self.wrote(e.id)
+                self.wrote(e.id, value_node)
                 self._forget([e.id])
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)

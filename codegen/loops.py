@@ -17,6 +17,7 @@ back to their index form (``_IndexForm``).
 import ast
 import contextlib
 import copy
+import dataclasses
 
 import sympy
 
@@ -26,7 +27,7 @@ from ntsym_codegen import bounds, template
 from ntsym_codegen.astutil import broadcast, generated_assign
 from ntsym_codegen.emit_error import EmitError
 from ntsym_codegen.intfuncs import CeilDiv, FloorDiv
-from ntsym_codegen.lanes import same_everywhere
+from ntsym_codegen.lanes import meeting, meets, same_everywhere
 from ntsym_codegen.template import expr
 
 
@@ -344,15 +345,47 @@ class LoopsMixin:
             self._rewind_written(saved[3])
         raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
 
+    def wrote(self, name, value_node=None):
+        """``name`` is assigned ``value_node`` (None: not known) here: in the
+        loops around, unless in a branch that may not run, what the rest of
+        the iteration reads is this value, not the one carried from the
+        previous iteration.  Each loop notes what of its head's values the
+        name now holds (``_LoopFrame.heads``): where the branch may not run,
+        its head value as well."""
+        for frame in self.loops.frames:
+            heads = frame.depends(value_node) if value_node is not None else set(frame.defined).union(*frame.heads.values())
+            if frame.branches == self.lanes.branches:
+                frame.written.add(name)
+            else:
+                heads |= frame.heads.get(name, {name} if name in frame.defined else set())
+            frame.heads[name] = frozenset(heads)
+
+    def held(self, value_node, lanes):
+        """``lanes``, the lanes of ``value_node``, as a local holds them: in a
+        loop, with the value's lanes where operands meet (``Lanes.met``), so
+        that a carried value reading the local through a name
+        (``t = x[0, k] + w; acc = maximum(acc, t)``) leaves out what it
+        leaves out of ``maximum(acc, x[0, k] + w)``: the lanes outside this
+        iteration's tile, which a full block of ``w`` beside it makes
+        elements outside a loop."""
+        if not self.loops.frames or meets() or not lanes.known:
+            return lanes
+        with meeting():
+            met = self.lanes_of(value_node)
+        if not met.known or [f.key for f in met.factors] == [f.key for f in lanes.factors]:
+            return lanes
+        return dataclasses.replace(lanes, met=met)
+
     def _written_around(self):
-        """What the loops around have written so far in their iterations."""
-        return [set(f.written) for f in self.loops.frames]
+        """What the loops around have written so far in their iterations (and
+        what the names written hold of the values at their heads)."""
+        return [(set(f.written), dict(f.heads)) for f in self.loops.frames]
 
     def _rewind_written(self, written):
         """The loops around as ``_written_around`` found them: a body emitted
         again (or a peeled loop's second body) writes what the first did."""
-        for frame, names in zip(self.loops.frames, written):
-            frame.written = set(names)
+        for frame, (names, heads) in zip(self.loops.frames, written):
+            frame.written, frame.heads = set(names), dict(heads)
 
     def written_in(self, stmts):
         """The names ``stmts`` assign, those their inlined calls assign of the
@@ -487,6 +520,18 @@ class _LoopFrame:
     def __init__(self, var, start, step, assigned):
         self.var, self.start, self.step, self.assigned = var, start, step, assigned
         self.pointers = {}
+        # name -> the names whose values at the iteration's head its value now
+        # depends on, for the names this iteration assigned so far (a name not
+        # here holds its head value: itself, where defined before the loop).
+        self.heads = {}
+
+    def depends(self, node):
+        """The names whose values at the iteration's head ``node`` reads."""
+        found = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                found |= self.heads.get(n.id, {n.id} if n.id in self.defined else set())
+        return found
 
 
 class _IndexForm(ast.NodeTransformer):

@@ -20,7 +20,6 @@ elements of the arranged tensor: they read ``other`` and are mixed in.
 
 import ast
 import copy
-import dataclasses
 from dataclasses import dataclass, field
 
 import sympy
@@ -102,22 +101,6 @@ class PaddingMixin:
 
     def note_local(self, name, value_node):
         self.lanes.locals[name] = self.held(value_node, self.lanes_of(value_node))
-
-    def held(self, value_node, lanes):
-        """``lanes``, the lanes of ``value_node``, as a local holds them: in a
-        loop, with the value's lanes where operands meet (``Lanes.met``), so
-        that a carried value reading the local through a name
-        (``t = x[0, k] + w; acc = maximum(acc, t)``) leaves out what it
-        leaves out of ``maximum(acc, x[0, k] + w)``: the lanes outside this
-        iteration's tile, which a full block of ``w`` beside it makes
-        elements outside a loop."""
-        if not self.loops.frames or meets() or not lanes.known:
-            return lanes
-        with meeting():
-            met = self.lanes_of(value_node)
-        if not met.known or [f.key for f in met.factors] == [f.key for f in lanes.factors]:
-            return lanes
-        return dataclasses.replace(lanes, met=met)
 
     def lanes_of(self, node):
         """The ``Lanes`` of the application's expression ``node``."""
@@ -433,11 +416,14 @@ class PaddingMixin:
         iteration's tiles keep the carried value (a running max over row
         chunks must not take the padding of the last chunk)."""
         lanes = self.lanes_of(value_node)
-        frames = [f for f in self.loops.frames if name in f.defined and name not in f.written]
-        reads = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value_node))
-        self.wrote(name)
+        # The loops whose head value of ``name`` the value reads, through the
+        # names assigned since the head too (``new = maximum(acc, t); acc =
+        # new``, a second update in one iteration); not a name set afresh in
+        # this iteration (``t = zeros(...)``; ``t = t + x[k]``).
+        frames = [f for f in self.loops.frames if name in f.defined and name in f.depends(value_node)]
+        self.wrote(name, value_node)
         unchanged = None if augmented else value
-        if not frames or not reads or not lanes.known:
+        if not frames or not lanes.known:
             self.lanes.locals[name] = self.held(value_node, lanes)
             return unchanged
         wide, prior = lanes, self.lanes.locals.get(name)
@@ -499,14 +485,6 @@ class PaddingMixin:
         selected = expr("tl.where({mask}, {factor}, 1.0)", mask=mask, factor=factor)
         setattr(product, side, selected)
         return value
-
-    def wrote(self, name):
-        """``name`` is assigned here: in the loops around, unless in a branch
-        that may not run, what the rest of the iteration reads is this value,
-        not the one carried from the previous iteration."""
-        for frame in self.loops.frames:
-            if frame.branches == self.lanes.branches:
-                frame.written.add(name)
 
     def lane_widened(self, names, before, afters):
         """The lanes of locals before a loop, widened by what its bodies

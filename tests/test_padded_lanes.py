@@ -462,13 +462,24 @@ def test_a_running_max_a_helper_keeps_in_nested_loops(application, other):
     torch.testing.assert_close(out, x.max(1).values + 1.0)
 
 
-@pytest.mark.parametrize("application, other", [(_previous_chunk_summed, 100.0), (_running_max_through_a_parameter, None)])
-def test_what_inlined_calls_assign_in_a_loop_changes_with_its_iterations(application, other):
-    """A previous chunk is not reduced through this chunk's mask, and a running
-    max a helper assigns through its parameter is not taken after the loop as
-    its clean fill: refused, as their spellings without the helper are."""
+def test_what_inlined_calls_assign_in_a_loop_changes_with_its_iterations():
+    """A previous chunk is not reduced through this chunk's mask: refused, as
+    its spelling without the helper is."""
     with pytest.raises(ntsym.ApplicationError, match="earlier iteration|do not settle"):
-        _chunks_of_four(application, other)
+        _chunks_of_four(_previous_chunk_summed, 100.0)
+
+
+@pytest.mark.parametrize("other", [None, 5.0])
+def test_a_running_max_a_helper_assigns_through_its_parameter(other):
+    """``higher = maximum(acc, chunk); acc = higher`` in the helper: the
+    caller's ``acc`` takes a value read from its head value through
+    ``higher``, so it is carried (the lanes past the row keep it), as
+    ``acc = maximum(acc, chunk)`` is; it was refused (the lanes did not
+    settle)."""
+    x = -(torch.rand(3, 11) + 1.0)
+    out = torch.empty(3)
+    _chunks_of_four(_running_max_through_a_parameter, other)(x, out)
+    torch.testing.assert_close(out, x.max(1).values)
 
 
 def test_a_sum_over_zero_padded_chunks_needs_no_select():

@@ -338,3 +338,69 @@ def test_a_carried_value_leaves_out_the_lanes_past_the_row_however_it_is_spelled
     ntsym.make(_chunks_beside_a_full_block, application, (Tensor(2, other=5.0), Tensor(2), Tensor(1)))(x, w, out)
     expected = (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).amax((1, 2))
     torch.testing.assert_close(out, expected)
+
+
+def _max_through_a_second_name(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        new = ntl.maximum(acc, x[0, k] + w)
+        acc = new
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _max_twice_an_iteration(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc = ntl.maximum(acc, x[0, k] + w)
+        acc = ntl.maximum(acc, x[0, k] + w)
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _online_logsumexp(x, w, out):
+    m = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    s = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        m_new = ntl.maximum(m, x[0, k] + w)
+        s = s * ntl.exp(m - m_new) + ntl.exp(x[0, k] + w - m_new)
+        m = m_new
+    top = ntl.max(m)
+    out = top + ntl.log(ntl.sum(s * ntl.exp(m - top)))  # noqa: F841
+
+
+@pytest.mark.parametrize("w_shape", [None, (3, 4)])
+@pytest.mark.parametrize("application, reduce", [(_max_through_a_second_name, "max"), (_max_twice_an_iteration, "max"),
+                                                 (_online_logsumexp, "logsumexp")])
+def test_a_value_carried_through_another_name_or_updated_twice_leaves_out_the_lanes_past_the_row(
+        application, reduce, w_shape):
+    """A name is carried where its value reads its value at the iteration's
+    head, through names assigned since (``new = maximum(acc, t); acc = new``,
+    ``m = m_new``) or a first update in the same iteration.  With a full
+    block of ``w`` of compile-time shape beside the chunk, these took the lane
+    past the row (x's ``other`` 5 plus w: 5.2 for a maximum of -0.9); with
+    ``w`` shaped at launch they were refused."""
+    x, w = -(torch.rand(3, 11) + 1.0), torch.rand(3, 4)
+    out = torch.empty(3)
+    w_tensor = Tensor(2) if w_shape is None else Tensor(shape=w_shape)
+    ntsym.make(_chunks_beside_a_full_block, application, (Tensor(2, other=5.0), w_tensor, Tensor(1)))(x, w, out)
+    values = (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).reshape(3, 12)
+    torch.testing.assert_close(out, values.amax(1) if reduce == "max" else torch.logsumexp(values, 1))
+
+
+def _sum_of_a_temporary_set_in_an_inner_loop(x, w, out):
+    acc = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        t = w * 0.0
+        for j in range(1):
+            t = x[0, k] + w
+        acc += t
+    out = ntl.sum(acc)  # noqa: F841
+
+
+def test_a_temporary_an_inner_loop_may_set_is_refused_before_a_reduction():
+    """After an inner loop (which may run no iteration) ``t`` holds either
+    ``w * 0`` or this chunk beside ``w``: the lanes past the row differ
+    between the two, so the sum after the outer loop is refused; it took the
+    lane past the row (x's ``other`` plus w)."""
+    with pytest.raises(ntsym.ApplicationError, match="differ between the paths"):
+        ntsym.make(_chunks_beside_a_full_block, _sum_of_a_temporary_set_in_an_inner_loop,
+                   (Tensor(2, other=5.0), Tensor(2), Tensor(1)))
