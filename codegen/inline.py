@@ -84,7 +84,7 @@ class InliningMixin:
         self.note_result(call, self.lanes.locals.get(result))  # the lanes of what it returns
         if isinstance(returned, ast.Tuple) and all(isinstance(e, ast.Name) for e in returned.elts):
             # `return m, l, acc`: unpacked at the call, each name has its own lanes.
-            self.lanes.nodes[("parts", id(call))] = (call, [self.lanes_of(e) for e in returned.elts])
+            self.lanes.nodes[("parts", id(call))] = (call, [self.lanes_of(e) for e in returned.elts], returned.elts)
         elif returned is not None:  # `acc = f(acc, x)` in a loop reads it again as a carried value
             self.lanes.nodes[("returned", id(call))] = (call, returned)
         return ast.Name(id=result, ctx=ast.Load())

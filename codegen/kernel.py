@@ -353,12 +353,13 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             value = self.expr(value_node)
             parts = self._unpacked_lanes(target, value_node)
-            for e, unpacked in zip(target.elts, parts):
+            depends = self.unpacked_depends(len(target.elts), value_node)
+            for e, unpacked, read in zip(target.elts, parts, depends):
                 if e.id in self.tensors and e.id not in self.names.locals:
                     raise self.error(f"unpacking into the parameter `{e.id}` is not supported; assign it alone", stmt)
                 self.names.locals.add(e.id)
                 self.lanes.locals[e.id] = unpacked
-                self.wrote(e.id, value_node)
+                self.wrote(e.id, depends=read)
                 self._forget([e.id])
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         raise self.error(f"cannot assign to `{ast.unparse(target)}`", stmt)

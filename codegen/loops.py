@@ -345,20 +345,44 @@ class LoopsMixin:
             self._rewind_written(saved[3])
         raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
 
-    def wrote(self, name, value_node=None):
+    def wrote(self, name, value_node=None, carried=(), depends=None):
         """``name`` is assigned ``value_node`` (None: not known) here: in the
         loops around, unless in a branch that may not run, what the rest of
         the iteration reads is this value, not the one carried from the
         previous iteration.  Each loop notes what of its head's values the
-        name now holds (``_LoopFrame.heads``): where the branch may not run,
-        its head value as well."""
-        for frame in self.loops.frames:
-            heads = frame.depends(value_node) if value_node is not None else set(frame.defined).union(*frame.heads.values())
+        name now holds (``_LoopFrame.heads``; ``depends``: per loop, computed
+        before, for the names of one tuple assignment): where the branch may
+        not run, its head value as well; and, but for the loops in
+        ``carried`` (the assignment keeps the head value on the lanes outside
+        their tiles), that the name no longer holds its head value there."""
+        for i, frame in enumerate(self.loops.frames):
+            if depends is not None:
+                heads = set(depends[i])
+            elif value_node is not None:
+                heads = frame.depends(value_node)
+            else:
+                heads = set(frame.defined).union(*frame.heads.values())
             if frame.branches == self.lanes.branches:
                 frame.written.add(name)
+                if frame not in carried:
+                    frame.fresh.add(name)
             else:
                 heads |= frame.heads.get(name, {name} if name in frame.defined else set())
             frame.heads[name] = frozenset(heads)
+
+    def unpacked_depends(self, count, value_node):
+        """For each of the ``count`` names of a tuple assignment, per loop
+        around: the head values its own element reads (a tuple written out,
+        an inlined call returning a tuple of names), else the whole value's;
+        all read before any name is written."""
+        elements = [value_node] * count
+        if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == count \
+                and not any(isinstance(e, ast.Starred) for e in value_node.elts):
+            elements = value_node.elts
+        entry = self.lanes.nodes.get(("parts", id(value_node)))
+        if entry is not None and entry[0] is value_node and len(entry) > 2 and len(entry[2]) == count:
+            elements = entry[2]
+        return [[f.depends(e) for f in self.loops.frames] for e in elements]
 
     def held(self, value_node, lanes):
         """``lanes``, the lanes of ``value_node``, as a local holds them: in a
@@ -379,13 +403,13 @@ class LoopsMixin:
     def _written_around(self):
         """What the loops around have written so far in their iterations (and
         what the names written hold of the values at their heads)."""
-        return [(set(f.written), dict(f.heads)) for f in self.loops.frames]
+        return [(set(f.written), dict(f.heads), set(f.fresh)) for f in self.loops.frames]
 
     def _rewind_written(self, written):
         """The loops around as ``_written_around`` found them: a body emitted
         again (or a peeled loop's second body) writes what the first did."""
-        for frame, (names, heads) in zip(self.loops.frames, written):
-            frame.written, frame.heads = set(names), dict(heads)
+        for frame, (names, heads, fresh) in zip(self.loops.frames, written):
+            frame.written, frame.heads, frame.fresh = set(names), dict(heads), set(fresh)
 
     def written_in(self, stmts):
         """The names ``stmts`` assign, those their inlined calls assign of the
@@ -522,8 +546,9 @@ class _LoopFrame:
         self.pointers = {}
         # name -> the names whose values at the iteration's head its value now
         # depends on, for the names this iteration assigned so far (a name not
-        # here holds its head value: itself, where defined before the loop).
-        self.heads = {}
+        # here holds its head value: itself, where defined before the loop),
+        # and those assigned other than as a value carried from the head.
+        self.heads, self.fresh = {}, set()
 
     def depends(self, node):
         """The names whose values at the iteration's head ``node`` reads."""

@@ -418,10 +418,12 @@ class PaddingMixin:
         lanes = self.lanes_of(value_node)
         # The loops whose head value of ``name`` the value reads, through the
         # names assigned since the head too (``new = maximum(acc, t); acc =
-        # new``, a second update in one iteration); not a name set afresh in
-        # this iteration (``t = zeros(...)``; ``t = t + x[k]``).
-        frames = [f for f in self.loops.frames if name in f.defined and name in f.depends(value_node)]
-        self.wrote(name, value_node)
+        # new``, a second update in one iteration), where ``name`` still holds
+        # it (the select keeps it): not after ``name`` was set afresh in this
+        # iteration (``t = zeros(...)``; ``prev = acc; acc = x[k]``).
+        frames = [f for f in self.loops.frames
+                  if name in f.defined and name not in f.fresh and name in f.depends(value_node)]
+        self.wrote(name, value_node, frames)
         unchanged = None if augmented else value
         if not frames or not lanes.known:
             self.lanes.locals[name] = self.held(value_node, lanes)

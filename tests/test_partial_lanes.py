@@ -404,3 +404,68 @@ def test_a_temporary_an_inner_loop_may_set_is_refused_before_a_reduction():
     with pytest.raises(ntsym.ApplicationError, match="differ between the paths"):
         ntsym.make(_chunks_beside_a_full_block, _sum_of_a_temporary_set_in_an_inner_loop,
                    (Tensor(2, other=5.0), Tensor(2), Tensor(1)))
+
+
+def _rows_in_chunks(x, out):
+    return x.tile((1, 4)).tile((1, -1)), out.tile((1,))
+
+
+def _max_of_the_head_value_saved_before_a_reset(x, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        prev = acc
+        acc = x[0, k]
+        acc = ntl.maximum(acc, prev)
+    out = ntl.max(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("other", [None, float("-inf"), 5.0])
+def test_a_name_set_afresh_is_not_carried_by_what_it_was_saved_as(other):
+    """``acc = x[0, k]`` sets ``acc`` afresh: the update after it reads the
+    head value only through ``prev``, and ``acc`` no longer holds it, so a
+    select keeping ``acc`` on the lanes past the row would keep the chunk's
+    padding (and lose the row's earlier elements there).  Refused, never that
+    wrong result."""
+    x = -(torch.rand(3, 11) + 1.0)
+    x[:, 7] = -0.25  # the row's maximum, on lane 3
+    out = torch.empty(3)
+    try:
+        ntsym.make(_rows_in_chunks, _max_of_the_head_value_saved_before_a_reset, (Tensor(2, other=other), Tensor(1)))(
+            x, out)
+    except ntsym.ApplicationError as error:
+        assert "do not settle" in str(error)
+        return
+    torch.testing.assert_close(out, x.amax(1))
+
+
+def _pair_of(a, b):
+    return a, b
+
+
+def _last_chunk_beside_the_head_value(x, out):
+    acc = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        t, u = x[0, k], acc  # `t` reads no head value; `u` does
+        acc = t
+    out = ntl.sum(acc)  # noqa: F841
+
+
+def _last_chunk_beside_the_head_value_returned(x, out):
+    acc = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        t, u = _pair_of(x[0, k], acc)
+        acc = t
+    out = ntl.sum(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("application", [_last_chunk_beside_the_head_value,
+                                         _last_chunk_beside_the_head_value_returned])
+def test_each_name_of_a_tuple_reads_only_its_own_elements_head_values(application):
+    """``acc = t`` where ``t`` came from a tuple beside ``acc`` itself: ``acc``
+    is set afresh to the last chunk, not carried (a select would keep the
+    previous chunk's element on the lane past the row: -100 here)."""
+    x = -(torch.rand(3, 11) + 1.0)
+    x[:, 7] = -100.0
+    out = torch.empty(3)
+    ntsym.make(_rows_in_chunks, application, (Tensor(2), Tensor(1)))(x, out)
+    torch.testing.assert_close(out, x[:, 8:].sum(1))
