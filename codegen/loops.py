@@ -27,7 +27,7 @@ from ntsym_codegen import bounds, template
 from ntsym_codegen.astutil import broadcast, generated_assign
 from ntsym_codegen.emit_error import EmitError
 from ntsym_codegen.intfuncs import CeilDiv, FloorDiv
-from ntsym_codegen.lanes import meeting, meets, same_everywhere
+from ntsym_codegen.lanes import UndecidedUnion, absorbed, meeting, meets, same_everywhere
 from ntsym_codegen.template import expr
 
 
@@ -384,20 +384,29 @@ class LoopsMixin:
             elements = entry[2]
         return [[f.depends(e) for f in self.loops.frames] for e in elements]
 
-    def held(self, value_node, lanes):
+    def held(self, value_node, lanes, mixed=(), prior=None):
         """``lanes``, the lanes of ``value_node``, as a local holds them: in a
         loop, with the value's lanes where operands meet (``Lanes.met``), so
         that a carried value reading the local through a name
         (``t = x[0, k] + w; acc = maximum(acc, t)``) leaves out what it
         leaves out of ``maximum(acc, x[0, k] + w)``: the lanes outside this
         iteration's tile, which a full block of ``w`` beside it makes
-        elements outside a loop."""
+        elements outside a loop.  Where the local is one the ``mixed`` loops
+        carry and the value reads their carried values (``prior``: what it
+        held), those lanes are its own lanes: not elements, for the value
+        reaches the next iteration."""
         if not self.loops.frames or meets() or not lanes.known:
             return lanes
         with meeting():
             met = self.lanes_of(value_node)
         if not met.known or [f.key for f in met.factors] == [f.key for f in lanes.factors]:
             return lanes
+        changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned) for f in mixed))
+        if any(f.names & changing for f in met.factors):
+            try:
+                return absorbed(met, lanes, prior, changing)
+            except UndecidedUnion:  # a union the launch decides: every factor kept
+                return met
         return dataclasses.replace(lanes, met=met)
 
     def _written_around(self):
