@@ -55,6 +55,7 @@ from ntsym_codegen.emit_error import EmitError, source_lines
 from ntsym_codegen.ir import Check
 from ntsym_codegen.inline import InliningMixin
 from ntsym_codegen.loops import LoopsMixin
+from ntsym_codegen.carried_names import CarriedNamesMixin
 from ntsym_codegen.mixing import UNFOLLOWED_METHODS, refuse_unfollowed
 from ntsym_codegen.lanes import unknown
 from ntsym_codegen.padding import LaneState, PaddingMixin
@@ -82,8 +83,8 @@ def _gives_shape(positions, i):
     return i in positions
 
 
-class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, InliningMixin, GlobalNamesMixin,
-                    PaddingMixin, SemanticsMixin, FunctionValuesMixin):
+class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, CarriedNamesMixin, InliningMixin,
+                    GlobalNamesMixin, PaddingMixin, SemanticsMixin, FunctionValuesMixin):
     """Rewrites the application into a kernel body: the visitor.
 
     ``statement`` and ``expr`` dispatch on the node type; the jobs they need
@@ -241,8 +242,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             value = self.expr(stmt.value)
             if isinstance(target, ast.Name):
                 self.names.locals.add(target.id)
-                self.note_local(target.id, stmt.value)
-                self.wrote(target.id, stmt.value)
+                value = self.carried(target.id, stmt.value, value)  # as `name = value`
                 self._rebound(target.id)
             return ast.copy_location(ast.AnnAssign(target=target, annotation=annotation, value=value, simple=1), stmt)
         if isinstance(stmt, ast.AugAssign):
@@ -265,10 +265,11 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
                 return taken
             test = self.expr(stmt.test)
             before = self.lane_snapshot()
-            with self._branch(stmt.body + stmt.orelse):
+            with self._branch(stmt.body + stmt.orelse) as fresh:
                 body = self.block(stmt.body)
                 then = self.lane_snapshot()
                 self.lanes.locals = dict(before)
+                self.rewind_fresh(fresh)
                 self._forget(self.written_in(stmt.body))
                 orelse = self.block(stmt.orelse) if stmt.orelse else []
             self.lane_join(self.written_in(stmt.body + stmt.orelse), [then, self.lane_snapshot()])
@@ -352,8 +353,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Inlin
             return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             value = self.expr(value_node)
-            parts = self._unpacked_lanes(target, value_node)
-            depends = self.unpacked_depends(len(target.elts), value_node)
+            parts, depends = self.unpacked_held(target, value_node, self._unpacked_lanes(target, value_node))
             for e, unpacked, read in zip(target.elts, parts, depends):
                 if e.id in self.tensors and e.id not in self.names.locals:
                     raise self.error(f"unpacking into the parameter `{e.id}` is not supported; assign it alone", stmt)

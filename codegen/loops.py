@@ -17,7 +17,6 @@ back to their index form (``_IndexForm``).
 import ast
 import contextlib
 import copy
-import dataclasses
 
 import sympy
 
@@ -27,7 +26,7 @@ from ntsym_codegen import bounds, template
 from ntsym_codegen.astutil import broadcast, generated_assign
 from ntsym_codegen.emit_error import EmitError
 from ntsym_codegen.intfuncs import CeilDiv, FloorDiv
-from ntsym_codegen.lanes import UndecidedUnion, absorbed, meeting, meets, same_everywhere
+from ntsym_codegen.lanes import same_everywhere
 from ntsym_codegen.template import expr
 
 
@@ -227,6 +226,9 @@ class LoopsMixin:
         of its inlined calls included."""
         frame = _LoopFrame(var, start, step, assigned)
         frame.defined = set(self.loops.lanes_before[-1])  # names whose value an iteration may carry
+        # The body may run no iteration: to the loops around, a branch.
+        self.lanes.branches += 1
+        fresh = self.fresh_now()
         frame.written, frame.branches = set(), self.lanes.branches  # names this iteration assigned so far
         self.lanes.locals = dict(self.loops.lanes_before[-1])
         self.loops.frames.append(frame)
@@ -234,6 +236,8 @@ class LoopsMixin:
             body = self.block(stmts)
         finally:
             self.loops.frames.pop()
+            self.lanes.branches -= 1
+            self.rewind_fresh(fresh)
         self.loops.lanes_after[-1].append(self.lane_snapshot())
         # What the emitted body assigns includes what inlined functions do (to
         # the caller's names their parameters became, and to their locals): a
@@ -345,70 +349,6 @@ class LoopsMixin:
             self._rewind_written(saved[3])
         raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
 
-    def wrote(self, name, value_node=None, carried=(), depends=None):
-        """``name`` is assigned ``value_node`` (None: not known) here: in the
-        loops around, unless in a branch that may not run, what the rest of
-        the iteration reads is this value, not the one carried from the
-        previous iteration.  Each loop notes what of its head's values the
-        name now holds (``_LoopFrame.heads``; ``depends``: per loop, computed
-        before, for the names of one tuple assignment): where the branch may
-        not run, its head value as well; and, but for the loops in
-        ``carried`` (the assignment keeps the head value on the lanes outside
-        their tiles), that the name no longer holds its head value there."""
-        for i, frame in enumerate(self.loops.frames):
-            if depends is not None:
-                heads = set(depends[i])
-            elif value_node is not None:
-                heads = frame.depends(value_node)
-            else:
-                heads = set(frame.defined).union(*frame.heads.values())
-            if frame.branches == self.lanes.branches:
-                frame.written.add(name)
-                if frame not in carried:
-                    frame.fresh.add(name)
-            else:
-                heads |= frame.heads.get(name, {name} if name in frame.defined else set())
-            frame.heads[name] = frozenset(heads)
-
-    def unpacked_depends(self, count, value_node):
-        """For each of the ``count`` names of a tuple assignment, per loop
-        around: the head values its own element reads (a tuple written out,
-        an inlined call returning a tuple of names), else the whole value's;
-        all read before any name is written."""
-        elements = [value_node] * count
-        if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == count \
-                and not any(isinstance(e, ast.Starred) for e in value_node.elts):
-            elements = value_node.elts
-        entry = self.lanes.nodes.get(("parts", id(value_node)))
-        if entry is not None and entry[0] is value_node and len(entry) > 2 and len(entry[2]) == count:
-            elements = entry[2]
-        return [[f.depends(e) for f in self.loops.frames] for e in elements]
-
-    def held(self, value_node, lanes, mixed=(), prior=None):
-        """``lanes``, the lanes of ``value_node``, as a local holds them: in a
-        loop, with the value's lanes where operands meet (``Lanes.met``), so
-        that a carried value reading the local through a name
-        (``t = x[0, k] + w; acc = maximum(acc, t)``) leaves out what it
-        leaves out of ``maximum(acc, x[0, k] + w)``: the lanes outside this
-        iteration's tile, which a full block of ``w`` beside it makes
-        elements outside a loop.  Where the local is one the ``mixed`` loops
-        carry and the value reads their carried values (``prior``: what it
-        held), those lanes are its own lanes: not elements, for the value
-        reaches the next iteration."""
-        if not self.loops.frames or meets() or not lanes.known:
-            return lanes
-        with meeting():
-            met = self.lanes_of(value_node)
-        if not met.known or [f.key for f in met.factors] == [f.key for f in lanes.factors]:
-            return lanes
-        changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned) for f in mixed))
-        if any(f.names & changing for f in met.factors):
-            try:
-                return absorbed(met, lanes, prior, changing)
-            except UndecidedUnion:  # a union the launch decides: every factor kept
-                return met
-        return dataclasses.replace(lanes, met=met)
-
     def _written_around(self):
         """What the loops around have written so far in their iterations (and
         what the names written hold of the values at their heads)."""
@@ -445,10 +385,12 @@ class LoopsMixin:
         assigned = self.written_in(stmts)
         self._forget(assigned)
         self.lanes.branches += 1
+        fresh = self.fresh_now()
         try:
-            yield
+            yield fresh
         finally:
             self.lanes.branches -= 1
+            self.rewind_fresh(fresh)
             self._forget(assigned)
 
     # -- pointers carried from one iteration to the next -----------------------

@@ -509,3 +509,62 @@ def test_each_name_of_a_tuple_reads_only_its_own_elements_head_values(applicatio
     out = torch.empty(3)
     ntsym.make(_rows_in_chunks, application, (Tensor(2), Tensor(1)))(x, out)
     torch.testing.assert_close(out, x[:, 8:].sum(1))
+
+
+def _max_annotated(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc: ntl.tensor = ntl.maximum(acc, x[0, k] + w)
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _logsumexp_updated_as_a_tuple(x, w, out):
+    m = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    s = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        m_new = ntl.maximum(m, x[0, k] + w)
+        s_new = s * ntl.exp(m - m_new) + ntl.exp(x[0, k] + w - m_new)
+        m, s = m_new, s_new
+    top = ntl.max(m)
+    out = top + ntl.log(ntl.sum(s * ntl.exp(m - top)))  # noqa: F841
+
+
+def _max_after_an_inner_loop_that_may_reset(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        for j in range(x.shape[1] - 3):  # no iteration at these sizes
+            acc = x[0, k] + w
+        acc = ntl.maximum(acc, x[0, k] + w)
+    out = ntl.max(acc)  # noqa: F841
+
+
+def _max_of_the_head_value_saved_in_an_inner_loop(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        for j in range(1):
+            prev = acc
+            acc = x[0, k] + w
+            acc = ntl.maximum(acc, prev)
+    out = ntl.max(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("w_shape", [None, (3, 4)])
+@pytest.mark.parametrize("application, reduce", [
+    (_max_annotated, "max"), (_logsumexp_updated_as_a_tuple, "logsumexp"),
+    (_max_after_an_inner_loop_that_may_reset, "max"), (_max_of_the_head_value_saved_in_an_inner_loop, "max")])
+def test_other_spellings_of_a_carried_value_never_take_the_lanes_past_the_row(application, reduce, w_shape):
+    """An annotated assignment is carried as a plain one; a tuple of names the
+    loop carries, an inner loop that may or may not set the name afresh, and
+    a fresh value inside an inner loop combined with the saved head value are
+    refused where ntsym does not follow them.  Beside a ``w`` of compile-time
+    shape each took the lane past the row (x's ``other`` plus w)."""
+    x, w = -(torch.rand(3, 11) + 1.0), torch.rand(3, 4)
+    out = torch.empty(3)
+    w_tensor = Tensor(2) if w_shape is None else Tensor(shape=w_shape)
+    try:
+        ntsym.make(_chunks_beside_a_full_block, application, (Tensor(2, other=5.0), w_tensor, Tensor(1)))(x, w, out)
+    except ntsym.ApplicationError as error:
+        assert application is not _max_annotated, str(error)
+        return
+    values = (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).reshape(3, 12)
+    torch.testing.assert_close(out, values.amax(1) if reduce == "max" else torch.logsumexp(values, 1))

@@ -1,0 +1,103 @@
+"""What the names a loop assigns hold of the values at its head.
+
+Each loop being emitted (``LoopsMixin``'s frames) notes, for the names its
+iteration has assigned so far, which of the values at the iteration's head
+they depend on (``_LoopFrame.heads``) and which were set other than as an
+update carried from the head (``fresh``).  ``PaddingMixin.carried`` reads
+them to tell a value the loop carries (``acc = maximum(acc, t)``, through
+other names too: ``new = maximum(acc, t); acc = new``) from one set afresh.
+A local assigned in a loop also keeps its lanes where operands meet
+(``Lanes.met``), read when a carried value reads the local by its name.
+"""
+
+import ast
+import dataclasses
+
+from ntsym_codegen.lanes import UndecidedUnion, absorbed, meeting, meets
+
+
+class CarriedNamesMixin:
+    def wrote(self, name, value_node=None, carried=(), depends=None):
+        """``name`` is assigned ``value_node`` (None: not known) here: in the
+        loops around, unless in a branch that may not run, what the rest of
+        the iteration reads is this value, not the one carried from the
+        previous iteration.  Each loop notes what of its head's values the
+        name now holds (``_LoopFrame.heads``; ``depends``: per loop, computed
+        before, for the names of one tuple assignment): where the branch may
+        not run, its head value as well; and, but for the loops in
+        ``carried`` (the assignment keeps the head value on the lanes outside
+        their tiles), that the name no longer holds its head value there."""
+        for i, frame in enumerate(self.loops.frames):
+            if depends is not None:
+                heads = set(depends[i])
+            elif value_node is not None:
+                heads = frame.depends(value_node)
+            else:
+                heads = set(frame.defined).union(*frame.heads.values())
+            if frame not in carried:  # on this path; a branch's are undone after it (``fresh_now``)
+                frame.fresh.add(name)
+            if frame.branches == self.lanes.branches:
+                frame.written.add(name)
+            else:
+                heads |= frame.heads.get(name, {name} if name in frame.defined else set())
+            frame.heads[name] = frozenset(heads)
+
+    def unpacked_held(self, target, value_node, parts):
+        """For the names of a tuple assignment (``target``) given ``parts``,
+        their lanes: the lanes each name holds (``held``; those where operands
+        meet for a name the loops carry whose element reads their carried
+        values), and per name, per loop around, the head values its own
+        element reads (a tuple written out, an inlined call returning a tuple
+        of names), else the whole value's; all read before any is written."""
+        count = len(target.elts)
+        elements = [value_node] * count
+        if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == count \
+                and not any(isinstance(e, ast.Starred) for e in value_node.elts):
+            elements = value_node.elts
+        entry = self.lanes.nodes.get(("parts", id(value_node)))
+        if entry is not None and entry[0] is value_node and len(entry) > 2 and len(entry[2]) == count:
+            elements = entry[2]
+        depends = [[f.depends(e) for f in self.loops.frames] for e in elements]
+        held = []
+        for name, part, element, read in zip(target.elts, parts, elements, depends):
+            mixed = [f for f, r in zip(self.loops.frames, read) if name.id in f.defined and r & set(f.assigned)]
+            if mixed and element is not value_node:
+                part = self.held(element, part, mixed, self.lanes.locals.get(name.id))
+            held.append(part)
+        return held, depends
+
+    def held(self, value_node, lanes, mixed=(), prior=None):
+        """``lanes``, the lanes of ``value_node``, as a local holds them: in a
+        loop, with the value's lanes where operands meet (``Lanes.met``), so
+        that a carried value reading the local through a name
+        (``t = x[0, k] + w; acc = maximum(acc, t)``) leaves out what it
+        leaves out of ``maximum(acc, x[0, k] + w)``: the lanes outside this
+        iteration's tile, which a full block of ``w`` beside it makes
+        elements outside a loop.  Where the local is one the ``mixed`` loops
+        carry and the value reads their carried values (``prior``: what it
+        held), those lanes are its own lanes: not elements, for the value
+        reaches the next iteration."""
+        if not self.loops.frames or meets() or not lanes.known:
+            return lanes
+        with meeting():
+            met = self.lanes_of(value_node)
+        if not met.known or [f.key for f in met.factors] == [f.key for f in lanes.factors]:
+            return lanes
+        changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned) for f in mixed))
+        if any(f.names & changing for f in met.factors):
+            try:
+                return absorbed(met, lanes, prior, changing)
+            except UndecidedUnion:  # a union the launch decides: every factor kept
+                return met
+        return dataclasses.replace(lanes, met=met)
+
+    def fresh_now(self):
+        """The names the loops around have set afresh on this path, to rewind
+        to after a branch (its assignments may not have run: after it, a
+        name is carried as before it, the lanes joined keeping what each path
+        left)."""
+        return [set(f.fresh) for f in self.loops.frames]
+
+    def rewind_fresh(self, saved):
+        for frame, fresh in zip(self.loops.frames, saved):
+            frame.fresh = set(fresh)
