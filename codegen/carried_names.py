@@ -31,7 +31,7 @@ class CarriedNamesMixin:
             if depends is not None:
                 heads = set(depends[i])
             elif value_node is not None:
-                heads = frame.depends(value_node)
+                heads = self.head_reads(frame, value_node)
             else:
                 heads = set(frame.defined).union(*frame.heads.values())
             if frame not in carried:  # on this path; a branch's are undone after it (``fresh_now``)
@@ -57,7 +57,7 @@ class CarriedNamesMixin:
         entry = self.lanes.nodes.get(("parts", id(value_node)))
         if entry is not None and entry[0] is value_node and len(entry) > 2 and len(entry[2]) == count:
             elements = entry[2]
-        depends = [[f.depends(e) for f in self.loops.frames] for e in elements]
+        depends = [[self.head_reads(f, e) for f in self.loops.frames] for e in elements]
         held = []
         for name, part, element, read in zip(target.elts, parts, elements, depends):
             mixed = [f for f, r in zip(self.loops.frames, read) if name.id in f.defined and r & set(f.assigned)]
@@ -101,3 +101,25 @@ class CarriedNamesMixin:
     def rewind_fresh(self, saved):
         for frame, fresh in zip(self.loops.frames, saved):
             frame.fresh = set(fresh)
+
+    def head_reads(self, frame, node):
+        """``frame.depends(node)``, an inlined call read as what it returns
+        (``acc = keep_second(acc, x[0, k])`` sets ``acc`` afresh)."""
+        return frame.depends(node, self._returned_nodes)
+
+    def _returned_nodes(self, node):
+        """What the inlined call ``node`` returns (a part of it, indexed by a
+        constant), as nodes; None for any other node."""
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and isinstance(node.slice.value, int):
+            entry = self.lanes.nodes.get(("parts", id(node.value)))
+            if entry is not None and entry[0] is node.value and len(entry) > 2 \
+                    and -len(entry[2]) <= node.slice.value < len(entry[2]):
+                return [entry[2][node.slice.value]]
+        if not isinstance(node, ast.Call):
+            return None
+        for kind in ("returned", "parts"):
+            entry = self.lanes.nodes.get((kind, id(node)))
+            if entry is not None and entry[0] is node:
+                return [entry[1]] if kind == "returned" else list(entry[2]) if len(entry) > 2 else None
+        return None

@@ -289,8 +289,8 @@ def absorbed(lanes, wide, prior, changing):
     ``acc += x[0, k] + z`` with z shorter than the chunk: a lane past z's end
     inside chunk k holds x's element and z's ``other``, and stays in the
     sum.  Only factors are dropped, none made: the loop's states settle.  A
-    stale factor (``stale``: of some paths only, its names gone) is no
-    shorter tensor's and stays.
+    factor of some paths only (``stale(..., branch=True)``: a temporary an
+    inner loop may set) is no shorter tensor's and stays.
     Where the union is a compile-time choice (blocks whose extents the
     launch decides, one perhaps broadcasting), such a factor can be neither
     dropped nor kept for every choice: ``UndecidedUnion`` names it."""
@@ -299,7 +299,7 @@ def absorbed(lanes, wide, prior, changing):
         return lanes
     keys = {f.key for f in wide.factors}
     held = {f.key for f in prior.factors} if prior is not None and prior.known else set()
-    absorbed = [f for f in lanes.factors if not f.names & changing and not f.extent_only and not is_stale(f)
+    absorbed = [f for f in lanes.factors if not f.names & changing and not f.extent_only and not from_branch(f)
                 and f.key not in keys and f.key not in held]
     if not absorbed:
         return lanes

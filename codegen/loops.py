@@ -501,12 +501,19 @@ class _LoopFrame:
         # and those assigned other than as a value carried from the head.
         self.heads, self.fresh = {}, set()
 
-    def depends(self, node):
-        """The names whose values at the iteration's head ``node`` reads."""
-        found = set()
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+    def depends(self, node, inlined=lambda n: None):
+        """The names whose values at the iteration's head ``node`` reads; an
+        inlined call read as what ``inlined`` gives for it (what it returns)."""
+        found, stack = set(), [node]
+        while stack:
+            n = stack.pop()
+            replaced = inlined(n)
+            if replaced is not None:
+                stack.extend(replaced)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 found |= self.heads.get(n.id, {n.id} if n.id in self.defined else set())
+            else:
+                stack.extend(ast.iter_child_nodes(n))
         return found
 
 

@@ -422,13 +422,13 @@ class PaddingMixin:
         # it (the select keeps it): not after ``name`` was set afresh in this
         # iteration (``t = zeros(...)``; ``prev = acc; acc = x[k]``).
         frames = [f for f in self.loops.frames
-                  if name in f.defined and name not in f.fresh and name in f.depends(value_node)]
+                  if name in f.defined and name not in f.fresh and name in self.head_reads(f, value_node)]
         # A name the loops carry, given a value built from values they carry
         # (not as its own update: ``prev = acc; acc = x[k]; acc = max(acc, prev)``,
         # ``b = max(t, x[k])`` with ``t`` the head value of ``a``): the lanes
         # outside this iteration's tile are not elements of it (the value
         # reaches the next iteration), as for a carried value.
-        mixed = [f for f in self.loops.frames if name in f.defined and f.depends(value_node) & set(f.assigned)]
+        mixed = [f for f in self.loops.frames if name in f.defined and self.head_reads(f, value_node) & set(f.assigned)]
         self.wrote(name, value_node, frames)
         unchanged = None if augmented else value
         if not frames or not lanes.known:

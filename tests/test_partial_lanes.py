@@ -568,3 +568,53 @@ def test_other_spellings_of_a_carried_value_never_take_the_lanes_past_the_row(ap
         return
     values = (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).reshape(3, 12)
     torch.testing.assert_close(out, values.amax(1) if reduce == "max" else torch.logsumexp(values, 1))
+
+
+def _products_of_successive_chunks(x, out):
+    acc = ntl.zeros((1, 4), dtype=ntl.float32)
+    prev = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc += prev * x[0, k]
+        prev = x[0, k]
+    out = ntl.sum(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("other", [None, 5.0])
+def test_a_sum_of_products_of_successive_chunks(other):
+    """``prev`` holds the previous iteration's chunk, its mask stale at the
+    loop's head: the sum keeps the carried value outside this chunk."""
+    x = -(torch.rand(3, 11) + 1.0)
+    out = torch.empty(3)
+    ntsym.make(_rows_in_chunks, _products_of_successive_chunks, (Tensor(2, other=other), Tensor(1)))(x, out)
+    chunks = F.pad(x, (0, 1)).reshape(3, 3, 4)
+    torch.testing.assert_close(out, (chunks[:, :-1] * chunks[:, 1:]).sum((1, 2)))
+
+
+def _keep_second(a, b):
+    return b
+
+
+def _last_chunk_through_a_helper(x, out):
+    acc = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc = _keep_second(acc, x[0, k])
+    out = ntl.sum(acc)  # noqa: F841
+
+
+def _last_chunk_through_a_part_of_a_pair(x, out):
+    acc = ntl.zeros((1, 4), dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc = _pair_of(acc, x[0, k])[1]
+    out = ntl.sum(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("application", [_last_chunk_through_a_helper, _last_chunk_through_a_part_of_a_pair])
+def test_a_helper_given_the_name_but_returning_the_chunk_sets_it_afresh(application):
+    """What an inlined call reads of the loop's head values is what it
+    returns: ``acc`` is set afresh, not carried (a select kept the previous
+    chunk's element on the lane past the row: -100 here)."""
+    x = -(torch.rand(3, 11) + 1.0)
+    x[:, 7] = -100.0
+    out = torch.empty(3)
+    ntsym.make(_rows_in_chunks, application, (Tensor(2), Tensor(1)))(x, out)
+    torch.testing.assert_close(out, x[:, 8:].sum(1))
