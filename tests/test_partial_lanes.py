@@ -265,6 +265,18 @@ def _chunks_beside_a_full_block(x, w, out):
     return x.tile((1, 4)).tile((1, -1)), w.tile((1, 4)), out.tile((1,))
 
 
+def _beside_w(application, w_shape=None):
+    """Runs ``application`` over rows of 11 in chunks of 4 (x's ``other`` 5)
+    beside ``w``, a full block (shaped at launch, or ``w_shape`` at make);
+    returns the output and the row's values beside w, the lane past the row
+    -inf."""
+    x, w = -(torch.rand(3, 11) + 1.0), torch.rand(3, 4)
+    out = torch.empty(3)
+    w_tensor = Tensor(2) if w_shape is None else Tensor(shape=w_shape)
+    ntsym.make(_chunks_beside_a_full_block, application, (Tensor(2, other=5.0), w_tensor, Tensor(1)))(x, w, out)
+    return out, (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).reshape(3, 12)
+
+
 def _max_direct(x, w, out):
     acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
     for k in range(x.shape[1]):
@@ -333,11 +345,8 @@ def test_a_carried_value_leaves_out_the_lanes_past_the_row_however_it_is_spelled
     tuple or on both paths of an ``if``), or in a helper.  Through a
     temporary (and a helper's) the lane past the row was taken, holding x's
     ``other`` (5) plus w: 5.2 where the row's maximum is -0.9."""
-    x, w = -(torch.rand(3, 11) + 1.0), torch.rand(3, 4)
-    out = torch.empty(3)
-    ntsym.make(_chunks_beside_a_full_block, application, (Tensor(2, other=5.0), Tensor(2), Tensor(1)))(x, w, out)
-    expected = (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).amax((1, 2))
-    torch.testing.assert_close(out, expected)
+    out, values = _beside_w(application)
+    torch.testing.assert_close(out, values.amax(1))
 
 
 def _max_through_a_second_name(x, w, out):
@@ -378,11 +387,7 @@ def test_a_value_carried_through_another_name_or_updated_twice_leaves_out_the_la
     block of ``w`` of compile-time shape beside the chunk, these took the lane
     past the row (x's ``other`` 5 plus w: 5.2 for a maximum of -0.9); with
     ``w`` shaped at launch they were refused."""
-    x, w = -(torch.rand(3, 11) + 1.0), torch.rand(3, 4)
-    out = torch.empty(3)
-    w_tensor = Tensor(2) if w_shape is None else Tensor(shape=w_shape)
-    ntsym.make(_chunks_beside_a_full_block, application, (Tensor(2, other=5.0), w_tensor, Tensor(1)))(x, w, out)
-    values = (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).reshape(3, 12)
+    out, values = _beside_w(application, w_shape)
     torch.testing.assert_close(out, values.amax(1) if reduce == "max" else torch.logsumexp(values, 1))
 
 
@@ -466,15 +471,11 @@ def test_a_carried_name_given_a_value_built_from_carried_values_keeps_the_lanes_
     lanes past the row beside a full block of ``w`` are not its elements.
     With ``w`` of compile-time shape they were (x's ``other`` 5 plus w: 5.9
     for a maximum of -0.8); refused now, or right."""
-    x, w = -(torch.rand(3, 11) + 1.0), torch.rand(3, 4)
-    out = torch.empty(3)
-    w_tensor = Tensor(2) if w_shape is None else Tensor(shape=w_shape)
     try:
-        ntsym.make(_chunks_beside_a_full_block, application, (Tensor(2, other=5.0), w_tensor, Tensor(1)))(x, w, out)
+        out, values = _beside_w(application, w_shape)
     except ntsym.ApplicationError as error:
         assert "do not settle" in str(error) or "differ between the paths" in str(error) or "holds lanes" in str(error)
         return
-    values = (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).reshape(3, 12)
     torch.testing.assert_close(out, values.amax(1))
 
 
@@ -558,15 +559,11 @@ def test_other_spellings_of_a_carried_value_never_take_the_lanes_past_the_row(ap
     a fresh value inside an inner loop combined with the saved head value are
     refused where ntsym does not follow them.  Beside a ``w`` of compile-time
     shape each took the lane past the row (x's ``other`` plus w)."""
-    x, w = -(torch.rand(3, 11) + 1.0), torch.rand(3, 4)
-    out = torch.empty(3)
-    w_tensor = Tensor(2) if w_shape is None else Tensor(shape=w_shape)
     try:
-        ntsym.make(_chunks_beside_a_full_block, application, (Tensor(2, other=5.0), w_tensor, Tensor(1)))(x, w, out)
+        out, values = _beside_w(application, w_shape)
     except ntsym.ApplicationError as error:
         assert application is not _max_annotated, str(error)
         return
-    values = (F.pad(x, (0, 1), value=float("-inf")).reshape(3, 3, 4) + w[:, None, :]).reshape(3, 12)
     torch.testing.assert_close(out, values.amax(1) if reduce == "max" else torch.logsumexp(values, 1))
 
 
