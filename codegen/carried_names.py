@@ -38,9 +38,7 @@ class CarriedNamesMixin:
                 frame.fresh.add(name)
             if frame.branches == self.lanes.branches:
                 frame.written.add(name)
-            else:
-                heads |= frame.heads.get(name, {name} if name in frame.defined else set())
-            frame.heads[name] = frozenset(heads)
+            frame.heads[name] = frozenset(heads)  # on this path; joined after a branch (``rewind_fresh``)
 
     def unpacked_held(self, target, value_node, parts):
         """For the names of a tuple assignment (``target``) given ``parts``,
@@ -92,20 +90,36 @@ class CarriedNamesMixin:
         return dataclasses.replace(lanes, met=met)
 
     def fresh_now(self):
-        """The names the loops around have set afresh on this path, to rewind
-        to after a branch (its assignments may not have run: after it, a
-        name is carried as before it, the lanes joined keeping what each path
-        left)."""
-        return [set(f.fresh) for f in self.loops.frames]
+        """The loops' path state (what each has set afresh, what its names
+        hold of the head's values), to rewind to after a branch; ``paths``
+        collects the state of a branch's other paths (an ``if``'s body)."""
+        return _PathState([(set(f.fresh), dict(f.heads)) for f in self.loops.frames])
 
-    def rewind_fresh(self, saved):
-        for frame, fresh in zip(self.loops.frames, saved):
-            frame.fresh = set(fresh)
+    def rewind_fresh(self, saved, merge=False):
+        """The loops' path state back as ``saved`` holds it; returns the state
+        left.  With ``merge`` (after the branch): a name whose head values
+        changed on some path holds their union, and is uncertain for the rest
+        of the iteration: a value that reads another name's head value
+        through it is not carried (on some path it may not read it)."""
+        left = [(set(f.fresh), dict(f.heads)) for f in self.loops.frames]
+        for i, (frame, (fresh, heads)) in enumerate(zip(self.loops.frames, saved.state)):
+            frame.fresh, frame.heads = set(fresh), dict(heads)
+            if not merge:
+                continue
+            for path in saved.paths + [left]:
+                for name, held in path[i][1].items():
+                    if heads.get(name) != held:
+                        before = frame.heads.get(name, {name} if name in frame.defined else set())
+                        frame.heads[name] = frozenset(before | held)
+                        frame.uncertain.add(name)
+        return left
 
-    def head_reads(self, frame, node):
+    def head_reads(self, frame, node, target=None):
         """``frame.depends(node)``, an inlined call read as what it returns
-        (``acc = keep_second(acc, x[0, k])`` sets ``acc`` afresh)."""
-        return frame.depends(node, self._returned_nodes)
+        (``acc = keep_second(acc, x[0, k])`` sets ``acc`` afresh); with
+        ``target``, only what every path reads (no uncertain name other than
+        ``target`` itself)."""
+        return frame.depends(node, self._returned_nodes, target)
 
     def _returned_nodes(self, node):
         """What the inlined call ``node`` returns (a part of it, indexed by a
@@ -123,3 +137,11 @@ class CarriedNamesMixin:
             if entry is not None and entry[0] is node:
                 return [entry[1]] if kind == "returned" else list(entry[2]) if len(entry) > 2 else None
         return None
+
+
+class _PathState:
+    """The loops' path state before a branch (``fresh_now``), and that of the
+    branch's paths done so far."""
+
+    def __init__(self, state):
+        self.state, self.paths = state, []

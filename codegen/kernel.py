@@ -269,7 +269,7 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Carri
                 body = self.block(stmt.body)
                 then = self.lane_snapshot()
                 self.lanes.locals = dict(before)
-                self.rewind_fresh(fresh)
+                fresh.paths.append(self.rewind_fresh(fresh))
                 self._forget(self.written_in(stmt.body))
                 orelse = self.block(stmt.orelse) if stmt.orelse else []
             self.lane_join(self.written_in(stmt.body + stmt.orelse), [then, self.lane_snapshot()])

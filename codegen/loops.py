@@ -237,7 +237,7 @@ class LoopsMixin:
         finally:
             self.loops.frames.pop()
             self.lanes.branches -= 1
-            self.rewind_fresh(fresh)
+            self.rewind_fresh(fresh, merge=True)
         self.loops.lanes_after[-1].append(self.lane_snapshot())
         # What the emitted body assigns includes what inlined functions do (to
         # the caller's names their parameters became, and to their locals): a
@@ -352,13 +352,13 @@ class LoopsMixin:
     def _written_around(self):
         """What the loops around have written so far in their iterations (and
         what the names written hold of the values at their heads)."""
-        return [(set(f.written), dict(f.heads), set(f.fresh)) for f in self.loops.frames]
+        return [(set(f.written), dict(f.heads), set(f.fresh), set(f.uncertain)) for f in self.loops.frames]
 
     def _rewind_written(self, written):
         """The loops around as ``_written_around`` found them: a body emitted
         again (or a peeled loop's second body) writes what the first did."""
-        for frame, (names, heads, fresh) in zip(self.loops.frames, written):
-            frame.written, frame.heads, frame.fresh = set(names), dict(heads), set(fresh)
+        for frame, (names, heads, fresh, uncertain) in zip(self.loops.frames, written):
+            frame.written, frame.heads, frame.fresh, frame.uncertain = set(names), dict(heads), set(fresh), set(uncertain)
 
     def written_in(self, stmts):
         """The names ``stmts`` assign, those their inlined calls assign of the
@@ -390,7 +390,7 @@ class LoopsMixin:
             yield fresh
         finally:
             self.lanes.branches -= 1
-            self.rewind_fresh(fresh)
+            self.rewind_fresh(fresh, merge=True)
             self._forget(assigned)
 
     # -- pointers carried from one iteration to the next -----------------------
@@ -499,11 +499,14 @@ class _LoopFrame:
         # depends on, for the names this iteration assigned so far (a name not
         # here holds its head value: itself, where defined before the loop),
         # and those assigned other than as a value carried from the head.
-        self.heads, self.fresh = {}, set()
+        # The names a branch set on some path only (their head values a union).
+        self.heads, self.fresh, self.uncertain = {}, set(), set()
 
-    def depends(self, node, inlined=lambda n: None):
+    def depends(self, node, inlined=lambda n: None, target=None):
         """The names whose values at the iteration's head ``node`` reads; an
-        inlined call read as what ``inlined`` gives for it (what it returns)."""
+        inlined call read as what ``inlined`` gives for it (what it returns).
+        With ``target``: an uncertain name other than it (one a branch set)
+        counts for nothing."""
         found, stack = set(), [node]
         while stack:
             n = stack.pop()
@@ -511,7 +514,8 @@ class _LoopFrame:
             if replaced is not None:
                 stack.extend(replaced)
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                found |= self.heads.get(n.id, {n.id} if n.id in self.defined else set())
+                if target is None or n.id == target or n.id not in self.uncertain:
+                    found |= self.heads.get(n.id, {n.id} if n.id in self.defined else set())
             else:
                 stack.extend(ast.iter_child_nodes(n))
         return found

@@ -422,7 +422,7 @@ class PaddingMixin:
         # it (the select keeps it): not after ``name`` was set afresh in this
         # iteration (``t = zeros(...)``; ``prev = acc; acc = x[k]``).
         frames = [f for f in self.loops.frames
-                  if name in f.defined and name not in f.fresh and name in self.head_reads(f, value_node)]
+                  if name in f.defined and name not in f.fresh and name in self.head_reads(f, value_node, name)]
         # A name the loops carry, given a value built from values they carry
         # (not as its own update: ``prev = acc; acc = x[k]; acc = max(acc, prev)``,
         # ``b = max(t, x[k])`` with ``t`` the head value of ``a``): the lanes
