@@ -18,27 +18,18 @@ from ntsym_codegen.lanes import UndecidedUnion, absorbed, meeting, meets
 
 class CarriedNamesMixin:
     def wrote(self, name, value_node=None, carried=(), depends=None):
-        """``name`` is assigned ``value_node`` (None: not known) here: in the
-        loops around, unless in a branch that may not run, what the rest of
-        the iteration reads is this value, not the one carried from the
-        previous iteration.  Each loop notes what of its head's values the
-        name now holds (``_LoopFrame.heads``; ``depends``: per loop, computed
-        before, for the names of one tuple assignment): where the branch may
-        not run, its head value as well; and, but for the loops in
+        """``name`` is assigned ``value_node`` here.  Each loop around notes,
+        on this path, what of its head's values the name now holds
+        (``_LoopFrame.heads``; ``depends``: per loop, computed before, for
+        the names of one tuple assignment) and, but for the loops in
         ``carried`` (the assignment keeps the head value on the lanes outside
-        their tiles), that the name no longer holds its head value there."""
+        their tiles), that the name no longer holds its head value there
+        (``fresh``).  A branch's notes are joined after it (``rewind_fresh``)."""
         for i, frame in enumerate(self.loops.frames):
-            if depends is not None:
-                heads = set(depends[i])
-            elif value_node is not None:
-                heads = self.head_reads(frame, value_node)
-            else:
-                heads = set(frame.defined).union(*frame.heads.values())
-            if frame not in carried:  # on this path; a branch's are undone after it (``fresh_now``)
+            heads = set(depends[i]) if depends is not None else self.head_reads(frame, value_node)
+            if frame not in carried:
                 frame.fresh.add(name)
-            if frame.branches == self.lanes.branches:
-                frame.written.add(name)
-            frame.heads[name] = frozenset(heads)  # on this path; joined after a branch (``rewind_fresh``)
+            frame.heads[name] = frozenset(heads)
 
     def unpacked_held(self, target, value_node, parts):
         """For the names of a tuple assignment (``target``) given ``parts``,

@@ -226,17 +226,13 @@ class LoopsMixin:
         of its inlined calls included."""
         frame = _LoopFrame(var, start, step, assigned)
         frame.defined = set(self.loops.lanes_before[-1])  # names whose value an iteration may carry
-        # The body may run no iteration: to the loops around, a branch.
-        self.lanes.branches += 1
-        fresh = self.fresh_now()
-        frame.written, frame.branches = set(), self.lanes.branches  # names this iteration assigned so far
+        fresh = self.fresh_now()  # the body may run no iteration: to the loops around, a branch
         self.lanes.locals = dict(self.loops.lanes_before[-1])
         self.loops.frames.append(frame)
         try:
             body = self.block(stmts)
         finally:
             self.loops.frames.pop()
-            self.lanes.branches -= 1
             self.rewind_fresh(fresh, merge=True)
         self.loops.lanes_after[-1].append(self.lane_snapshot())
         # What the emitted body assigns includes what inlined functions do (to
@@ -292,7 +288,6 @@ class LoopsMixin:
         with self._branch(stmt.body + [stmt.test]):
             frame = _LoopFrame(None, None, sympy.S.One, assigned)
             frame.defined = set(self.loops.lanes_before[-1])
-            frame.written, frame.branches = set(), self.lanes.branches
             self.loops.frames.append(frame)
             try:
                 test = self.expr(stmt.test)
@@ -352,13 +347,13 @@ class LoopsMixin:
     def _written_around(self):
         """What the loops around have written so far in their iterations (and
         what the names written hold of the values at their heads)."""
-        return [(set(f.written), dict(f.heads), set(f.fresh), set(f.uncertain)) for f in self.loops.frames]
+        return [(dict(f.heads), set(f.fresh), set(f.uncertain)) for f in self.loops.frames]
 
     def _rewind_written(self, written):
         """The loops around as ``_written_around`` found them: a body emitted
         again (or a peeled loop's second body) writes what the first did."""
-        for frame, (names, heads, fresh, uncertain) in zip(self.loops.frames, written):
-            frame.written, frame.heads, frame.fresh, frame.uncertain = set(names), dict(heads), set(fresh), set(uncertain)
+        for frame, (heads, fresh, uncertain) in zip(self.loops.frames, written):
+            frame.heads, frame.fresh, frame.uncertain = dict(heads), set(fresh), set(uncertain)
 
     def written_in(self, stmts):
         """The names ``stmts`` assign, those their inlined calls assign of the
@@ -384,12 +379,10 @@ class LoopsMixin:
         before a block that does not follow it (``else``)."""
         assigned = self.written_in(stmts)
         self._forget(assigned)
-        self.lanes.branches += 1
         fresh = self.fresh_now()
         try:
             yield fresh
         finally:
-            self.lanes.branches -= 1
             self.rewind_fresh(fresh, merge=True)
             self._forget(assigned)
 

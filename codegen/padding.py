@@ -47,7 +47,6 @@ class LaneState:
     nodes: dict = field(default_factory=dict)  # id of the application's node -> (node, Lanes) of its load
     locals: dict = field(default_factory=dict)  # name -> Lanes
     keyed: list = field(default_factory=list)  # Lanes named by a value key (``value_key``): kept alive
-    branches: int = 0  # how many branches (``if``, ``while``) enclose the statement being emitted
 
 
 DESCRIPTOR = object()  # lanes loaded through a tensor descriptor: zeros past the tensor
@@ -98,9 +97,6 @@ class PaddingMixin:
             return None if blocks is None else [(axis, extent, printer(extent)) for axis, extent in blocks]
         except PrintError:
             return None
-
-    def note_local(self, name, value_node):
-        self.lanes.locals[name] = self.held(value_node, self.lanes_of(value_node))
 
     def lanes_of(self, node):
         """The ``Lanes`` of the application's expression ``node``."""

@@ -34,7 +34,7 @@ import copy
 
 from ntsym_codegen.astutil import generated_assign
 from ntsym_codegen.fresh_lanes import broadcast_lanes
-from ntsym_codegen.lanes import Factor, Lanes, from_branch, is_stale, stale
+from ntsym_codegen.lanes import Factor, Lanes, from_branch, is_stale, meets, stale
 from ntsym_codegen.printer import conjunction
 from ntsym_codegen.template import expr
 
@@ -151,7 +151,11 @@ def parts_of(em, node, count=2):
     number of parts than ``count`` is asked for."""
     held = em.lanes.locals.get(node.id) if isinstance(node, ast.Name) else node
     entry = em.lanes.nodes.get(("pair" if isinstance(node, ast.Name) else "parts", id(held)))
-    return entry[1] if entry is not None and entry[0] is held and len(entry[1]) == count else None
+    if entry is None or entry[0] is not held or len(entry[1]) != count:
+        return None
+    if len(entry) > 2 and meets():  # an inlined call's returned names, read where lanes meet
+        return [em.lanes_of(e) for e in entry[2]]
+    return entry[1]
 
 
 def _mask_of(lanes, value):

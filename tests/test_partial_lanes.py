@@ -654,3 +654,24 @@ def test_a_head_value_read_on_some_paths_only_does_not_make_the_name_carried(app
         assert "differ between the paths" in str(error) or "do not settle" in str(error)
         return
     torch.testing.assert_close(out, x[:, 8:].sum(1))
+
+
+def _sum_and_its_chunk(chunk, w):
+    s = chunk + w
+    return chunk, s
+
+
+def _max_of_a_part_of_a_returned_pair(x, w, out):
+    acc = ntl.full((1, 4), -1000.0, dtype=ntl.float32)
+    for k in range(x.shape[1]):
+        acc = ntl.maximum(acc, _sum_and_its_chunk(x[0, k], w)[1])
+    out = ntl.max(acc)  # noqa: F841
+
+
+@pytest.mark.parametrize("w_shape", [None, (3, 4)])
+def test_a_part_of_a_pair_a_helper_returns_is_read_where_lanes_meet(w_shape):
+    """``helper(...)[1]`` in a carried expression reads the returned name's
+    lanes where operands meet, as the name unpacked would be: the lane past
+    the row stays out (it was taken: x's ``other`` plus w)."""
+    out, values = _beside_w(_max_of_a_part_of_a_returned_pair, w_shape)
+    torch.testing.assert_close(out, values.amax(1))
