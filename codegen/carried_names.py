@@ -14,6 +14,7 @@ import ast
 import dataclasses
 
 from ntsym_codegen.lanes import UndecidedUnion, absorbed, meeting, meets
+from ntsym_codegen.loops import changing as loop_changing
 
 
 class CarriedNamesMixin:
@@ -24,7 +25,7 @@ class CarriedNamesMixin:
         the names of one tuple assignment) and, but for the loops in
         ``carried`` (the assignment keeps the head value on the lanes outside
         their tiles), that the name no longer holds its head value there
-        (``fresh``).  A branch's notes are joined after it (``rewind_fresh``)."""
+        (``fresh``).  A branch's notes are joined after it (``rewind_paths``)."""
         for i, frame in enumerate(self.loops.frames):
             heads = set(depends[i]) if depends is not None else self.head_reads(frame, value_node)
             if frame not in carried:
@@ -40,16 +41,16 @@ class CarriedNamesMixin:
         of names), else the whole value's; all read before any is written."""
         count = len(target.elts)
         elements = [value_node] * count
+        returned = self._returned_parts(value_node)
         if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == count \
                 and not any(isinstance(e, ast.Starred) for e in value_node.elts):
             elements = value_node.elts
-        entry = self.lanes.nodes.get(("parts", id(value_node)))
-        if entry is not None and entry[0] is value_node and len(entry) > 2 and len(entry[2]) == count:
-            elements = entry[2]
+        elif returned is not None and len(returned) == count:
+            elements = returned  # an inlined call returning a tuple of names
         depends = [[self.head_reads(f, e) for f in self.loops.frames] for e in elements]
         held = []
         for name, part, element, read in zip(target.elts, parts, elements, depends):
-            mixed = [f for f, r in zip(self.loops.frames, read) if name.id in f.defined and r & set(f.assigned)]
+            mixed = self.mixed_loops(name.id, read)
             if mixed and element is not value_node:
                 part = self.held(element, part, mixed, self.lanes.locals.get(name.id))
             held.append(part)
@@ -72,7 +73,7 @@ class CarriedNamesMixin:
             met = self.lanes_of(value_node)
         if not met.known or [f.key for f in met.factors] == [f.key for f in lanes.factors]:
             return lanes
-        changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned) for f in mixed))
+        changing = loop_changing(mixed)
         if any(f.names & changing for f in met.factors):
             try:
                 return absorbed(met, lanes, prior, changing)
@@ -80,13 +81,13 @@ class CarriedNamesMixin:
                 return met
         return dataclasses.replace(lanes, met=met)
 
-    def fresh_now(self):
+    def path_state(self):
         """The loops' path state (what each has set afresh, what its names
         hold of the head's values), to rewind to after a branch; ``paths``
         collects the state of a branch's other paths (an ``if``'s body)."""
         return _PathState([(set(f.fresh), dict(f.heads)) for f in self.loops.frames])
 
-    def rewind_fresh(self, saved, merge=False):
+    def rewind_paths(self, saved, merge=False):
         """The loops' path state back as ``saved`` holds it; returns the state
         left.  With ``merge`` (after the branch): a name whose head values
         changed on some path holds their union, and is uncertain for the rest
@@ -100,10 +101,14 @@ class CarriedNamesMixin:
             for path in saved.paths + [left]:
                 for name, held in path[i][1].items():
                     if heads.get(name) != held:
-                        before = frame.heads.get(name, {name} if name in frame.defined else set())
-                        frame.heads[name] = frozenset(before | held)
+                        frame.heads[name] = frozenset(frame.head(name) | held)
                         frame.uncertain.add(name)
         return left
+
+    def mixed_loops(self, name, reads):
+        """The loops around that carry ``name`` and whose carried values a
+        value reads (``reads``: per loop, the head values it reads)."""
+        return [f for f, r in zip(self.loops.frames, reads) if name in f.defined and r & set(f.assigned)]
 
     def head_reads(self, frame, node, target=None):
         """``frame.depends(node)``, an inlined call read as what it returns
@@ -117,21 +122,25 @@ class CarriedNamesMixin:
         constant), as nodes; None for any other node."""
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
                 and isinstance(node.slice.value, int):
-            entry = self.lanes.nodes.get(("parts", id(node.value)))
-            if entry is not None and entry[0] is node.value and len(entry) > 2 \
-                    and -len(entry[2]) <= node.slice.value < len(entry[2]):
-                return [entry[2][node.slice.value]]
+            parts = self._returned_parts(node.value)
+            if parts is not None and -len(parts) <= node.slice.value < len(parts):
+                return [parts[node.slice.value]]
         if not isinstance(node, ast.Call):
             return None
-        for kind in ("returned", "parts"):
-            entry = self.lanes.nodes.get((kind, id(node)))
-            if entry is not None and entry[0] is node:
-                return [entry[1]] if kind == "returned" else list(entry[2]) if len(entry) > 2 else None
-        return None
+        entry = self.lanes.nodes.get(("returned", id(node)))
+        if entry is not None and entry[0] is node:
+            return [entry[1]]
+        parts = self._returned_parts(node)
+        return None if parts is None else list(parts)
+
+    def _returned_parts(self, node):
+        """The names an inlined call ``node`` returns as a tuple, else None."""
+        entry = self.lanes.nodes.get(("parts", id(node)))
+        return entry[2] if entry is not None and entry[0] is node and len(entry) > 2 else None
 
 
 class _PathState:
-    """The loops' path state before a branch (``fresh_now``), and that of the
+    """The loops' path state before a branch (``path_state``), and that of the
     branch's paths done so far."""
 
     def __init__(self, state):

@@ -265,11 +265,11 @@ class KernelEmitter(ShapesMixin, AddressingMixin, AccessMixin, LoopsMixin, Carri
                 return taken
             test = self.expr(stmt.test)
             before = self.lane_snapshot()
-            with self._branch(stmt.body + stmt.orelse) as fresh:
+            with self._branch(stmt.body + stmt.orelse) as paths:
                 body = self.block(stmt.body)
                 then = self.lane_snapshot()
                 self.lanes.locals = dict(before)
-                fresh.paths.append(self.rewind_fresh(fresh))
+                paths.paths.append(self.rewind_paths(paths))
                 self._forget(self.written_in(stmt.body))
                 orelse = self.block(stmt.orelse) if stmt.orelse else []
             self.lane_join(self.written_in(stmt.body + stmt.orelse), [then, self.lane_snapshot()])

@@ -156,11 +156,11 @@ class LoopsMixin:
             counter = self.names.counter
             stop = self.loops.ranges[var]
             self.loops.ranges[var] = FloorDiv(*ceiling.args)
-            written = self._written_around()
+            noted = self._frames_state()
             main_frame, main = self._loop_body(copy.deepcopy(stmt.body), var, start, step, body_names)
             self._forget(assigned)
             self.names.counter = counter  # the same temporaries in both bodies
-            self._rewind_written(written)
+            self._rewind_frames(noted)
             self.loops.ranges[var] = stop
         frame, body = self._loop_body(stmt.body, var, start, step, body_names)
         self.loops.ranges.pop(var, None)
@@ -226,14 +226,14 @@ class LoopsMixin:
         of its inlined calls included."""
         frame = _LoopFrame(var, start, step, assigned)
         frame.defined = set(self.loops.lanes_before[-1])  # names whose value an iteration may carry
-        fresh = self.fresh_now()  # the body may run no iteration: to the loops around, a branch
+        paths = self.path_state()  # the body may run no iteration: to the loops around, a branch
         self.lanes.locals = dict(self.loops.lanes_before[-1])
         self.loops.frames.append(frame)
         try:
             body = self.block(stmts)
         finally:
             self.loops.frames.pop()
-            self.rewind_fresh(fresh, merge=True)
+            self.rewind_paths(paths, merge=True)
         self.loops.lanes_after[-1].append(self.lane_snapshot())
         # What the emitted body assigns includes what inlined functions do (to
         # the caller's names their parameters became, and to their locals): a
@@ -326,7 +326,7 @@ class LoopsMixin:
         from the same temporaries, ranges and names written by the loops
         around."""
         entry = self.loops.lanes_before[-1]
-        saved = dict(self.loops.ranges), dict(self.loops.trips), self.names.counter, self._written_around()
+        saved = dict(self.loops.ranges), dict(self.loops.trips), self.names.counter, self._frames_state()
         for _ in range(6):
             self.loops.inline_writes.append(set())
             try:
@@ -341,17 +341,18 @@ class LoopsMixin:
                 return loop, names
             self.loops.lanes_before[-1], self.loops.lanes_after[-1] = widened, []
             self.loops.ranges, self.loops.trips, self.names.counter = dict(saved[0]), dict(saved[1]), saved[2]
-            self._rewind_written(saved[3])
+            self._rewind_frames(saved[3])
         raise self.error("the lanes outside the tensor that this loop's values carry do not settle", stmt)
 
-    def _written_around(self):
-        """What the loops around have written so far in their iterations (and
-        what the names written hold of the values at their heads)."""
+    def _frames_state(self):
+        """What the loops around have noted so far in their iterations: what
+        the names assigned hold of the head's values, those set afresh, and
+        those a branch set."""
         return [(dict(f.heads), set(f.fresh), set(f.uncertain)) for f in self.loops.frames]
 
-    def _rewind_written(self, written):
-        """The loops around as ``_written_around`` found them: a body emitted
-        again (or a peeled loop's second body) writes what the first did."""
+    def _rewind_frames(self, written):
+        """The loops around as ``_frames_state`` found them: a body emitted
+        again (or a peeled loop's second body) notes what the first did."""
         for frame, (heads, fresh, uncertain) in zip(self.loops.frames, written):
             frame.heads, frame.fresh, frame.uncertain = dict(heads), set(fresh), set(uncertain)
 
@@ -379,11 +380,11 @@ class LoopsMixin:
         before a block that does not follow it (``else``)."""
         assigned = self.written_in(stmts)
         self._forget(assigned)
-        fresh = self.fresh_now()
+        paths = self.path_state()
         try:
-            yield fresh
+            yield paths
         finally:
-            self.rewind_fresh(fresh, merge=True)
+            self.rewind_paths(paths, merge=True)
             self._forget(assigned)
 
     # -- pointers carried from one iteration to the next -----------------------
@@ -508,10 +509,20 @@ class _LoopFrame:
                 stack.extend(replaced)
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 if target is None or n.id == target or n.id not in self.uncertain:
-                    found |= self.heads.get(n.id, {n.id} if n.id in self.defined else set())
+                    found |= self.head(n.id)
             else:
                 stack.extend(ast.iter_child_nodes(n))
         return found
+
+    def head(self, name):
+        """The names whose head values ``name`` holds now."""
+        return self.heads.get(name, {name} if name in self.defined else set())
+
+
+def changing(frames):
+    """The names that change from one iteration of the loops ``frames`` to
+    the next: their variables and what their bodies assign."""
+    return set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned) for f in frames))
 
 
 class _IndexForm(ast.NodeTransformer):

@@ -31,6 +31,7 @@ from ntsym_codegen.lane_tables import (COMPARE as _COMPARE, ELEMENTWISE as _ELEM
                                        OPERATORS as _OPERATORS, OTHER_MIXING, REDUCTIONS, SCANS, cast_kind, literal)
 from ntsym_codegen.fresh_lanes import broadcast_call_lanes, fresh_lanes
 from ntsym_codegen.lane_values import OPERANDS, equals
+from ntsym_codegen.loops import changing as loop_changing
 from ntsym_codegen.lanes import (CLEAN, UndecidedUnion, Factor, Lanes, absorbed, carried_into, cast, combine, is_stale,
                                  join, masked, meeting, meets, same_everywhere, stale_refusal, unknown, widen)
 from ntsym_codegen.printer import PrintError, conjunction
@@ -424,8 +425,9 @@ class PaddingMixin:
         # ``b = max(t, x[k])`` with ``t`` the head value of ``a``): the lanes
         # outside this iteration's tile are not elements of it (the value
         # reaches the next iteration), as for a carried value.
-        mixed = [f for f in self.loops.frames if name in f.defined and self.head_reads(f, value_node) & set(f.assigned)]
-        self.wrote(name, value_node, frames)
+        reads = [self.head_reads(f, value_node) for f in self.loops.frames]
+        mixed = self.mixed_loops(name, reads)
+        self.wrote(name, carried=frames, depends=reads)
         unchanged = None if augmented else value
         if not frames or not lanes.known:
             self.lanes.locals[name] = self.held(value_node, lanes, mixed, self.lanes.locals.get(name))
@@ -436,8 +438,7 @@ class PaddingMixin:
         # Only the loops that carry ``name``: a factor reading an outer loop's
         # variable, ``name`` set afresh in each of its iterations, is the same
         # in every iteration of the loops that do (lanes outside in all of them).
-        changing = set().union(*(({f.var.name} if f.var is not None else set()) | set(f.assigned)
-                                  for f in frames))
+        changing = loop_changing(frames)
         varying = [f for f in lanes.factors if f.names & changing]
         # ``acc + e``, ``maximum(acc, e)``, ...: where ``e`` holds the
         # identity, the carried value is unchanged and no select is needed.
